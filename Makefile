@@ -1,0 +1,32 @@
+# The two commands of the README: `make demo` and `make test`. Both set everything up first.
+SHELL := /bin/bash
+VENV := .venv
+PY := $(VENV)/bin/python
+export HF_HUB_OFFLINE ?= 1
+export TOKENIZERS_PARALLELISM ?= false
+
+.PHONY: setup setup-base demo test test-fast bench lint clean
+
+setup:
+	@bash scripts/setup.sh full
+
+setup-base:
+	@bash scripts/setup.sh base
+
+demo: setup
+	@$(PY) -m examples.demo
+
+test: setup
+	@$(PY) -m pytest -q -ra
+
+test-fast: setup
+	@$(PY) -m pytest -q -ra -m "not slow"
+
+bench: setup
+	@for b in benchmarks/bench_*.py; do echo "== $$b"; $(PY) $$b || exit 1; done
+
+lint: setup
+	@$(VENV)/bin/ruff check colbench_gym sweet_agent tests examples benchmarks
+
+clean:
+	rm -rf $(VENV) build *.egg-info

@@ -1,0 +1,1 @@
+"""ColBench as a Gymnasium suite."""

@@ -1,0 +1,78 @@
+"""The dialogue protocol of ColBench, as the paper defines it, in one place.
+
+An agent turn is free text. Text before an ``OUTPUT:`` marker is private thought and is never
+shown to the human simulator; ``I WANT TO ANSWER:`` ends the dialogue and what follows is the
+final answer. Backend answers are Python source (Markdown code fences are stripped); frontend
+turns may carry one ``<html>…</html>`` (or ``<body>…</body>``) snippet.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+#: Agent rounds per episode in the paper.
+MAX_TURNS = 10
+ANSWER_MARKER = "I WANT TO ANSWER:"
+OUTPUT_MARKER = "OUTPUT:"
+#: Simulator replies are cut to these many characters (paper: 400 backend, 1000 frontend).
+BACKEND_REPLY_CHARS = 400
+FRONTEND_REPLY_CHARS = 1000
+
+_FENCE_RE = re.compile(r"```[ \t]*([A-Za-z0-9_+-]*)[ \t]*\n(.*?)(?:\n[ \t]*```|\Z)", re.S)
+_HTML_RE = re.compile(r"<html\b.*?</html\s*>", re.S | re.I)
+_BODY_RE = re.compile(r"<body\b.*?</body\s*>", re.S | re.I)
+
+
+@dataclass(frozen=True)
+class ParsedAction:
+    """An agent turn split into its protocol parts."""
+
+    raw: str
+    thought: str
+    message: str  # what the simulator sees (text after OUTPUT:, or the whole turn)
+    is_answer: bool
+    answer: str  # text after I WANT TO ANSWER: ('' unless is_answer)
+
+
+def parse_action(text: str) -> ParsedAction:
+    """Split a raw agent turn into thought, visible message and (optional) final answer."""
+    if not isinstance(text, str):
+        raise TypeError(f"an action must be a str, got {type(text).__name__}")
+    thought, message = "", text
+    idx = text.find(OUTPUT_MARKER)
+    if idx >= 0:
+        thought, message = text[:idx].strip(), text[idx + len(OUTPUT_MARKER):]
+    message = message.strip()
+    aidx = message.find(ANSWER_MARKER)
+    if aidx < 0:
+        # The marker may sit in the thought part when the model forgets OUTPUT: ordering.
+        aidx_raw = text.find(ANSWER_MARKER)
+        if aidx_raw >= 0 and idx >= 0 and aidx_raw < idx:
+            return ParsedAction(text, "", text.strip(), True, text[aidx_raw + len(ANSWER_MARKER):].strip())
+        return ParsedAction(text, thought, message, False, "")
+    return ParsedAction(text, thought, message, True, message[aidx + len(ANSWER_MARKER):].strip())
+
+
+def extract_code(answer: str) -> str:
+    """Return the Python source in a final answer, with Markdown code fences removed.
+
+    With several fenced blocks, Python-tagged (or untagged) blocks are joined in order, so an
+    answer that puts a helper and the main function in separate blocks still grades.
+    """
+    blocks = _FENCE_RE.findall(answer)
+    if not blocks:
+        return answer.strip("\n").strip("`")
+    py = [body for lang, body in blocks if lang.lower() in ("", "python", "py", "python3")]
+    return "\n\n".join(py or [b for _, b in blocks]).strip("\n")
+
+
+def extract_html(text: str) -> str | None:
+    """Return the first ``<html>…</html>`` (else ``<body>…</body>``) snippet in ``text``."""
+    m = _HTML_RE.search(text) or _BODY_RE.search(text)
+    return m.group(0) if m else None
+
+
+def truncate(text: str, limit: int) -> str:
+    """Cut a simulator reply to ``limit`` characters (the paper's reply caps)."""
+    return text if len(text) <= limit else text[:limit]

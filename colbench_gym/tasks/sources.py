@@ -1,0 +1,120 @@
+"""Where an environment draws its tasks from: embedded sets, the procedural generator, files.
+
+A task source is indexable; ``reset(options={"task_index": i})`` takes task ``i`` and a plain
+``reset(seed=s)`` draws an index with the environment's seeded generator. Specs accepted by the
+environments' ``tasks=`` argument:
+
+- ``"embedded:test"`` (default) / ``"embedded:train"``: hand-written tasks shipped in the package;
+- ``"generated:train"`` / ``"generated:test"``: the procedural generator (unbounded, seeded,
+  disjoint splits) — unlimited offline training tasks;
+- a path to an official JSONL task file; a list of records or task objects.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from functools import lru_cache
+from typing import Any
+
+import numpy as np
+
+from colbench_gym.tasks.records import BackendTask, FrontendTask, TaskFormatError
+
+#: Size reported by the unbounded generated sources (indices wrap at this many tasks).
+GENERATED_SPACE = 2**31 - 1
+
+
+class TaskSource:
+    """An indexable collection of tasks of one kind."""
+
+    kind: str
+    name: str
+
+    def __len__(self) -> int:
+        raise NotImplementedError
+
+    def __getitem__(self, index: int) -> BackendTask | FrontendTask:
+        raise NotImplementedError
+
+    def sample(self, rng: np.random.Generator) -> tuple[int, BackendTask | FrontendTask]:
+        index = int(rng.integers(0, len(self)))
+        return index, self[index]
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.name!r}, {len(self)} tasks)"
+
+
+class ListTaskSource(TaskSource):
+    def __init__(self, tasks: Sequence[BackendTask | FrontendTask], kind: str, name: str = "list"):
+        if not tasks:
+            raise ValueError(f"task source {name!r} holds no tasks")
+        self.tasks, self.kind, self.name = list(tasks), kind, name
+
+    def __len__(self) -> int:
+        return len(self.tasks)
+
+    def __getitem__(self, index: int) -> BackendTask | FrontendTask:
+        if not 0 <= index < len(self.tasks):
+            raise IndexError(f"task_index {index} out of range for {self.name!r} ({len(self.tasks)} tasks)")
+        return self.tasks[index]
+
+
+class GeneratedTaskSource(TaskSource):
+    """Procedurally generated tasks: task ``i`` of a split is a pure function of ``(split, i)``."""
+
+    def __init__(self, kind: str, split: str):
+        if split not in ("train", "test"):
+            raise ValueError(f"generated split must be 'train' or 'test', got {split!r}")
+        self.kind, self.split, self.name = kind, split, f"generated:{split}"
+
+    def __len__(self) -> int:
+        return GENERATED_SPACE
+
+    def __getitem__(self, index: int) -> BackendTask | FrontendTask:
+        if not 0 <= index < GENERATED_SPACE:
+            raise IndexError(f"task_index {index} out of range for {self.name!r}")
+        return _generate(self.kind, self.split, index)
+
+
+@lru_cache(maxsize=4096)
+def _generate(kind: str, split: str, index: int) -> BackendTask | FrontendTask:
+    if kind == "backend":
+        from colbench_gym.tasks.generator import generate_backend_task  # noqa: PLC0415
+        return generate_backend_task(index, split=split)
+    from colbench_gym.tasks.frontend_generator import generate_frontend_task  # noqa: PLC0415
+    return generate_frontend_task(index, split=split)
+
+
+@lru_cache(maxsize=8)
+def _embedded(kind: str, split: str) -> ListTaskSource:
+    from colbench_gym.tasks.embedded import load_embedded  # noqa: PLC0415
+    return ListTaskSource(load_embedded(kind, split), kind, f"embedded:{split}")
+
+
+def resolve_task_source(spec: Any, kind: str) -> TaskSource:
+    """Turn the ``tasks=`` argument of an environment into a :class:`TaskSource`."""
+    if spec is None:
+        spec = "embedded:test"
+    if isinstance(spec, TaskSource):
+        if spec.kind != kind:
+            raise ValueError(f"task source {spec.name!r} holds {spec.kind} tasks, not {kind} tasks")
+        return spec
+    if isinstance(spec, (str, os.PathLike)):
+        text = os.fspath(spec)
+        source, _, split = text.partition(":")
+        if source == "embedded" and not os.path.exists(text):
+            return _embedded(kind, split or "test")
+        if source == "generated" and not os.path.exists(text):
+            return GeneratedTaskSource(kind, split or "train")
+        if os.path.exists(text):
+            from colbench_gym.tasks.loaders import load_tasks  # noqa: PLC0415
+            return ListTaskSource(load_tasks(text, kind), kind, text)
+        raise ValueError(
+            f"tasks={text!r} is neither a file nor one of 'embedded:test', 'embedded:train', "
+            "'generated:train', 'generated:test'"
+        )
+    if isinstance(spec, Sequence):
+        cls = BackendTask if kind == "backend" else FrontendTask
+        return ListTaskSource([cls.from_record(r, where=f"tasks[{i}]") for i, r in enumerate(spec)], kind)
+    raise TaskFormatError(f"tasks must be a spec string, a path or a list of records, got {type(spec).__name__}")

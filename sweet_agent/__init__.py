@@ -1,0 +1,1 @@
+"""SWEET-RL agent side."""

@@ -1,0 +1,25 @@
+"""The ``sweet-agent`` command: rollouts, evaluation, and SWEET-RL / baseline training."""
+
+from __future__ import annotations
+
+import sys
+
+from colbench_gym.cli import dispatch
+
+COMMANDS: list[tuple[tuple[str, ...], str, str]] = [
+    (("rollout",), "sweet_agent.rollout.cli", "play episodes with a policy and write trajectories"),
+    (("evaluate",), "sweet_agent.evaluation", "print success, % tests passed, similarity, win rate"),
+    (("fetch-model",), "sweet_agent.policies.default_model", "prepare the embedded default policy model offline"),
+    (("train-critic",), "sweet_agent.critic.cli", "train SWEET-RL's privileged step-level critic"),
+    (("train-actor",), "sweet_agent.actor.cli", "build step-level pairs with the critic and train the policy with DPO"),
+    (("train-rft",), "sweet_agent.baselines.rft", "rejection fine-tuning baseline"),
+    (("train-mtdpo",), "sweet_agent.baselines.mtdpo", "multi-turn (trajectory-level) DPO baseline"),
+]
+
+
+def main(argv: list[str] | None = None) -> int:
+    return dispatch("sweet-agent", COMMANDS, list(sys.argv[1:] if argv is None else argv))
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())
