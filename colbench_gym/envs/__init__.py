@@ -1,0 +1,1 @@
+"""The ColBench environments (one per module); registration lives in ``colbench_gym/__init__``."""

@@ -1,0 +1,169 @@
+"""Episode bookkeeping shared by the ColBench environments.
+
+Both environments follow one protocol (see :mod:`colbench_gym.protocol`): the agent writes free
+text, the simulated person answers the visible part, and the episode ends when the agent writes
+``I WANT TO ANSWER:`` or uses its last turn. Subclasses only say how a final answer is scored and
+what evidence the simulator gets for a turn.
+"""
+
+from __future__ import annotations
+
+from abc import abstractmethod
+from typing import Any
+
+import gymnasium as gym
+
+from colbench_gym.protocol import MAX_TURNS, ParsedAction, parse_action, truncate
+from colbench_gym.simulators import HumanSimulator, make_simulator
+from colbench_gym.spaces import UnicodeText
+from colbench_gym.tasks.records import BackendTask, FrontendTask
+from colbench_gym.tasks.sources import TaskSource, resolve_task_source
+
+#: Longest action accepted as is; longer actions are cut (and flagged in ``info``), never crashed on.
+MAX_ACTION_CHARS = 200_000
+#: Upper bound of the text spaces (a problem description from a task file may be long).
+MAX_TEXT_CHARS = 1_000_000
+
+
+class EpisodeOverError(RuntimeError):
+    """``step`` was called after the episode ended."""
+
+
+class ColBenchEnv(gym.Env[str, str]):
+    """Base class of the ColBench environments (not registered itself)."""
+
+    metadata = {"render_modes": ["ansi", "human"], "render_fps": 1}
+
+    #: ``"backend"`` or ``"frontend"``; picks the task shape and the simulator family.
+    kind: str = ""
+    #: Simulator replies are cut to this many characters.
+    reply_chars: int = 400
+
+    def __init__(
+        self,
+        tasks: Any = None,
+        simulator: str | HumanSimulator | None = "offline",
+        simulator_kwargs: dict[str, Any] | None = None,
+        max_turns: int = MAX_TURNS,
+        render_mode: str | None = None,
+    ) -> None:
+        if render_mode is not None and render_mode not in self.metadata["render_modes"]:
+            raise ValueError(f"render_mode must be one of {self.metadata['render_modes']} or None, got {render_mode!r}")
+        if not isinstance(max_turns, int) or max_turns < 1:
+            raise ValueError(f"max_turns must be a positive int, got {max_turns!r}")
+        self.render_mode = render_mode
+        self.max_turns = max_turns
+        self.task_source: TaskSource = resolve_task_source(tasks, self.kind)
+        self.simulator: HumanSimulator = make_simulator(simulator, self.kind, **(simulator_kwargs or {}))
+        self.observation_space = UnicodeText(MAX_TEXT_CHARS)
+        self.action_space = UnicodeText(MAX_TEXT_CHARS)
+        self.task: BackendTask | FrontendTask | None = None
+        self.task_index: int | None = None
+        self._messages: list[dict[str, str]] = []  # agent's view: raw agent turns
+        self._visible: list[dict[str, str]] = []  # simulator's view: thought removed
+        self._turn = 0
+        self._done = True
+
+    # ----------------------------------------------------------------- hooks for subclasses
+    @abstractmethod
+    def _score(self, answer: str) -> tuple[float, dict[str, Any]]:
+        """Score the final answer: ``(reward, extra info)``."""
+
+    def _simulator_context(self, parsed: ParsedAction) -> dict[str, Any]:
+        """Evidence the simulator gets besides the dialogue for this turn (e.g. screenshots)."""
+        return {}
+
+    def _on_reset(self) -> None:
+        """Per-episode preparation once ``self.task`` is set (e.g. render the reference)."""
+
+    # ----------------------------------------------------------------- Gymnasium API
+    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[str, dict[str, Any]]:
+        super().reset(seed=seed)
+        options = dict(options or {})
+        unknown = set(options) - {"task", "task_index"}
+        if unknown:
+            raise ValueError(f"unknown reset option(s) {sorted(unknown)}; use 'task' (a record) or 'task_index' (an int)")
+        if "task" in options and "task_index" in options:
+            raise ValueError("pass either options['task'] or options['task_index'], not both")
+        cls = BackendTask if self.kind == "backend" else FrontendTask
+        if "task" in options:
+            self.task, self.task_index = cls.from_record(options["task"], where="options['task']"), None
+        elif "task_index" in options:
+            index = options["task_index"]
+            if not isinstance(index, int) or isinstance(index, bool):
+                raise TypeError(f"options['task_index'] must be an int, got {type(index).__name__}")
+            self.task, self.task_index = self.task_source[index], index
+        else:
+            self.task_index, self.task = self.task_source.sample(self.np_random)
+        self.simulator.reset(self.task, seed=int(self.np_random.integers(2**31 - 1)))
+        self._turn = 0
+        self._done = False
+        first = {"role": "user", "content": self.task.problem_description}
+        self._messages = [dict(first)]
+        self._visible = [dict(first)]
+        self._on_reset()
+        return self.task.problem_description, self._info()
+
+    def step(self, action: str) -> tuple[str, float, bool, bool, dict[str, Any]]:
+        if self._done:
+            raise EpisodeOverError("the episode has ended (or reset() was never called); call env.reset() first")
+        if not isinstance(action, str):
+            raise TypeError(f"an action is the agent's text turn (str), got {type(action).__name__}")
+        cut = len(action) > MAX_ACTION_CHARS
+        if cut:
+            action = action[:MAX_ACTION_CHARS]
+        parsed = parse_action(action)
+        self._turn += 1
+        self._messages.append({"role": "assistant", "content": action})
+        self._visible.append({"role": "assistant", "content": parsed.message})
+        extra: dict[str, Any] = {"action_truncated": cut}
+        if parsed.is_answer or self._turn >= self.max_turns:
+            # The paper counts the last turn as the answer when the agent never used the marker.
+            answer = parsed.answer if parsed.is_answer else parsed.message
+            self._done = True
+            reward, score_info = self._score(answer)
+            extra.update(score_info, answer=answer, ended_by="answer" if parsed.is_answer else "turn_limit")
+            return "", float(reward), True, False, self._info(**extra)
+        reply = self.simulator.respond(self.task, [dict(m) for m in self._visible], **self._simulator_context(parsed))
+        reply = truncate(str(reply), self.reply_chars)
+        self._messages.append({"role": "user", "content": reply})
+        self._visible.append({"role": "user", "content": reply})
+        if self.render_mode == "human":
+            print(self.render())
+        return reply, 0.0, False, False, self._info(**extra)
+
+    def render(self) -> str | None:
+        if self.render_mode is None:
+            gym.logger.warn("render() called without a render_mode; pass render_mode='ansi' or 'human' to gym.make")
+            return None
+        lines = []
+        for m in self._messages:
+            who = "PERSON" if m["role"] == "user" else "AGENT"
+            lines.append(f"[{who}] {m['content']}")
+        text = "\n".join(lines)
+        return text if self.render_mode == "ansi" else (print(text) or None)
+
+    def close(self) -> None:
+        self.simulator.close()
+        super().close()
+
+    # ----------------------------------------------------------------- helpers
+    @property
+    def messages(self) -> list[dict[str, str]]:
+        """The dialogue so far in chat-template form (``user`` = person, ``assistant`` = agent)."""
+        return [dict(m) for m in self._messages]
+
+    @property
+    def turn(self) -> int:
+        return self._turn
+
+    def _info(self, **extra: Any) -> dict[str, Any]:
+        assert self.task is not None
+        return {
+            "messages": self.messages,
+            "turn": self._turn,
+            "max_turns": self.max_turns,
+            "task_id": self.task.task_id,
+            "task_index": self.task_index,
+            **extra,
+        }

@@ -1,0 +1,74 @@
+"""A backend human simulator run by a local transformers causal LM (needs the [agent] extra)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from colbench_gym.simulators.base import Dialogue, HumanSimulator, SimulatorError
+from colbench_gym.simulators.prompts import BACKEND_SYSTEM_PROMPT, simulator_messages
+from colbench_gym.tasks.records import BackendTask
+
+
+class TransformersBackendSimulator(HumanSimulator):
+    """Loads ``model`` (a local path or a hub id already in the HF cache) once and chats with it."""
+
+    kind = "backend"
+
+    def __init__(
+        self,
+        model: str | Any,
+        tokenizer: Any = None,
+        max_new_tokens: int = 128,
+        temperature: float = 0.0,
+        top_p: float = 1.0,
+        dtype: str = "auto",
+        device: str | None = None,
+    ) -> None:
+        try:
+            import torch  # noqa: PLC0415 - optional extra
+            from transformers import AutoModelForCausalLM, AutoTokenizer  # noqa: PLC0415
+        except ImportError as exc:
+            raise SimulatorError(
+                "the 'transformers' simulator needs torch and transformers: pip install 'colbench-gym[agent]'"
+            ) from exc
+        self._torch = torch
+        if isinstance(model, str):
+            try:
+                self.tokenizer = tokenizer or AutoTokenizer.from_pretrained(model)
+                self.model = AutoModelForCausalLM.from_pretrained(model, dtype=dtype)
+            except OSError as exc:
+                raise SimulatorError(
+                    f"cannot load simulator model {model!r} ({exc}); pass a local directory, or download "
+                    "the model into the HF cache first (this library never downloads at run time with HF_HUB_OFFLINE=1)"
+                ) from exc
+        else:
+            if tokenizer is None:
+                raise SimulatorError("pass tokenizer= together with a model object")
+            self.model, self.tokenizer = model, tokenizer
+        if device:
+            self.model.to(device)
+        self.model.eval()
+        self.max_new_tokens, self.temperature, self.top_p = max_new_tokens, temperature, top_p
+        self._seed: int | None = None
+
+    def reset(self, task, *, seed: int | None = None) -> None:
+        self._seed = seed
+
+    def respond(self, task: BackendTask, dialogue: Dialogue, **context: Any) -> str:
+        torch = self._torch
+        system = BACKEND_SYSTEM_PROMPT.format(problem_description=task.problem_description,
+                                              ground_truth=task.ground_truth)
+        ids = self.tokenizer.apply_chat_template(
+            simulator_messages(system, dialogue), add_generation_prompt=True, return_tensors="pt", return_dict=True
+        )
+        ids = {k: v.to(self.model.device) for k, v in ids.items()}
+        if self._seed is not None:
+            torch.manual_seed(self._seed + len(dialogue))
+        sample = self.temperature > 0
+        with torch.no_grad():
+            out = self.model.generate(
+                **ids, max_new_tokens=self.max_new_tokens, do_sample=sample,
+                temperature=self.temperature if sample else None, top_p=self.top_p if sample else None,
+                pad_token_id=self.tokenizer.pad_token_id or self.tokenizer.eos_token_id,
+            )
+        return self.tokenizer.decode(out[0, ids["input_ids"].shape[1]:], skip_special_tokens=True).strip()

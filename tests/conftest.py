@@ -1,0 +1,28 @@
+"""Suite-wide settings: offline hub, shared fixture paths."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+# Offline first: a hub miss otherwise costs ~50 s of retries per call.
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+
+FIXTURES = Path(__file__).parent / "fixtures"
+
+
+@pytest.fixture(scope="session")
+def fixtures_dir() -> Path:
+    return FIXTURES
+
+
+@pytest.fixture(scope="session")
+def backend_records() -> list[dict]:
+    """Backend tasks in the official record shape (our own contents)."""
+    with (FIXTURES / "backend_tasks.jsonl").open() as fh:
+        return [json.loads(line) for line in fh if line.strip()]
