@@ -46,23 +46,32 @@ def load_tasks(path: str | os.PathLike[str], kind: Kind = "backend") -> list[Bac
     return out
 
 
-def load_hf_tasks(kind: Kind = "backend", split: str = "train", repo_id: str = "facebook/collaborative_agent_bench",
-                  data_files: str | None = None) -> list[BackendTask] | list[FrontendTask]:
-    """Load ColBench tasks from the Hugging Face hub (needs ``datasets`` and network or a cache).
+HF_REPO_ID = "facebook/collaborative_agent_bench"
 
-    Offline machines should download the JSONL files once and use :func:`load_tasks`.
+
+def load_hf_tasks(kind: Kind = "backend", split: str = "test", repo_id: str = HF_REPO_ID,
+                  data_files: str | None = None) -> list[BackendTask] | list[FrontendTask]:
+    """Load ColBench tasks with HF ``datasets`` from the hub or a local copy of the dataset repo.
+
+    The paper's dataset repo holds ``backend_tasks/{train,test}.jsonl``; frontend task files
+    must be named with ``data_files``. ``repo_id`` may be a local directory (a downloaded copy).
+    With ``HF_HUB_OFFLINE=1`` only the local cache is used.
     """
     try:
         import datasets  # noqa: PLC0415 - optional dependency
     except ImportError as exc:  # pragma: no cover - depends on extras
         raise ImportError("load_hf_tasks needs `datasets`: pip install 'colbench-gym[agent]'") from exc
-    files = data_files or {"backend": "backend_tasks/test.jsonl", "frontend": "frontend_tasks/test.jsonl"}[kind]
+    if data_files is None:
+        if kind != "backend":
+            raise ValueError("the paper's dataset repo has no frontend task file; pass data_files=")
+        data_files = f"backend_tasks/{split}.jsonl"
     try:
-        ds = datasets.load_dataset(repo_id, data_files=files, split=split)
+        ds = datasets.load_dataset(repo_id, data_files=data_files, split="train")
     except Exception as exc:  # noqa: BLE001 - surface a clear message for any hub failure
         raise RuntimeError(
-            f"could not load {repo_id!r} ({files}) from the HF hub: {exc}. Download the JSONL once "
-            "and pass it to colbench_gym.tasks.load_tasks(path), or set HF_HUB_OFFLINE=0."
+            f"could not load {repo_id!r} ({data_files}) with HF datasets: {type(exc).__name__}: {exc}. "
+            "Download the JSONL once and use colbench_gym.tasks.load_tasks(path), or allow hub access "
+            "(HF_HUB_OFFLINE=0)."
         ) from exc
     cls = BackendTask if kind == "backend" else FrontendTask
-    return [cls.from_record(r, where=f"{repo_id}[{i}]") for i, r in enumerate(ds)]
+    return [cls.from_record(r, where=f"{repo_id}:{data_files}[{i}]") for i, r in enumerate(ds)]
