@@ -1,0 +1,139 @@
+"""Run trusted reference functions on their test calls in a separate process.
+
+Why a subprocess: the outputs must be deterministic across interpreter runs (e.g. no set order
+leaking into a list), so each check runs in fresh interpreters with different hash seeds. The
+references are OUR trusted code, so a plain subprocess is enough (untrusted code is the grader's job).
+
+Run as a script it reads ``[{"source": str, "tests": {name: call}}, ...]`` as JSON on stdin and
+prints, per task, the encoded outcome of every call and the reference lines that ran.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import os
+import subprocess
+import sys
+from typing import Any
+
+PLAIN = (type(None), bool, int, float, str, list, tuple, dict, set, frozenset)
+FILENAME = "<reference>"
+
+
+class NotPlainData(TypeError):
+    pass
+
+
+def encode(value: Any) -> Any:
+    """A JSON-able, order-normalised form of plain data; anything else raises NotPlainData."""
+    if value is None or isinstance(value, (bool, str)):
+        return value
+    if isinstance(value, int):
+        return {"int": value}
+    if isinstance(value, float):
+        return {"float": repr(value)}
+    if isinstance(value, list):
+        return {"list": [encode(v) for v in value]}
+    if isinstance(value, tuple):
+        return {"tuple": [encode(v) for v in value]}
+    if isinstance(value, (set, frozenset)):
+        items = [encode(v) for v in value]
+        return {"set": sorted(items, key=lambda x: json.dumps(x, sort_keys=True))}
+    if isinstance(value, dict):
+        items = [[encode(k), encode(v)] for k, v in value.items()]
+        return {"dict": sorted(items, key=lambda x: json.dumps(x, sort_keys=True))}
+    raise NotPlainData(f"not plain data: {type(value).__name__}")
+
+
+def _run_one(source: str, tests: dict[str, str]) -> dict[str, Any]:
+    lines: set[int] = set()
+
+    def tracer(frame, event, arg):  # noqa: ARG001
+        if frame.f_code.co_filename != FILENAME:
+            return None
+        if event == "line":
+            lines.add(frame.f_lineno)
+        return tracer
+
+    namespace: dict[str, Any] = {"__name__": "reference"}
+    try:
+        exec(compile(source, FILENAME, "exec"), namespace)  # noqa: S102 - trusted reference
+    except Exception as exc:  # noqa: BLE001
+        return {"error": f"{type(exc).__name__}: {exc}"}
+    outcomes = {}
+    for name, call in tests.items():
+        sys.settrace(tracer)
+        try:
+            value = eval(compile(call, "<test>", "eval"), dict(namespace))  # noqa: S307
+            outcome = {"value": encode(value)}
+        except NotPlainData as exc:
+            outcome = {"not_plain": str(exc)}
+        except Exception as exc:  # noqa: BLE001
+            outcome = {"raises": type(exc).__name__}
+        finally:
+            sys.settrace(None)
+        outcomes[name] = outcome
+    return {"outcomes": outcomes, "lines": sorted(lines)}
+
+
+def run_references(items: list[dict[str, Any]], hash_seed: int = 0, timeout: float = 120) -> list[dict[str, Any]]:
+    """Evaluate every item's test calls in one fresh interpreter (PYTHONHASHSEED=hash_seed)."""
+    env = dict(os.environ, PYTHONHASHSEED=str(hash_seed))
+    proc = subprocess.run([sys.executable, __file__], input=json.dumps(items), capture_output=True,
+                          text=True, env=env, timeout=timeout, check=False)
+    if proc.returncode != 0:
+        raise RuntimeError(f"reference runner failed: {proc.stderr[-2000:]}")
+    return json.loads(proc.stdout)
+
+
+def body_lines(source: str) -> set[int]:
+    """Line numbers of the statements inside function bodies (what the tests should execute)."""
+    tree = ast.parse(source)
+    out: set[int] = set()
+    for fn in ast.walk(tree):
+        if isinstance(fn, ast.FunctionDef):
+            for node in ast.walk(fn):
+                if isinstance(node, ast.stmt) and node is not fn and not isinstance(node, ast.FunctionDef):
+                    out.add(node.lineno)
+    return out
+
+
+def _mutable_constants(tree: ast.AST) -> list[ast.Constant]:
+    """Numeric and string literals that carry a hidden detail (not error messages or format specs)."""
+    skip: set[int] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Raise, ast.JoinedStr)):
+            skip.update(id(n) for n in ast.walk(node))
+        if isinstance(node, ast.Subscript):  # dict keys read from the input, e.g. item["name"]
+            skip.update(id(n) for n in ast.walk(node.slice))
+    out = []
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Constant) or id(node) in skip or isinstance(node.value, bool):
+            continue
+        if isinstance(node.value, (int, float)) or (isinstance(node.value, str) and node.value):
+            out.append(node)
+    return out
+
+
+def mutants(source: str) -> list[tuple[str, str]]:
+    """``(description, mutated_source)`` per literal: the "naive guess" with one detail changed."""
+    out = []
+    count = len(_mutable_constants(ast.parse(source)))
+    for i in range(count):
+        tree = ast.parse(source)
+        node = _mutable_constants(tree)[i]
+        old = node.value
+        if isinstance(old, int):
+            node.value = old + 1
+        elif isinstance(old, float):
+            node.value = round(old * 1.5 + 0.5, 6)
+        else:
+            node.value = old + "_x"
+        out.append((f"line {node.lineno}: {old!r} -> {node.value!r}", ast.unparse(tree)))
+    return out
+
+
+if __name__ == "__main__":
+    data = json.load(sys.stdin)
+    json.dump([_run_one(item["source"], item["tests"]) for item in data], sys.stdout)
