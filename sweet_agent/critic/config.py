@@ -1,0 +1,51 @@
+"""Configuration of the SWEET-RL critic trainer (TRL style: a TrainingArguments dataclass)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from transformers import TrainingArguments
+
+from sweet_agent.critic.advantages import NORMALIZATIONS
+
+CRITIC_TYPES = ("logratio", "regression")
+
+
+@dataclass
+class CriticConfig(TrainingArguments):
+    """Arguments of :class:`~sweet_agent.critic.trainer.CriticTrainer`.
+
+    The paper's 8B run: ``learning_rate=2e-7``, effective batch 8, ``num_train_epochs=4``,
+    ``beta=0.1``. Ablations are switches here: ``use_privileged_info=False`` (critic without the
+    reference solution), ``normalize="none"`` (no per-turn normalisation), ``normalize="trajectory"``
+    (the public release's token mean over all turns), ``critic_type="regression"`` (scalar head).
+    """
+
+    beta: float = field(default=0.1, metadata={"help": "Bradley–Terry temperature on trajectory sums"})
+    nll_coef: float = field(default=0.0, metadata={"help": "weight of an NLL term on the chosen trajectory's agent tokens"})
+    normalize: str = field(default="turn", metadata={"help": f"one of {NORMALIZATIONS}"})
+    use_privileged_info: bool = field(default=True, metadata={"help": "condition the critic on the reference solution"})
+    critic_type: str = field(default="logratio", metadata={"help": f"one of {CRITIC_TYPES}"})
+    max_length: int | None = field(default=4096, metadata={"help": "truncate trajectories to this many tokens (keep start)"})
+    success_threshold: float = field(default=1.0, metadata={"help": "reward at or above which a trajectory counts as successful (when it has no 'success')"})
+    eval_fraction: float = field(default=0.1, metadata={"help": "fraction of tasks held out for pairwise accuracy"})
+    # Trainer defaults that suit this trainer.
+    learning_rate: float = 1e-6
+    num_train_epochs: float = 4.0
+    per_device_train_batch_size: int = 2
+    per_device_eval_batch_size: int = 2
+    logging_steps: float = 10
+    remove_unused_columns: bool = False
+    report_to: str | list[str] | None = "none"
+    save_strategy: str = "epoch"
+
+    def __post_init__(self):
+        if self.normalize not in NORMALIZATIONS:
+            raise ValueError(f"normalize must be one of {NORMALIZATIONS}, got {self.normalize!r}")
+        if self.critic_type not in CRITIC_TYPES:
+            raise ValueError(f"critic_type must be one of {CRITIC_TYPES}, got {self.critic_type!r}")
+        if self.beta <= 0:
+            raise ValueError(f"beta must be > 0, got {self.beta}")
+        if not 0 <= self.eval_fraction < 1:
+            raise ValueError(f"eval_fraction must be in [0, 1), got {self.eval_fraction}")
+        super().__post_init__()

@@ -1,0 +1,63 @@
+"""Trajectory preference pairs for the critic, built as the paper does.
+
+Per task, every successful trajectory is paired (as chosen) with each trajectory of the same
+task whose reward is strictly lower. Tasks, not pairs, are split into train / held-out so the
+held-out accuracy measures generalisation to unseen tasks.
+"""
+
+from __future__ import annotations
+
+import random
+from collections import defaultdict
+from typing import Any
+
+from sweet_agent.critic import records as R
+
+
+def build_trajectory_pairs(trajs: list[dict[str, Any]], success_threshold: float = 1.0,
+                           max_pairs_per_task: int | None = None, seed: int = 0) -> list[dict[str, Any]]:
+    """Pairs ``{"task_key", "chosen", "rejected"}`` (records) from scored rollouts."""
+    groups: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for rec in trajs:
+        R.check_record(rec)
+        groups[R.task_key(rec)].append(rec)
+    rng = random.Random(seed)
+    pairs = []
+    for key, group in groups.items():
+        task_pairs = []
+        for good in group:
+            if not R.is_success(good, success_threshold):
+                continue
+            for bad in group:
+                if bad is not good and R.reward(bad) < R.reward(good):
+                    task_pairs.append({"task_key": key, "chosen": good, "rejected": bad})
+        if max_pairs_per_task is not None and len(task_pairs) > max_pairs_per_task:
+            task_pairs = rng.sample(task_pairs, max_pairs_per_task)
+        pairs.extend(task_pairs)
+    return pairs
+
+
+def split_by_task(pairs: list[dict[str, Any]], eval_fraction: float, seed: int = 0
+                  ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """Hold out whole tasks (``eval_fraction`` of them, at least one when > 0)."""
+    keys = sorted({p["task_key"] for p in pairs})
+    if eval_fraction <= 0 or len(keys) < 2:
+        return pairs, []
+    rng = random.Random(seed)
+    rng.shuffle(keys)
+    n_eval = max(1, round(len(keys) * eval_fraction))
+    held = set(keys[:n_eval])
+    return [p for p in pairs if p["task_key"] not in held], [p for p in pairs if p["task_key"] in held]
+
+
+def pairs_to_rows(pairs: list[dict[str, Any]], use_privileged_info: bool = True) -> list[dict[str, Any]]:
+    """Flatten pairs into dataset rows: messages of both trajectories and the privileged text."""
+    rows = []
+    for p in pairs:
+        rows.append({
+            "chosen": R.dialogue_messages(p["chosen"]),
+            "rejected": R.dialogue_messages(p["rejected"]),
+            "privileged_info": R.privileged_info(p["chosen"]) if use_privileged_info else None,
+            "task_key": p["task_key"],
+        })
+    return rows

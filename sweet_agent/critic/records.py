@@ -1,0 +1,114 @@
+"""Reading official trajectory records for training (the stable dict contract).
+
+A record is ``{"task": {"problem_description", "ground_truth", "test_cases"?}, "dialogue_history":
+[{"role", "content", "output"?}], "answer", "reward", "success"?}``. These helpers turn one into
+chat messages and pick out what the critic and the actor need, so nothing else in the training
+code touches the raw layout.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+from typing import Any
+
+Messages = list[dict[str, str]]
+
+
+class RecordError(ValueError):
+    """A trajectory record is missing what training needs."""
+
+
+def load_records(paths: str | Path | Iterable[str | Path]) -> list[dict[str, Any]]:
+    """Read trajectory records from one or more JSONL files, with line numbers in errors."""
+    if isinstance(paths, (str, Path)):
+        paths = [paths]
+    out: list[dict[str, Any]] = []
+    for path in paths:
+        path = Path(path)
+        if not path.exists():
+            raise FileNotFoundError(f"trajectory file {path} does not exist; collect rollouts first "
+                                    "(`sweet-agent rollout ...` or examples/sweet_rl/collect.py)")
+        with path.open(encoding="utf-8") as fh:
+            for lineno, line in enumerate(fh, 1):
+                if not line.strip():
+                    continue
+                try:
+                    rec = json.loads(line)
+                except json.JSONDecodeError as exc:
+                    raise RecordError(f"{path}:{lineno}: not valid JSON ({exc.msg})") from exc
+                check_record(rec, f"{path}:{lineno}")
+                out.append(rec)
+    return out
+
+
+def check_record(rec: Any, where: str = "record") -> None:
+    if not isinstance(rec, dict):
+        raise RecordError(f"{where}: a trajectory record must be an object, got {type(rec).__name__}")
+    for key in ("task", "dialogue_history"):
+        if key not in rec:
+            raise RecordError(f"{where}: missing {key!r}; expected the official trajectory record shape "
+                              "{task, dialogue_history, answer, reward}")
+    if not isinstance(rec["dialogue_history"], list):
+        raise RecordError(f"{where}: 'dialogue_history' must be a list of {{role, content}} turns")
+    if not isinstance(rec["task"], dict) or "problem_description" not in rec["task"]:
+        raise RecordError(f"{where}: 'task' must be a task record with a 'problem_description'")
+
+
+def turn_text(turn: dict[str, Any]) -> str:
+    """The text of a turn; for agent turns the raw ``output`` (thought included) when present."""
+    if turn.get("role") == "assistant" and isinstance(turn.get("output"), str):
+        return turn["output"]
+    return str(turn.get("content", ""))
+
+
+def dialogue_messages(rec: dict[str, Any]) -> Messages:
+    """The dialogue as chat messages (user / assistant), in order."""
+    msgs = []
+    for i, turn in enumerate(rec["dialogue_history"]):
+        role = turn.get("role")
+        if role not in ("user", "assistant", "system"):
+            raise RecordError(f"dialogue_history[{i}]: role must be user or assistant, got {role!r}")
+        msgs.append({"role": role, "content": turn_text(turn)})
+    return msgs
+
+
+def privileged_info(rec: dict[str, Any]) -> str:
+    """The training-time information c: the task's reference solution (code or HTML)."""
+    gt = rec["task"].get("ground_truth")
+    if not isinstance(gt, str) or not gt.strip():
+        raise RecordError("task has no 'ground_truth'; the privileged critic needs the reference solution "
+                          "(or train with --no-privileged-info)")
+    return gt
+
+
+def reward(rec: dict[str, Any]) -> float:
+    r = rec.get("reward")
+    if r is None:
+        raise RecordError("record has no 'reward'; grade trajectories before training "
+                          "(`colbench evaluate backend ...`)")
+    return float(r)
+
+
+def is_success(rec: dict[str, Any], threshold: float = 1.0) -> bool:
+    """``success`` when the record carries it, else reward >= threshold (all tests passed)."""
+    if rec.get("success") is not None:
+        return bool(rec["success"])
+    return reward(rec) >= threshold
+
+
+def task_key(rec: dict[str, Any]) -> str:
+    """A stable id for the task a trajectory solves (groups the samples of one task)."""
+    task = rec["task"]
+    text = json.dumps([task.get("problem_description"), task.get("ground_truth")], sort_keys=True)
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def iter_agent_turns(rec: dict[str, Any]) -> Iterator[tuple[int, Messages, str]]:
+    """Yield ``(index, messages_before, action)`` for each agent turn of a trajectory."""
+    msgs = dialogue_messages(rec)
+    for i, m in enumerate(msgs):
+        if m["role"] == "assistant":
+            yield i, msgs[:i], m["content"]
