@@ -1,0 +1,164 @@
+"""Step-level pairs for the actor: sample candidates per agent turn, score with the critic, pair.
+
+WHY batched: the N candidates of one turn share their prompt, so one ``generate`` call with
+``num_return_sequences=N`` decodes them together (one prefill, N rows per step) instead of N
+sequential decodes; likewise the critic scores all N candidates in one padded forward per model.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+
+from sweet_agent.critic import records as R
+from sweet_agent.critic.advantages import (
+    aggregate_turns,
+    assistant_token_spans,
+    spans_to_turn_ids,
+    token_logratios,
+    with_privileged,
+)
+
+Messages = list[dict[str, str]]
+
+
+@dataclass
+class TurnCandidates:
+    prompt: Messages          # what the policy sees before the turn
+    candidates: list[str]
+    scores: list[float]
+    record_index: int
+    turn_index: int
+
+
+def agent_conversation(messages_before: Messages, system_prompt: str | None = None) -> Messages:
+    """The policy's view of the dialogue before an agent turn (no privileged information)."""
+    msgs = [dict(m) for m in messages_before]
+    if system_prompt and not (msgs and msgs[0]["role"] == "system"):
+        msgs.insert(0, {"role": "system", "content": system_prompt})
+    return msgs
+
+
+@torch.no_grad()
+def sample_candidates(model, tokenizer, conversation: Messages, n: int, max_new_tokens: int = 256,
+                      temperature: float = 1.0, top_p: float = 1.0, batch_size: int | None = None,
+                      seed: int | None = None) -> list[str]:
+    """``n`` sampled next agent turns from ``model`` (the current policy), in ``ceil(n / batch_size)``
+    ``generate`` calls (one by default)."""
+    if seed is not None:
+        torch.manual_seed(seed)
+    prompt = tokenizer.apply_chat_template(conversation, tokenize=False, add_generation_prompt=True)
+    enc = tokenizer(prompt, add_special_tokens=False, return_tensors="pt").to(next(model.parameters()).device)
+    batch_size = batch_size or n
+    was_training = model.training
+    model.eval()
+    texts: list[str] = []
+    try:
+        while len(texts) < n:
+            k = min(batch_size, n - len(texts))
+            out = model.generate(**enc, do_sample=temperature > 0, temperature=temperature if temperature > 0 else None,
+                                 top_p=top_p, top_k=0, max_new_tokens=max_new_tokens, num_return_sequences=k,
+                                 pad_token_id=tokenizer.pad_token_id, eos_token_id=tokenizer.eos_token_id)
+            texts += tokenizer.batch_decode(out[:, enc["input_ids"].shape[1]:], skip_special_tokens=True)
+    finally:
+        model.train(was_training)
+    return [t.strip() for t in texts]
+
+
+@torch.no_grad()
+def score_candidates(critic, critic_ref, tokenizer, messages_before: Messages, candidates: Sequence[str],
+                     privileged_info: str | None = None, normalize: str = "turn",
+                     batch_size: int = 16) -> list[float]:
+    """The critic's advantage of each candidate as the next agent turn (one batched forward per
+    model per ``batch_size`` candidates)."""
+    from sweet_agent.critic.regression import RegressionCritic
+
+    pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
+    device = next(critic.parameters()).device
+    scores: list[float] = []
+    was_training = critic.training
+    critic.eval()
+    try:
+        for start in range(0, len(candidates), batch_size):
+            chunk = candidates[start:start + batch_size]
+            seqs, turns = [], []
+            for cand in chunk:
+                msgs = with_privileged([*messages_before, {"role": "assistant", "content": cand}], privileged_info)
+                ids, spans = assistant_token_spans(tokenizer, msgs)
+                last = spans[-1:]  # only the candidate turn is scored
+                seqs.append(ids)
+                turns.append([1 if t == len(spans) else 0 for t in spans_to_turn_ids(len(ids), spans)] if last else [0] * len(ids))
+            T = max(map(len, seqs))
+            input_ids = torch.full((len(seqs), T), pad, dtype=torch.long)
+            attn = torch.zeros_like(input_ids)
+            turn_ids = torch.zeros_like(input_ids)
+            for i, (s, t) in enumerate(zip(seqs, turns)):
+                input_ids[i, :len(s)] = torch.tensor(s)
+                attn[i, :len(s)] = 1
+                turn_ids[i, :len(t)] = torch.tensor(t)
+            input_ids, attn, turn_ids = input_ids.to(device), attn.to(device), turn_ids.to(device)
+            if isinstance(critic, RegressionCritic):
+                vals = critic(input_ids=input_ids, attention_mask=attn, turn_ids=turn_ids, num_turns=1)[:, 0]
+            else:
+                lr = token_logratios(critic, critic_ref, input_ids, attn, turn_ids > 0)
+                vals, _ = aggregate_turns(lr, turn_ids, 1, normalize)
+                vals = vals[:, 0]
+            scores += [float(v) for v in vals]
+    finally:
+        critic.train(was_training)
+    return scores
+
+
+def select_pairs(candidates: Sequence[str], scores: Sequence[float], pairs_per_turn: int = 1,
+                 rng: random.Random | None = None) -> list[tuple[int, int]]:
+    """Indices ``(chosen, rejected)``: chosen at random from the top half by score, rejected at
+    random from the bottom half (the paper's rule). Distinct pairs, and never two identical
+    texts (they carry no preference); fewer than ``pairs_per_turn`` when not enough exist."""
+    if len(candidates) != len(scores):
+        raise ValueError(f"{len(candidates)} candidates but {len(scores)} scores")
+    n = len(candidates)
+    if n < 2:
+        return []
+    rng = rng or random.Random(0)
+    order = sorted(range(n), key=lambda i: -scores[i])
+    top, bottom = order[: n // 2], order[n // 2:]
+    options = [(c, r) for c in top for r in bottom if candidates[c] != candidates[r]]
+    return rng.sample(options, min(pairs_per_turn, len(options)))
+
+
+def build_step_pairs(records: Sequence[dict[str, Any]], policy, policy_tokenizer, critic, critic_ref,
+                     critic_tokenizer, num_candidates: int = 16, pairs_per_turn: int = 1,
+                     turn_fraction: float = 1.0, max_new_tokens: int = 256, temperature: float = 1.0,
+                     top_p: float = 1.0, sampling_batch_size: int | None = None, system_prompt: str | None = None,
+                     normalize: str = "turn", use_privileged_info: bool = True, seed: int = 0,
+                     progress: bool = False) -> list[dict[str, Any]]:
+    """DPO rows ``{"prompt", "chosen", "rejected", "chosen_score", "rejected_score"}`` (conversational
+    format TRL's DPOTrainer reads) from the agent turns of offline trajectories."""
+    rng = random.Random(seed)
+    turns = [(ri, ti, before) for ri, rec in enumerate(records) for ti, before, _ in R.iter_agent_turns(rec)]
+    if turn_fraction < 1:
+        turns = rng.sample(turns, max(1, round(len(turns) * turn_fraction)))
+        turns.sort(key=lambda x: (x[0], x[1]))
+    iterator = turns
+    if progress:
+        from tqdm.auto import tqdm
+
+        iterator = tqdm(turns, desc="step pairs")
+    rows = []
+    for k, (ri, ti, before) in enumerate(iterator):
+        rec = records[ri]
+        conv = agent_conversation(before, system_prompt)
+        cands = sample_candidates(policy, policy_tokenizer, conv, num_candidates, max_new_tokens, temperature,
+                                  top_p, sampling_batch_size, seed=seed + k)
+        priv = R.privileged_info(rec) if use_privileged_info else None
+        scores = score_candidates(critic, critic_ref, critic_tokenizer, before, cands, priv, normalize)
+        for c, r in select_pairs(cands, scores, pairs_per_turn, rng):
+            rows.append({"prompt": conv, "chosen": [{"role": "assistant", "content": cands[c]}],
+                         "rejected": [{"role": "assistant", "content": cands[r]}],
+                         "chosen_score": scores[c], "rejected_score": scores[r],
+                         "task_key": R.task_key(rec), "turn_index": ti})
+    return rows

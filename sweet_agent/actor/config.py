@@ -1,0 +1,45 @@
+"""Configuration of SWEET-RL's actor stage: step-level candidate pairs + DPO (TRL style)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from trl import DPOConfig
+
+
+@dataclass
+class ActorConfig(DPOConfig):
+    """:class:`trl.DPOConfig` with the paper's actor defaults and the candidate-pair settings.
+
+    Paper: 16 candidates per agent turn, chosen at random from the critic's top half, rejected
+    from the bottom half, DPO with β = 0.1 plus an NLL (``sft``) term weighted 0.01, one epoch;
+    the 8B run used ``learning_rate=2e-7`` and batch 8.
+    """
+
+    num_candidates: int = field(default=16, metadata={"help": "candidate actions sampled per agent turn"})
+    pairs_per_turn: int = field(default=1, metadata={"help": "(chosen, rejected) pairs drawn per agent turn"})
+    turn_fraction: float = field(default=1.0, metadata={"help": "fraction of the offline agent turns to use"})
+    max_new_tokens: int = field(default=256, metadata={"help": "length cap of a sampled candidate"})
+    temperature: float = field(default=1.0, metadata={"help": "sampling temperature of candidates"})
+    top_p: float = field(default=1.0, metadata={"help": "nucleus sampling of candidates"})
+    sampling_batch_size: int = field(default=16, metadata={"help": "candidates per generate call (≥ num_candidates: one call per turn)"})
+    system_prompt: str | None = field(default=None, metadata={"help": "agent system prompt placed before the dialogue (as in rollouts)"})
+    critic_normalize: str = field(default="turn", metadata={"help": "how the critic scores a candidate (turn = paper)"})
+    use_privileged_info: bool = field(default=True, metadata={"help": "score candidates with the reference solution in the critic's context"})
+    # DPOConfig defaults changed to the paper's.
+    beta: float = 0.1
+    loss_type: list[str] = field(default_factory=lambda: ["sigmoid", "sft"])
+    loss_weights: list[float] | None = field(default_factory=lambda: [1.0, 0.01])
+    num_train_epochs: float = 1.0
+    learning_rate: float = 2e-7
+    per_device_train_batch_size: int = 8
+    report_to: str | list[str] | None = "none"
+
+    def __post_init__(self):
+        if self.num_candidates < 2:
+            raise ValueError(f"num_candidates must be >= 2 to form a top/bottom split, got {self.num_candidates}")
+        if self.pairs_per_turn < 1:
+            raise ValueError(f"pairs_per_turn must be >= 1, got {self.pairs_per_turn}")
+        if not 0 < self.turn_fraction <= 1:
+            raise ValueError(f"turn_fraction must be in (0, 1], got {self.turn_fraction}")
+        super().__post_init__()
