@@ -1,0 +1,155 @@
+"""The one small interface every policy implements.
+
+A policy turns chat conversations (lists of ``{"role", "content"}`` messages, the agent's own
+turns as ``"assistant"``) into the agent's next raw turn. It works on a *batch* of
+conversations at once because that is where the speed is: a local model pads the batch and
+decodes it in one pass, an endpoint policy sends the requests concurrently. Rollouts, the
+SWEET-RL actor (sampling candidate actions) and the baselines all go through this interface.
+
+Seeds are per conversation, not per call: the same ``(conversation, seed)`` gives the same
+text whichever other conversations share the batch, so a rollout is reproducible even when it
+is resumed or run with a different concurrency.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+from abc import ABC
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+#: A conversation: ``[{"role": "system" | "user" | "assistant", "content": str}, ...]``.
+Messages = list[dict[str, str]]
+
+
+class PolicyError(RuntimeError):
+    """A policy could not produce an action (model missing, endpoint down, bad output, ...)."""
+
+
+@dataclass(frozen=True)
+class SamplingParams:
+    """How to sample one agent turn.
+
+    ``temperature == 0`` means greedy decoding. ``stop`` strings end a turn early (the text up
+    to, not including, the stop string is returned).
+    """
+
+    max_new_tokens: int = 512
+    temperature: float = 0.7
+    top_p: float = 0.95
+    top_k: int = 0  # 0 = no top-k cut
+    stop: tuple[str, ...] = ()
+    extra: dict[str, Any] = field(default_factory=dict, compare=False)
+
+    def __post_init__(self) -> None:
+        if self.max_new_tokens < 1:
+            raise ValueError(f"max_new_tokens must be >= 1, got {self.max_new_tokens}")
+        if self.temperature < 0:
+            raise ValueError(f"temperature must be >= 0 (0 = greedy), got {self.temperature}")
+        if not 0 < self.top_p <= 1:
+            raise ValueError(f"top_p must be in (0, 1], got {self.top_p}")
+        if self.top_k < 0:
+            raise ValueError(f"top_k must be >= 0 (0 = off), got {self.top_k}")
+
+    @property
+    def greedy(self) -> bool:
+        return self.temperature == 0
+
+    def with_(self, **changes: Any) -> "SamplingParams":
+        return replace(self, **changes)
+
+
+@dataclass(frozen=True)
+class Generation:
+    """One generated agent turn."""
+
+    text: str
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    #: ``"stop"`` (end of turn or stop string) or ``"length"`` (hit ``max_new_tokens``).
+    finish_reason: str = "stop"
+
+
+def derive_seed(*parts: Any) -> int:
+    """A stable 63-bit seed from any printable parts (e.g. base seed, task index, sample, turn).
+
+    Python's ``hash`` is salted per process, so we hash the text instead: the same parts give
+    the same seed on every run and machine.
+    """
+    digest = hashlib.sha256("\x1f".join(map(str, parts)).encode()).digest()
+    return int.from_bytes(digest[:8], "little") & 0x7FFF_FFFF_FFFF_FFFF
+
+
+def apply_stop(text: str, stop: Sequence[str]) -> tuple[str, bool]:
+    """Cut ``text`` at the first stop string; returns (text, whether it was cut)."""
+    cut = min((i for s in stop if s and (i := text.find(s)) >= 0), default=-1)
+    return (text[:cut], True) if cut >= 0 else (text, False)
+
+
+def validate_conversation(messages: Messages, where: str = "conversation") -> None:
+    """Raise a clear error for anything a chat template would choke on."""
+    if not isinstance(messages, list) or not messages:
+        raise PolicyError(f"{where}: expected a non-empty list of {{'role', 'content'}} messages")
+    for i, m in enumerate(messages):
+        if not isinstance(m, dict) or "role" not in m or "content" not in m:
+            raise PolicyError(f"{where}[{i}]: each message needs 'role' and 'content', got {m!r:.80}")
+        if m["role"] not in ("system", "user", "assistant"):
+            raise PolicyError(f"{where}[{i}]: role must be system, user or assistant, got {m['role']!r}")
+        if not isinstance(m["content"], str):
+            raise PolicyError(f"{where}[{i}]: content must be a str, got {type(m['content']).__name__}")
+
+
+class Policy(ABC):
+    """Base class. Subclasses implement :meth:`generate` (local models) or :meth:`agenerate`
+    (endpoints); the other one has a working default."""
+
+    #: A short human-readable name recorded in trajectory metadata.
+    name: str = "policy"
+
+    def generate(self, conversations: Sequence[Messages], sampling: SamplingParams | None = None,
+                 seeds: Sequence[int | None] | None = None) -> list[Generation]:
+        """Generate the next agent turn for every conversation (same order)."""
+        return asyncio.run(self.agenerate(conversations, sampling, seeds))
+
+    async def agenerate(self, conversations: Sequence[Messages], sampling: SamplingParams | None = None,
+                        seeds: Sequence[int | None] | None = None) -> list[Generation]:
+        """Async form; the default runs :meth:`generate` in a worker thread."""
+        if type(self).generate is Policy.generate:
+            raise NotImplementedError(f"{type(self).__name__} must implement generate() or agenerate()")
+        return await asyncio.to_thread(self.generate, conversations, sampling, seeds)
+
+    def __call__(self, messages: Messages, sampling: SamplingParams | None = None, seed: int | None = None) -> str:
+        """Convenience: the next turn for one conversation, as text."""
+        return self.generate([messages], sampling, [seed])[0].text
+
+    #: Largest batch this policy wants per :meth:`generate` call (rollouts chunk by it).
+    max_batch_size: int = 8
+    #: True when the policy benefits from many concurrent asyncio calls (endpoints).
+    prefers_async: bool = False
+
+    def close(self) -> None:  # noqa: B027 - optional hook
+        """Release models, clients or connections."""
+
+    def __enter__(self) -> "Policy":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.name!r})"
+
+
+def check_batch(conversations: Sequence[Messages], seeds: Sequence[int | None] | None) -> list[int | None]:
+    """Validate a batch and return per-conversation seeds (``None`` = unseeded)."""
+    for i, conv in enumerate(conversations):
+        validate_conversation(conv, f"conversations[{i}]")
+    if seeds is None:
+        return [None] * len(conversations)
+    seeds = list(seeds)
+    if len(seeds) != len(conversations):
+        raise PolicyError(f"got {len(seeds)} seeds for {len(conversations)} conversations; pass one per conversation")
+    return seeds
+

@@ -1,0 +1,424 @@
+"""Trajectory records in the official ColBench offline shape, written safely and read back.
+
+Shape (what the paper's ``colbench_code_offline_15k_llama8b.jsonl`` uses, plus two keys)::
+
+    {"task": {official task record},
+     "dialogue_history": [{"role": "user", "content": str},
+                          {"role": "assistant", "content": str, "output": str}, ...],
+     "answer": str, "reward": float, "success": bool, "meta": {...}}
+
+Agent turns keep the raw model text in ``output`` (private thought and markers included) and the
+protocol's view in ``content``: the visible message, or on the answering turn the answer after
+``I WANT TO ANSWER:``. ``reward`` is the fraction of hidden tests passed (backend) or the CLIP
+similarity (frontend); ``success`` is all tests passing. ``meta`` carries what reproduces and
+resumes a rollout: ``episode_id`` = ``"<task_index>:<sample>"``, seeds, the policy, the
+system prompt the agent saw. Readers that only know the official keys ignore ``success``/``meta``.
+
+Writing is append-only with ``fsync`` per episode, under an exclusive ``flock``, so a killed
+rollout loses at most the episode being written; on ``resume`` a torn last line (no newline, or
+not JSON) is cut off and every episode already on disk is skipped, never duplicated.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import hashlib
+import json
+import os
+import re
+from collections import Counter
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from colbench_gym.protocol import parse_action
+
+Record = dict[str, Any]
+Messages = list[dict[str, str]]
+
+#: Keys of the official offline trajectory record.
+OFFICIAL_KEYS = ("task", "dialogue_history", "answer", "reward")
+
+
+class TrajectoryFormatError(ValueError):
+    """A record or file is not in the trajectory shape."""
+
+
+# --------------------------------------------------------------------------- building records
+def episode_id(task_index: int | str, sample: int) -> str:
+    """The id that makes resume exact: one episode per (task index, sample k)."""
+    return f"{task_index}:{sample}"
+
+
+def dialogue_history(messages: Sequence[Mapping[str, str]]) -> list[dict[str, str]]:
+    """Turn the agent's view of a dialogue (``info["messages"]``: ``user`` = person, ``assistant``
+    = raw agent turns) into official ``dialogue_history`` entries."""
+    history = []
+    for i, m in enumerate(messages):
+        role, text = m.get("role"), m.get("content")
+        if role not in ("user", "assistant") or not isinstance(text, str):
+            raise TrajectoryFormatError(f"messages[{i}]: expected role user/assistant with str content, got {m!r:.80}")
+        if role == "user":
+            history.append({"role": "user", "content": text})
+        else:
+            parsed = parse_action(text)
+            content = parsed.answer if parsed.is_answer else parsed.message
+            history.append({"role": "assistant", "content": content, "output": text})
+    return history
+
+
+def make_record(task: Mapping[str, Any], messages: Sequence[Mapping[str, str]], *, answer: str, reward: float,
+                success: bool, meta: Mapping[str, Any] | None = None) -> Record:
+    """Build one trajectory record from an episode."""
+    rec: Record = {
+        "task": dict(task),
+        "dialogue_history": dialogue_history(messages),
+        "answer": answer,
+        "reward": float(reward),
+        "success": bool(success),
+    }
+    if meta:
+        rec["meta"] = dict(meta)
+    validate_record(rec)
+    return rec
+
+
+def validate_record(rec: Any, where: str = "record") -> None:
+    """Raise :class:`TrajectoryFormatError` naming the first thing that is wrong."""
+    if not isinstance(rec, dict):
+        raise TrajectoryFormatError(f"{where}: expected a JSON object, got {type(rec).__name__}")
+    missing = [k for k in OFFICIAL_KEYS if k not in rec]
+    if missing:
+        raise TrajectoryFormatError(f"{where}: missing {missing}; a trajectory record needs {list(OFFICIAL_KEYS)}")
+    if not isinstance(rec["task"], dict) or "problem_description" not in rec["task"]:
+        raise TrajectoryFormatError(f"{where}: 'task' must be an official task record with 'problem_description'")
+    hist = rec["dialogue_history"]
+    if not isinstance(hist, list):
+        raise TrajectoryFormatError(f"{where}: 'dialogue_history' must be a list")
+    for i, turn in enumerate(hist):
+        if not isinstance(turn, dict) or turn.get("role") not in ("user", "assistant", "system") \
+                or not isinstance(turn.get("content"), str):
+            raise TrajectoryFormatError(f"{where}: dialogue_history[{i}] needs role user/assistant and str content")
+    if not isinstance(rec["answer"], str):
+        raise TrajectoryFormatError(f"{where}: 'answer' must be a str, got {type(rec['answer']).__name__}")
+    if rec["reward"] is not None and not isinstance(rec["reward"], (int, float)):
+        raise TrajectoryFormatError(f"{where}: 'reward' must be a number, got {type(rec['reward']).__name__}")
+
+
+def record_episode_id(rec: Mapping[str, Any]) -> str | None:
+    meta = rec.get("meta")
+    return meta.get("episode_id") if isinstance(meta, Mapping) else None
+
+
+# --------------------------------------------------------------------------- agent prompts
+def agent_turns(rec: Mapping[str, Any], system_prompt: str | None = None) -> Iterator[tuple[Messages, str]]:
+    """Yield ``(prompt_messages, output)`` for each agent turn: the chat messages the agent saw
+    (system prompt first when known) and its raw text. Paper records with a pre-rendered
+    Llama-3 ``input`` yield the messages parsed from it."""
+    system = system_prompt
+    if system is None and isinstance(rec.get("meta"), Mapping):
+        system = rec["meta"].get("system_prompt")
+    msgs: Messages = [{"role": "system", "content": system}] if system else []
+    for turn in rec["dialogue_history"]:
+        if turn["role"] == "assistant":
+            output = turn.get("output", turn["content"])
+            if isinstance(turn.get("prompt_messages"), list) and system_prompt is None:
+                yield [dict(m) for m in turn["prompt_messages"]], output
+            elif isinstance(turn.get("input"), str) and system_prompt is None:
+                yield parse_llama3_prompt(turn["input"]), output
+            else:
+                yield [dict(m) for m in msgs], output
+            msgs.append({"role": "assistant", "content": output})
+        else:
+            msgs.append({"role": turn["role"], "content": turn["content"]})
+
+
+# --------------------------------------------------------------------------- safe writing
+class TrajectoryWriter:
+    """Append records to a JSONL file, one ``fsync``'d line per finished episode.
+
+    ``resume=True`` keeps what is on disk (cutting a torn last line) and exposes the finished
+    episode ids in :attr:`done`; ``overwrite=True`` starts afresh; otherwise an existing
+    non-empty file is an error (so a finished run is never clobbered by accident).
+    """
+
+    def __init__(self, path: str | os.PathLike[str], *, resume: bool = False, overwrite: bool = False):
+        if resume and overwrite:
+            raise ValueError("pass resume=True or overwrite=True, not both")
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        if self.path.exists() and self.path.stat().st_size > 0 and not (resume or overwrite):
+            raise FileExistsError(
+                f"{self.path} already holds trajectories; pass --resume to continue it or --overwrite to replace it"
+            )
+        self._fh = open(self.path, "a+b")  # noqa: SIM115 - closed in close()
+        try:
+            fcntl.flock(self._fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            self._fh.close()
+            raise RuntimeError(f"{self.path} is being written by another process (locked); wait for it or pick another --output") from None
+        if overwrite:
+            self._fh.truncate(0)
+        self.done: Counter[str] = Counter()
+        self.records_on_disk = 0
+        self.torn_bytes = 0
+        if resume:
+            self._scan_and_repair()
+
+    def _scan_and_repair(self) -> None:
+        self._fh.seek(0)
+        data = self._fh.read()
+        good_end = 0
+        pos = 0
+        while pos < len(data):
+            nl = data.find(b"\n", pos)
+            if nl < 0:
+                break  # torn: no newline at the end
+            line = data[pos:nl]
+            if line.strip():
+                try:
+                    rec = json.loads(line)
+                    validate_record(rec)
+                except (json.JSONDecodeError, UnicodeDecodeError, TrajectoryFormatError):
+                    if data[nl + 1:].strip():
+                        raise TrajectoryFormatError(
+                            f"{self.path}: line at byte {pos} is not a trajectory record and is not the last "
+                            "line; the file is damaged in the middle, refusing to resume (fix or move it)"
+                        ) from None
+                    break  # a bad final line is a torn write
+                eid = record_episode_id(rec)
+                if eid is not None:
+                    self.done[eid] += 1
+                self.records_on_disk += 1
+            good_end = nl + 1
+            pos = nl + 1
+        if good_end < len(data):
+            self.torn_bytes = len(data) - good_end
+            self._fh.truncate(good_end)
+            self._fh.flush()
+            os.fsync(self._fh.fileno())
+
+    def write(self, rec: Record) -> None:
+        validate_record(rec)
+        line = (json.dumps(rec, ensure_ascii=False) + "\n").encode("utf-8")
+        self._fh.seek(0, os.SEEK_END)
+        self._fh.write(line)
+        self._fh.flush()
+        os.fsync(self._fh.fileno())
+        eid = record_episode_id(rec)
+        if eid is not None:
+            self.done[eid] += 1
+        self.records_on_disk += 1
+
+    def close(self) -> None:
+        if not self._fh.closed:
+            fcntl.flock(self._fh, fcntl.LOCK_UN)
+            self._fh.close()
+
+    def __enter__(self) -> "TrajectoryWriter":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def write_jsonl_atomic(path: str | os.PathLike[str], records: Iterable[Mapping[str, Any]]) -> Path:
+    """Write a whole file at once: temp file in the same directory, fsync, ``os.replace``."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        with open(tmp, "w", encoding="utf-8") as fh:
+            for rec in records:
+                fh.write(json.dumps(rec, ensure_ascii=False) + "\n")
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)
+    return path
+
+
+# --------------------------------------------------------------------------- reading
+def iter_trajectories(path: str | os.PathLike[str], *, validate: bool = True) -> Iterator[Record]:
+    """Yield records from a JSONL file. A torn *last* line (an interrupted write) is skipped;
+    a bad line anywhere else is an error naming file and line."""
+    path = Path(path)
+    if not path.exists():
+        raise FileNotFoundError(f"{path}: no such trajectory file (collect one with `sweet-agent rollout`)")
+    with path.open(encoding="utf-8") as fh:
+        lines = fh.readlines()
+    for lineno, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        last = lineno == len(lines)
+        try:
+            rec = json.loads(line)
+        except json.JSONDecodeError as exc:
+            if last and not line.endswith("\n"):
+                return  # torn final write
+            raise TrajectoryFormatError(f"{path}:{lineno}: not valid JSON ({exc.msg} at column {exc.colno})") from None
+        if validate:
+            validate_record(rec, f"{path}:{lineno}")
+        yield rec
+
+
+def read_trajectories(path: str | os.PathLike[str], *, validate: bool = True) -> list[Record]:
+    return list(iter_trajectories(path, validate=validate))
+
+
+# --------------------------------------------------------------------------- HF datasets
+def _flatten_for_arrow(rec: Mapping[str, Any]) -> dict[str, Any]:
+    """Arrow needs one schema for all rows: dict-valued fields whose keys vary between tasks
+    (``test_cases``, ``meta``) travel as JSON strings; turns get every optional key."""
+    task = dict(rec["task"])
+    if isinstance(task.get("test_cases"), Mapping):
+        task["test_cases"] = json.dumps(task["test_cases"], ensure_ascii=False)
+    task_json = json.dumps({k: v for k, v in task.items() if k not in ("problem_description", "ground_truth", "test_cases")},
+                           ensure_ascii=False)
+    return {
+        "task": {"problem_description": task["problem_description"], "ground_truth": task.get("ground_truth", ""),
+                 "test_cases": task.get("test_cases"), "extra": task_json},
+        "dialogue_history": [{"role": t["role"], "content": t["content"], "output": t.get("output"),
+                              "input": t.get("input"), "prompt_messages": t.get("prompt_messages")}
+                             for t in rec["dialogue_history"]],
+        "answer": rec["answer"],
+        "reward": None if rec.get("reward") is None else float(rec["reward"]),
+        "success": None if rec.get("success") is None else bool(rec["success"]),
+        "meta": json.dumps(rec.get("meta") or {}, ensure_ascii=False),
+    }
+
+
+def to_hf_dataset(source: str | os.PathLike[str] | Iterable[Mapping[str, Any]]):
+    """Trajectories (a JSONL path or records) as a ``datasets.Dataset``; see :func:`from_hf_row`."""
+    try:
+        import datasets  # noqa: PLC0415
+    except ImportError as exc:  # pragma: no cover - depends on extras
+        raise ImportError("to_hf_dataset needs `datasets`: pip install 'colbench-gym[agent]'") from exc
+    records = read_trajectories(source) if isinstance(source, (str, os.PathLike)) else list(source)
+    if not records:
+        raise TrajectoryFormatError("no trajectory records to convert")
+    features = datasets.Features({
+        "task": {"problem_description": datasets.Value("string"), "ground_truth": datasets.Value("string"),
+                 "test_cases": datasets.Value("string"), "extra": datasets.Value("string")},
+        "dialogue_history": datasets.List({"role": datasets.Value("string"), "content": datasets.Value("string"),
+                                           "output": datasets.Value("string"), "input": datasets.Value("string"),
+                                           "prompt_messages": datasets.List({"role": datasets.Value("string"),
+                                                                             "content": datasets.Value("string")})}),
+        "answer": datasets.Value("string"),
+        "reward": datasets.Value("float64"),
+        "success": datasets.Value("bool"),
+        "meta": datasets.Value("string"),
+    })
+    return datasets.Dataset.from_list([_flatten_for_arrow(r) for r in records], features=features)
+
+
+def from_hf_row(row: Mapping[str, Any]) -> Record:
+    """Invert :func:`to_hf_dataset` for one row: back to the official record dict."""
+    t = row["task"]
+    task: dict[str, Any] = {"problem_description": t["problem_description"], "ground_truth": t["ground_truth"]}
+    if t.get("test_cases") is not None:
+        task["test_cases"] = json.loads(t["test_cases"])
+    task.update(json.loads(t.get("extra") or "{}"))
+    history = []
+    for turn in row["dialogue_history"]:
+        h = {"role": turn["role"], "content": turn["content"]}
+        for k in ("input", "output", "prompt_messages"):
+            if turn.get(k) is not None:
+                h[k] = turn[k]
+        history.append(h)
+    rec: Record = {"task": task, "dialogue_history": history, "answer": row["answer"], "reward": row["reward"]}
+    if row.get("success") is not None:
+        rec["success"] = row["success"]
+    meta = json.loads(row.get("meta") or "{}")
+    if meta:
+        rec["meta"] = meta
+    return rec
+
+
+# --------------------------------------------------------------------------- the paper's offline file
+_LLAMA3_TURN = re.compile(r"<\|start_header_id\|>(\w+)<\|end_header_id\|>\n\n(.*?)(?:<\|eot_id\|>|\Z)", re.S)
+_LLAMA31_PREAMBLE = re.compile(r"\A(?:Environment: [^\n]*\n)?Cutting Knowledge Date: [^\n]*\nToday Date: [^\n]*\n\n?")
+
+
+def parse_llama3_prompt(text: str) -> Messages:
+    """Recover role/content messages from a Llama-3(.1) chat-templated prompt string.
+
+    Drops ``<|begin_of_text|>``, the template's own "Cutting Knowledge Date / Today Date" lines
+    from the system message, and the trailing empty assistant header (the generation prompt),
+    so the messages can be re-rendered with any other model's chat template.
+    """
+    if "<|start_header_id|>" not in text:
+        raise TrajectoryFormatError("not a Llama-3 chat-templated prompt (no <|start_header_id|> headers)")
+    messages: Messages = []
+    for m in _LLAMA3_TURN.finditer(text):
+        role, content = m.group(1), m.group(2)
+        if role == "system":
+            content = _LLAMA31_PREAMBLE.sub("", content, count=1)
+            if not content.strip():
+                continue
+        messages.append({"role": role, "content": content})
+    if messages and messages[-1]["role"] == "assistant" and not messages[-1]["content"]:
+        messages.pop()  # generation prompt
+    return messages
+
+
+def clean_paper_record(rec: Mapping[str, Any], *, sample: int | None = None, index: int | None = None) -> Record:
+    """One record of the paper's offline file in our clean form: the pre-rendered ``input`` of
+    each agent turn becomes ``prompt_messages`` (plain role/content), the system prompt moves
+    to ``meta.system_prompt``; role/content/output and the official keys stay as they were."""
+    validate_record(rec, "paper record" if index is None else f"paper record {index}")
+    history: list[dict[str, Any]] = []
+    system_prompt = None
+    for turn in rec["dialogue_history"]:
+        h = {"role": turn["role"], "content": turn["content"]}
+        if turn["role"] == "assistant":
+            h["output"] = turn.get("output", turn["content"])
+            if isinstance(turn.get("input"), str):
+                msgs = parse_llama3_prompt(turn["input"])
+                if msgs and msgs[0]["role"] == "system":
+                    system_prompt = system_prompt or msgs[0]["content"]
+                h["prompt_messages"] = msgs
+        history.append(h)
+    out: Record = {"task": dict(rec["task"]), "dialogue_history": history, "answer": rec["answer"],
+                   "reward": rec["reward"]}
+    reward = rec.get("reward")
+    out["success"] = bool(rec["success"]) if "success" in rec else (reward is not None and float(reward) >= 1.0)
+    meta = dict(rec.get("meta") or {})
+    if system_prompt:
+        meta.setdefault("system_prompt", system_prompt)
+    if sample is not None:
+        meta.setdefault("sample", sample)
+    if index is not None:
+        meta.setdefault("source_line", index)
+    out["meta"] = meta
+    return out
+
+
+def _task_key(task: Mapping[str, Any]) -> str:
+    text = json.dumps([task.get("problem_description"), task.get("ground_truth")])
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def load_paper_offline(path: str | os.PathLike[str]) -> list[Record]:
+    """Load ``colbench_code_offline_15k_llama8b.jsonl`` (or any file in its shape) as clean records.
+
+    The paper's file holds 5k tasks x 3 samples as consecutive blocks; ``meta.sample`` is the
+    sample number of each record among the records of the same task (0, 1, 2), which does not
+    depend on that layout.
+    """
+    seen: Counter[str] = Counter()
+    out = []
+    for i, rec in enumerate(iter_trajectories(path), 1):
+        key = _task_key(rec["task"])
+        out.append(clean_paper_record(rec, sample=seen[key], index=i))
+        seen[key] += 1
+    return out
+
+
+__all__ = [
+    "OFFICIAL_KEYS", "Record", "TrajectoryFormatError", "TrajectoryWriter", "agent_turns", "clean_paper_record",
+    "dialogue_history", "episode_id", "from_hf_row", "iter_trajectories", "load_paper_offline", "make_record",
+    "parse_llama3_prompt", "read_trajectories", "record_episode_id", "to_hf_dataset", "validate_record",
+    "write_jsonl_atomic",
+]
