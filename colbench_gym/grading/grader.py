@@ -1,0 +1,295 @@
+"""BackendGrader: sandboxed execution, trusted comparison, pytest-driven verdicts.
+
+Flow of :meth:`BackendGrader.grade`:
+1. the reference outputs of the task are looked up (memory, then disk cache) or computed once
+   by a *separate* sandboxed worker that never runs agent code;
+2. a pooled sandboxed worker forks a child that executes the answer and every test call, and
+   returns plain data;
+3. here, in the trusted process, the data are decoded and validated, and a warm pytest session
+   runs one item per hidden test that compares answer and reference outputs.
+"""
+
+from __future__ import annotations
+
+import ast
+import atexit
+import json
+import math
+import os
+import queue
+import threading
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from colbench_gym.grading.compare import ABS_TOL, REL_TOL, outcomes_match
+from colbench_gym.grading.pytest_driver import Case, PytestDriver
+from colbench_gym.grading.sandbox import Isolation, Worker, WorkerFailed, probe_isolation
+from colbench_gym.grading.wire import Outcome, parse_segments
+from colbench_gym.tasks import BackendTask
+
+#: Bumped whenever what the sandbox computes for a reference changes (invalidates disk caches).
+CACHE_VERSION = 1
+
+
+@dataclass
+class GradeResult:
+    """Verdict on one answer: per hidden test, passed or not."""
+
+    passed: int
+    total: int
+    per_test: dict[str, bool] = field(default_factory=dict)
+    error: str | None = None
+    reasons: dict[str, str] = field(default_factory=dict)  # why each failed test failed
+
+    @property
+    def fraction(self) -> float:
+        return self.passed / self.total if self.total else 0.0
+
+    @property
+    def success(self) -> bool:
+        return self.total > 0 and self.passed == self.total
+
+
+def _import_preamble(reference: str, calls: list[str]) -> str:
+    """Top-level imports of the reference that the *call expressions* need (e.g. ``datetime``).
+
+    Test calls such as ``f(datetime.date(2024, 1, 1))`` are evaluated in the answer's
+    namespace; an answer that did not import ``datetime`` itself must not fail for that.
+    Only import statements are taken from the reference, and only for names the calls use.
+    """
+    try:
+        tree = ast.parse(reference)
+    except SyntaxError:
+        return ""
+    used: set[str] = set()
+    for call in calls:
+        try:
+            used |= {n.id for n in ast.walk(ast.parse(call, mode="eval")) if isinstance(n, ast.Name)}
+        except SyntaxError:
+            continue
+    lines = []
+    for node in tree.body:
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            names = {(a.asname or a.name).split(".")[0] for a in node.names}
+            if names & used:
+                lines.append(ast.unparse(node))
+    return "\n".join(lines)
+
+
+class _Pool:
+    """A fixed set of workers handed out one request at a time."""
+
+    def __init__(self, make: Any, size: int) -> None:
+        self.workers = [make() for _ in range(size)]
+        self._free: queue.Queue[Worker] = queue.Queue()
+        for w in self.workers:
+            self._free.put(w)
+
+    def acquire(self) -> Worker:
+        return self._free.get()
+
+    def release(self, w: Worker) -> None:
+        self._free.put(w)
+
+    def close(self) -> None:
+        for w in self.workers:
+            w.close()
+
+
+class BackendGrader:
+    """Grades backend answers in a sandbox; thread-safe (a pool of ``workers`` sandboxes).
+
+    Args:
+        call_timeout: wall-clock seconds for the answer's module code and for each test call.
+            A call that exceeds it fails alone; the next calls run in a fresh child.
+        total_timeout: wall-clock seconds for a whole submission.
+        memory_mb: address-space limit of each child (``RLIMIT_AS``).
+        isolation: ``"auto"`` (strongest available, warns on fallback), ``"namespaces"``
+            (bubblewrap; raise if unavailable) or ``"rlimits-only"``.
+        workers: sandboxed workers for answers (concurrent ``grade`` calls).
+        cache_dir: where reference outputs are cached on disk (``None``: memory only).
+        rel_tol, abs_tol: float tolerance of the comparison.
+        output_cap_bytes: most bytes a submission may send back; more is a failure.
+        pids_max: processes one sandbox may hold (pids cgroup), including its worker.
+    """
+
+    def __init__(self, *, call_timeout: float = 2.0, total_timeout: float = 10.0, memory_mb: int = 512,
+                 isolation: str = "auto", workers: int = 1, cache_dir: str | os.PathLike[str] | None = None,
+                 rel_tol: float = REL_TOL, abs_tol: float = ABS_TOL, output_cap_bytes: int = 4 << 20,
+                 pids_max: int = 32, file_size_mb: int = 8) -> None:
+        if call_timeout <= 0 or total_timeout <= 0:
+            raise ValueError("call_timeout and total_timeout must be positive")
+        if workers < 1:
+            raise ValueError(f"workers must be >= 1, got {workers}")
+        self.call_timeout = float(call_timeout)
+        self.total_timeout = float(total_timeout)
+        self.memory_mb = int(memory_mb)
+        self.rel_tol, self.abs_tol = rel_tol, abs_tol
+        self.output_cap = int(output_cap_bytes)
+        self.file_size_mb = int(file_size_mb)
+        self.isolation: Isolation = probe_isolation(isolation)
+        self.cache_dir = Path(cache_dir) if cache_dir is not None else None
+        self._pool = _Pool(lambda: Worker(self.isolation, pids_max=pids_max), workers)
+        # References run in their own sandbox: an answer can never observe them being computed.
+        self._ref_worker = Worker(self.isolation, pids_max=pids_max)
+        self._ref_lock = threading.Lock()
+        self._refs: dict[str, list[Outcome]] = {}
+        self._driver: PytestDriver | None = None
+        self._driver_lock = threading.Lock()
+        self._closed = False
+
+    # ------------------------------------------------------------------ public API
+    def grade(self, code: str, task: BackendTask | Mapping[str, Any]) -> GradeResult:
+        """Grade ``code`` (Python source) against ``task``'s hidden tests. Never raises on bad code."""
+        if self._closed:
+            raise RuntimeError("this BackendGrader is closed")
+        if not isinstance(task, BackendTask):
+            task = BackendTask.from_record(task)
+        names = list(task.test_cases)
+        calls = [task.test_cases[n] for n in names]
+        if not isinstance(code, str):
+            code = ""
+        expected = self.reference_outputs(task)
+        actual, error = self._execute(self._pool, code, calls, _import_preamble(task.ground_truth, calls))
+        cases = [Case(name, _checker(exp, act, self.rel_tol, self.abs_tol))
+                 for name, exp, act in zip(names, expected, actual)]
+        per_test, reasons = self._pytest().run(cases)
+        passed = sum(per_test[n] for n in names)
+        return GradeResult(passed, len(names), {n: per_test[n] for n in names}, error, reasons)
+
+    def reference_outputs(self, task: BackendTask) -> list[Outcome]:
+        """The reference's outcome per test call: computed once per task, then cached."""
+        key = task.task_id
+        cached = self._refs.get(key)
+        if cached is not None:
+            return cached
+        with self._ref_lock:
+            cached = self._refs.get(key) or self._load_disk(key, len(task.test_cases))
+            if cached is None:
+                calls = list(task.test_cases.values())
+                cached, error = self._execute(None, task.ground_truth, calls, "")
+                if error != "sandbox crashed":  # a crashed worker is retried next time, not cached
+                    self._save_disk(key, cached)
+            self._refs[key] = cached
+            return cached
+
+    def close(self) -> None:
+        """Stop every worker (killing whatever they run) and the pytest session."""
+        if self._closed:
+            return
+        self._closed = True
+        self._pool.close()
+        self._ref_worker.close()
+        if self._driver is not None:
+            self._driver.close()
+
+    def __enter__(self) -> "BackendGrader":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def describe(self) -> str:
+        return self.isolation.describe()
+
+    # ------------------------------------------------------------------ internals
+    def _pytest(self) -> PytestDriver:
+        if self._driver is None:
+            with self._driver_lock:
+                if self._driver is None:
+                    self._driver = PytestDriver()
+        return self._driver
+
+    def _request(self, code: str, calls: list[str], preamble: str) -> dict[str, Any]:
+        cpu = max(1, math.ceil(self.total_timeout)) + 1
+        return {"code": code, "preamble": preamble, "calls": calls, "call_timeout": self.call_timeout,
+                "total_timeout": self.total_timeout, "cap": self.output_cap,
+                "limits": {"as": self.memory_mb << 20, "cpu": cpu, "fsize": self.file_size_mb << 20,
+                           "nofile": 64, "nproc": 64 if self.isolation.nproc_rlimit else None}}
+
+    def _execute(self, pool: _Pool | None, code: str, calls: list[str], preamble: str) -> tuple[list[Outcome], str | None]:
+        req = self._request(code, calls, preamble)
+        # The worker itself enforces the deadlines; this outer one catches a stuck or dead worker.
+        outer = self.total_timeout + self.call_timeout + 5.0
+        max_bytes = 2 * self.output_cap + 64 * len(calls) + (1 << 16)
+        worker = pool.acquire() if pool is not None else self._ref_worker
+        try:
+            try:
+                resp = worker.request(req, outer, max_bytes)
+            except WorkerFailed as exc:
+                why = "timeout" if str(exc) == "timeout" else "sandbox crashed"
+                return [Outcome.missing(why)] * len(calls), why
+        finally:
+            if pool is not None:
+                pool.release(worker)
+        segments = resp.get("segments") if type(resp) is dict else None
+        return parse_segments(segments, len(calls))
+
+    def _cache_file(self, key: str) -> Path | None:
+        if self.cache_dir is None:
+            return None
+        return self.cache_dir / f"ref-v{CACHE_VERSION}-{key}.json"
+
+    def _load_disk(self, key: str, n: int) -> list[Outcome] | None:
+        path = self._cache_file(key)
+        if path is None or not path.exists():
+            return None
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+            from colbench_gym.grading.wire import decode  # noqa: PLC0415
+
+            out = []
+            for item in data["outcomes"]:
+                kind = item["kind"]
+                if kind == "value":
+                    out.append(Outcome("value", decode(item["v"])))
+                elif kind in ("raise", "missing") and isinstance(item["v"], str):
+                    out.append(Outcome(kind, item["v"]))
+                else:
+                    return None
+            return out if len(out) == n else None
+        except (OSError, ValueError, KeyError, TypeError):
+            return None  # a damaged cache entry is recomputed
+
+    def _save_disk(self, key: str, outcomes: list[Outcome]) -> None:
+        path = self._cache_file(key)
+        if path is None:
+            return
+        from colbench_gym.grading.wire import encode  # noqa: PLC0415
+
+        data = {"outcomes": [{"kind": o.kind, "v": encode(o.value) if o.kind == "value" else o.value}
+                             for o in outcomes]}
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
+        tmp.write_text(json.dumps(data), encoding="utf-8")
+        os.replace(tmp, path)
+
+
+def _checker(expected: Outcome, actual: Outcome, rel_tol: float, abs_tol: float):
+    return lambda: outcomes_match(expected, actual, rel_tol, abs_tol)
+
+
+# ---------------------------------------------------------------------- process-wide grader
+_default: BackendGrader | None = None
+_default_lock = threading.Lock()
+
+
+def get_default_grader() -> BackendGrader:
+    """The process-wide grader: started on first use, closed at exit. Thread-safe.
+
+    Options come from the environment: ``COLBENCH_GRADER_WORKERS`` (default 1),
+    ``COLBENCH_GRADER_ISOLATION`` (auto), ``COLBENCH_GRADER_CACHE`` (a directory; default none).
+    """
+    global _default
+    with _default_lock:
+        if _default is None or _default._closed:
+            _default = BackendGrader(
+                workers=int(os.environ.get("COLBENCH_GRADER_WORKERS", "1")),
+                isolation=os.environ.get("COLBENCH_GRADER_ISOLATION", "auto"),
+                cache_dir=os.environ.get("COLBENCH_GRADER_CACHE") or None,
+            )
+            atexit.register(_default.close)
+        return _default
+
