@@ -20,7 +20,7 @@ _REGISTRY: dict[str, dict[str, str]] = {
     },
     "openai": {
         "backend": "colbench_gym.simulators.openai_simulator:OpenAIBackendSimulator",
-        "frontend": "colbench_gym.simulators.openai_simulator:OpenAIFrontendSimulator",
+        "frontend": "colbench_gym.simulators.openai_frontend:OpenAIFrontendSimulator",
     },
     "transformers": {
         "backend": "colbench_gym.simulators.transformers_simulator:TransformersBackendSimulator",
