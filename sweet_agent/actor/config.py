@@ -42,4 +42,8 @@ class ActorConfig(DPOConfig):
             raise ValueError(f"pairs_per_turn must be >= 1, got {self.pairs_per_turn}")
         if not 0 < self.turn_fraction <= 1:
             raise ValueError(f"turn_fraction must be in (0, 1], got {self.turn_fraction}")
+        if self.bf16 is None:  # TRL defaults to bf16, which CPUs run slowly or not at all
+            import torch
+
+            self.bf16 = bool(torch.cuda.is_available() and torch.cuda.is_bf16_supported() and not self.fp16)
         super().__post_init__()
