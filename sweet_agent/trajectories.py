@@ -68,14 +68,15 @@ def dialogue_history(messages: Sequence[Mapping[str, str]]) -> list[dict[str, st
 
 
 def make_record(task: Mapping[str, Any], messages: Sequence[Mapping[str, str]], *, answer: str, reward: float,
-                success: bool, meta: Mapping[str, Any] | None = None) -> Record:
-    """Build one trajectory record from an episode."""
+                success: bool | None, meta: Mapping[str, Any] | None = None) -> Record:
+    """Build one trajectory record from an episode (``success`` is None where the env has no
+    such notion, e.g. frontend similarity)."""
     rec: Record = {
         "task": dict(task),
         "dialogue_history": dialogue_history(messages),
         "answer": answer,
         "reward": float(reward),
-        "success": bool(success),
+        "success": None if success is None else bool(success),
     }
     if meta:
         rec["meta"] = dict(meta)

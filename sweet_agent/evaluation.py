@@ -1,0 +1,182 @@
+"""``sweet-agent evaluate FILE``: the paper's metrics for trajectory files.
+
+- backend: **success** (every hidden test passes) and **% tests passed** (mean fraction);
+- frontend: **similarity** (mean CLIP cosine similarity to the reference page) and **win rate**
+  against a reference run (``--reference FILE``: per task, our mean reward beats the reference's;
+  ties count one half), as the paper compares against GPT-4o.
+
+By default the stored ``reward``/``success`` are summarised; ``--regrade`` grades backend answers
+again in the sandbox (:mod:`colbench_gym.grading`) and reports any record whose stored score
+differs, so a file can be checked independently of the run that wrote it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import sys
+from collections import defaultdict
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from sweet_agent.trajectories import Record, read_trajectories
+
+
+def task_key(task: Mapping[str, Any]) -> str:
+    """Identity of a task across files (problem + reference solution)."""
+    text = json.dumps([task.get("problem_description"), task.get("ground_truth")])
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def record_kind(rec: Mapping[str, Any]) -> str:
+    return "backend" if "test_cases" in rec["task"] else "frontend"
+
+
+@dataclass
+class Summary:
+    episodes: int = 0
+    tasks: int = 0
+    kind: str = "backend"
+    success: float | None = None  # fraction of episodes with every test passing
+    tests_passed: float | None = None  # mean fraction of tests passed
+    similarity: float | None = None  # mean frontend similarity
+    win_rate: float | None = None  # vs --reference, per task
+    compared_tasks: int = 0
+    mean_turns: float | None = None
+    answered: float | None = None  # episodes ended by I WANT TO ANSWER: (not the turn limit)
+    regraded: int = 0
+    mismatches: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def _mean(xs: Sequence[float]) -> float | None:
+    return sum(xs) / len(xs) if xs else None
+
+
+def regrade_backend(records: list[Record]) -> list[tuple[float, bool]]:
+    """Grade every backend answer again in the sandbox: ``(fraction passed, success)`` per record."""
+    from colbench_gym.grading import get_default_grader  # noqa: PLC0415
+    from colbench_gym.protocol import extract_code  # noqa: PLC0415
+    from colbench_gym.tasks.records import BackendTask  # noqa: PLC0415
+
+    grader = get_default_grader()
+    out = []
+    for i, rec in enumerate(records):
+        task = BackendTask.from_record(rec["task"], where=f"record {i} task")
+        res = grader.grade(extract_code(rec["answer"]), task)
+        out.append((res.passed / res.total if res.total else 0.0, bool(res.success)))
+    return out
+
+
+def win_rate(ours: Iterable[Record], reference: Iterable[Record]) -> tuple[float | None, int]:
+    """Per-task win rate of ``ours`` over ``reference`` on the tasks both hold (ties = 1/2)."""
+    def by_task(recs: Iterable[Record]) -> dict[str, float]:
+        acc: dict[str, list[float]] = defaultdict(list)
+        for r in recs:
+            if r.get("reward") is not None:
+                acc[task_key(r["task"])].append(float(r["reward"]))
+        return {k: sum(v) / len(v) for k, v in acc.items()}
+
+    a, b = by_task(ours), by_task(reference)
+    common = sorted(set(a) & set(b))
+    if not common:
+        return None, 0
+    score = sum(1.0 if a[k] > b[k] else 0.5 if a[k] == b[k] else 0.0 for k in common)
+    return score / len(common), len(common)
+
+
+def summarize(records: list[Record], *, reference: list[Record] | None = None, regrade: bool = False) -> Summary:
+    """The paper's metrics for one file's records."""
+    s = Summary(episodes=len(records))
+    if not records:
+        return s
+    s.tasks = len({task_key(r["task"]) for r in records})
+    kinds = {record_kind(r) for r in records}
+    s.kind = kinds.pop() if len(kinds) == 1 else "mixed"
+    rewards = [float(r["reward"]) for r in records if r.get("reward") is not None]
+    if s.kind == "backend":
+        if regrade:
+            grades = regrade_backend(records)
+            s.regraded = len(grades)
+            for i, (rec, (frac, ok)) in enumerate(zip(records, grades)):
+                stored = rec.get("reward")
+                if stored is None or abs(float(stored) - frac) > 1e-9 or (rec.get("success") not in (None, ok)):
+                    eid = (rec.get("meta") or {}).get("episode_id", f"line {i + 1}")
+                    s.mismatches.append(f"{eid}: stored reward {stored} success {rec.get('success')}, "
+                                        f"regraded {frac:.4f} success {ok}")
+            s.tests_passed = _mean([f for f, _ in grades])
+            s.success = _mean([float(ok) for _, ok in grades])
+        else:
+            s.tests_passed = _mean(rewards)
+            succ = [float(bool(r["success"]) if r.get("success") is not None else float(r["reward"]) >= 1.0)
+                    for r in records if r.get("success") is not None or r.get("reward") is not None]
+            s.success = _mean(succ)
+    elif s.kind == "frontend":
+        s.similarity = _mean(rewards)
+    if reference is not None:
+        s.win_rate, s.compared_tasks = win_rate(records, reference)
+    turns = [sum(t["role"] == "assistant" for t in r["dialogue_history"]) for r in records]
+    s.mean_turns = _mean(turns)
+    ended = [(r.get("meta") or {}).get("ended_by") for r in records]
+    if any(e is not None for e in ended):
+        s.answered = _mean([float(e == "answer") for e in ended if e is not None])
+    return s
+
+
+def _pct(x: float | None) -> str:
+    return "n/a" if x is None else f"{100 * x:.1f}%"
+
+
+def format_summary(s: Summary, title: str = "") -> str:
+    lines = [f"== {title}" if title else "==", f"episodes        {s.episodes} ({s.tasks} tasks, {s.kind})"]
+    if s.kind in ("backend", "mixed"):
+        lines += [f"success         {_pct(s.success)}", f"tests passed    {_pct(s.tests_passed)}"]
+    if s.kind in ("frontend", "mixed"):
+        lines.append(f"similarity      {'n/a' if s.similarity is None else f'{s.similarity:.4f}'}")
+    if s.win_rate is not None or s.kind == "frontend":
+        lines.append(f"win rate        {_pct(s.win_rate)}" + (f" over {s.compared_tasks} shared tasks"
+                                                              if s.compared_tasks else " (pass --reference FILE)"))
+    if s.mean_turns is not None:
+        lines.append(f"agent turns     {s.mean_turns:.2f} per episode")
+    if s.answered is not None:
+        lines.append(f"answered        {_pct(s.answered)} (rest hit the turn limit)")
+    if s.regraded:
+        lines.append(f"regraded        {s.regraded} answers, {len(s.mismatches)} differ from the stored scores")
+        lines += [f"  ! {m}" for m in s.mismatches[:10]]
+    return "\n".join(lines)
+
+
+# ---------------------------------------------------------------- `sweet-agent evaluate`
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("files", nargs="+", metavar="FILE", help="trajectory JSONL file(s)")
+    parser.add_argument("--reference", metavar="FILE", help="reference run for the win rate (e.g. a stronger model)")
+    parser.add_argument("--regrade", action="store_true",
+                        help="grade backend answers again in the sandbox instead of trusting stored rewards")
+    parser.add_argument("--json", action="store_true", help="print one JSON object per file")
+
+
+def run(args: argparse.Namespace) -> int:
+    from sweet_agent.trajectories import TrajectoryFormatError  # noqa: PLC0415
+
+    try:
+        reference = read_trajectories(args.reference) if args.reference else None
+        status = 0
+        for path in args.files:
+            s = summarize(read_trajectories(path), reference=reference, regrade=args.regrade)
+            if s.mismatches:
+                status = 1
+            print(json.dumps({"file": path, **s.to_dict()}) if args.json else format_summary(s, path))
+        return status
+    except (FileNotFoundError, TrajectoryFormatError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":  # pragma: no cover
+    p = argparse.ArgumentParser(prog="sweet-agent evaluate")
+    add_arguments(p)
+    sys.exit(run(p.parse_args()))

@@ -1,0 +1,112 @@
+"""Any OpenAI-compatible chat endpoint as a policy (vLLM's server, llama.cpp, OpenAI, ...).
+
+Why async: an endpoint's cost is latency, not local compute, so many episodes should have a
+request in flight at once. :meth:`OpenAIPolicy.agenerate` sends one request per conversation
+concurrently (bounded by ``concurrency``); the server (vLLM) does the batching. Seeds are sent
+as the request's ``seed`` so servers that honour it (vLLM, OpenAI) give reproducible samples.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from collections.abc import Sequence
+from typing import Any
+
+from sweet_agent.policies.base import (
+    Generation,
+    Messages,
+    Policy,
+    PolicyError,
+    SamplingParams,
+    apply_stop,
+    check_batch,
+)
+
+
+class OpenAIPolicy(Policy):
+    """Chat completions from ``base_url`` (default ``$OPENAI_BASE_URL``) with model ``model``."""
+
+    prefers_async = True
+
+    def __init__(self, model: str, *, base_url: str | None = None, api_key: str | None = None,
+                 concurrency: int = 64, timeout: float = 120.0, max_retries: int = 3,
+                 sampling: SamplingParams | None = None, extra_body: dict[str, Any] | None = None):
+        if not model:
+            raise PolicyError("an OpenAI-compatible policy needs a model name, e.g. --policy openai:Qwen/Qwen2.5-7B-Instruct")
+        self.model = model
+        self.name = f"openai:{model}"
+        self.base_url = base_url or os.environ.get("OPENAI_BASE_URL")
+        if not self.base_url and not os.environ.get("OPENAI_API_KEY") and not api_key:
+            raise PolicyError(
+                f"{self.name}: no endpoint configured; pass --base-url http://HOST:PORT/v1 (e.g. a vLLM server) "
+                "or set OPENAI_BASE_URL / OPENAI_API_KEY"
+            )
+        # local servers (vLLM, llama.cpp) accept any key; the client insists on one
+        self.api_key = api_key or os.environ.get("OPENAI_API_KEY") or "EMPTY"
+        self.concurrency = max(1, int(concurrency))
+        self.max_batch_size = self.concurrency
+        self.timeout, self.max_retries = timeout, max_retries
+        self.default_sampling = sampling or SamplingParams()
+        self.extra_body = dict(extra_body or {})
+        self._clients: dict[int, Any] = {}  # one async client per event loop (httpx pools are loop-bound)
+
+    def _client(self):
+        from openai import AsyncOpenAI  # noqa: PLC0415
+
+        loop = asyncio.get_running_loop()
+        client = self._clients.get(id(loop))
+        if client is None:
+            client = AsyncOpenAI(base_url=self.base_url, api_key=self.api_key, timeout=self.timeout,
+                                 max_retries=self.max_retries)
+            self._clients = {id(loop): client}  # a new loop means older clients are dead
+            self._sem = asyncio.Semaphore(self.concurrency)
+        return client
+
+    async def _one(self, messages: Messages, sampling: SamplingParams, seed: int | None) -> Generation:
+        client = self._client()
+        kwargs: dict[str, Any] = {
+            "model": self.model, "messages": messages, "max_tokens": sampling.max_new_tokens,
+            "temperature": sampling.temperature, "top_p": sampling.top_p,
+        }
+        if sampling.stop:
+            kwargs["stop"] = list(sampling.stop)
+        if seed is not None:
+            kwargs["seed"] = int(seed) & 0x7FFF_FFFF  # servers take a 32-bit seed
+        extra = dict(self.extra_body)
+        if sampling.top_k:
+            extra["top_k"] = sampling.top_k
+        if extra:
+            kwargs["extra_body"] = extra
+        async with self._sem:
+            try:
+                resp = await client.chat.completions.create(**kwargs)
+            except Exception as exc:  # noqa: BLE001 - name the endpoint in any failure
+                raise PolicyError(f"{self.name} at {self.base_url or 'api.openai.com'}: request failed: {exc}") from exc
+        if not resp.choices:
+            raise PolicyError(f"{self.name}: the endpoint returned no choices")
+        choice = resp.choices[0]
+        text = choice.message.content or ""
+        text, cut = apply_stop(text, sampling.stop)
+        usage = getattr(resp, "usage", None)
+        finish = "stop" if cut else ("length" if choice.finish_reason == "length" else "stop")
+        return Generation(text=text, prompt_tokens=getattr(usage, "prompt_tokens", 0) or 0,
+                          completion_tokens=getattr(usage, "completion_tokens", 0) or 0, finish_reason=finish)
+
+    async def agenerate(self, conversations: Sequence[Messages], sampling: SamplingParams | None = None,
+                        seeds: Sequence[int | None] | None = None) -> list[Generation]:
+        seeds = check_batch(conversations, seeds)
+        sampling = sampling or self.default_sampling
+        self._client()
+        return list(await asyncio.gather(*(self._one(list(c), sampling, s) for c, s in zip(conversations, seeds))))
+
+    def generate(self, conversations: Sequence[Messages], sampling: SamplingParams | None = None,
+                 seeds: Sequence[int | None] | None = None) -> list[Generation]:
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:
+            return asyncio.run(self.agenerate(conversations, sampling, seeds))
+        raise PolicyError("OpenAIPolicy.generate() was called inside a running event loop; await agenerate() instead")
+
+    def close(self) -> None:
+        self._clients = {}

@@ -1,0 +1,294 @@
+"""Play many ColBench episodes concurrently with a policy and write trajectory records.
+
+Two drivers, one bookkeeping:
+
+- **batched** (local models): a pool of ``concurrency`` environments steps in lock-step; every
+  round, the next turn of *all* active episodes is generated in one :meth:`Policy.generate`
+  call (one padded batch), then the environments step in a thread pool (the simulator or the
+  grader may wait on I/O). A finished episode's slot is refilled at once.
+- **async** (endpoint policies): every episode is a coroutine that awaits its own request, so
+  ``concurrency`` requests are in flight at once and latency overlaps.
+
+Reproducibility: episode ``(task_index, k)`` resets its environment with
+``derive_seed(seed, "env", task_index, k)`` and samples turn ``t`` with
+``derive_seed(seed, "policy", task_index, k, t)``. Policies sample per conversation, so an
+episode's dialogue does not depend on the concurrency, the batch it shared, or a resume.
+
+Each finished episode is appended and fsync'd at once (:class:`TrajectoryWriter`); ``resume``
+skips the episode ids already on disk, so an interrupted run continues with nothing lost or
+duplicated.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections import deque
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from sweet_agent.policies.base import Generation, Policy, SamplingParams, derive_seed
+from sweet_agent.prompts import agent_messages, env_kind, system_prompt
+from sweet_agent.trajectories import Record, TrajectoryWriter, episode_id, make_record
+
+
+class RolloutError(RuntimeError):
+    """A rollout could not be planned or an episode failed."""
+
+
+@dataclass
+class RolloutConfig:
+    """What to play. ``num_tasks`` tasks (indices ``0..num_tasks-1``, or ``task_indices``) times
+    ``samples_per_task`` samples each."""
+
+    env_id: str = "ColBench-Backend-v0"
+    tasks: Any = "embedded:test"
+    simulator: Any = "offline"
+    simulator_kwargs: dict[str, Any] | None = None
+    env_kwargs: dict[str, Any] = field(default_factory=dict)
+    num_tasks: int | None = None
+    task_indices: Sequence[int] | None = None
+    samples_per_task: int = 1
+    seed: int = 0
+    sampling: SamplingParams = field(default_factory=SamplingParams)
+    concurrency: int = 8
+    max_turns: int = 10
+    system_prompt: str | None = None  # None: our instructions for the env (sweet_agent.prompts)
+
+    def __post_init__(self) -> None:
+        if self.samples_per_task < 1:
+            raise ValueError(f"samples_per_task (--k) must be >= 1, got {self.samples_per_task}")
+        if self.concurrency < 1:
+            raise ValueError(f"concurrency must be >= 1, got {self.concurrency}")
+        if self.num_tasks is not None and self.num_tasks < 1:
+            raise ValueError(f"num_tasks (--episodes) must be >= 1, got {self.num_tasks}")
+
+    @property
+    def prompt(self) -> str:
+        return self.system_prompt if self.system_prompt is not None else system_prompt(env_kind(self.env_id), self.max_turns)
+
+
+@dataclass(frozen=True)
+class EpisodeSpec:
+    task_index: int
+    sample: int
+
+    @property
+    def id(self) -> str:
+        return episode_id(self.task_index, self.sample)
+
+
+@dataclass
+class RolloutResult:
+    path: Path | None
+    records: list[Record]  # the episodes played by this call (not those skipped on resume)
+    skipped: int
+    wall_time: float
+    completion_tokens: int
+
+    @property
+    def success_rate(self) -> float:
+        return sum(bool(r.get("success")) for r in self.records) / max(1, len(self.records))
+
+    @property
+    def mean_reward(self) -> float:
+        return sum(float(r["reward"]) for r in self.records) / max(1, len(self.records))
+
+
+def make_env(cfg: RolloutConfig):
+    import gymnasium as gym  # noqa: PLC0415
+
+    import colbench_gym  # noqa: F401, PLC0415 - registers the environments
+
+    return gym.make(cfg.env_id, tasks=cfg.tasks, simulator=cfg.simulator, simulator_kwargs=cfg.simulator_kwargs,
+                    max_turns=cfg.max_turns, **cfg.env_kwargs)
+
+
+def plan_episodes(cfg: RolloutConfig, source_size: int) -> list[EpisodeSpec]:
+    """Episode ids in play order: all tasks' sample 0, then sample 1, ... (so a partial run
+    covers as many tasks as possible)."""
+    if cfg.task_indices is not None:
+        indices = [int(i) for i in cfg.task_indices]
+        bad = [i for i in indices if not 0 <= i < source_size]
+        if bad:
+            raise RolloutError(f"task indices {bad[:5]} are out of range for a task source of {source_size} tasks")
+    else:
+        n = source_size if cfg.num_tasks is None else cfg.num_tasks
+        if n > source_size:
+            raise RolloutError(f"--episodes {n} asks for more tasks than the source holds ({source_size}); "
+                               "use --episodes <= that, more samples per task with --k, or tasks=generated:train")
+        indices = list(range(n))
+    return [EpisodeSpec(i, k) for k in range(cfg.samples_per_task) for i in indices]
+
+
+class _Episode:
+    """One episode in flight: its env, the agent's view and the generation stats."""
+
+    def __init__(self, spec: EpisodeSpec, env: Any, cfg: RolloutConfig, policy_name: str):
+        self.spec, self.env, self.cfg, self.policy_name = spec, env, cfg, policy_name
+        self.turn = 0
+        self.messages: list[dict[str, str]] = []
+        self.tokens = 0
+        self.truncated_turns = 0
+        self.record: Record | None = None
+        self.env_seed = derive_seed(cfg.seed, "env", spec.task_index, spec.sample)
+
+    def reset(self) -> None:
+        _, info = self.env.reset(seed=self.env_seed, options={"task_index": self.spec.task_index})
+        self.messages = info["messages"]
+
+    def prompt(self) -> list[dict[str, str]]:
+        return agent_messages(self.messages, self.cfg.prompt)
+
+    def seed(self) -> int:
+        return derive_seed(self.cfg.seed, "policy", self.spec.task_index, self.spec.sample, self.turn)
+
+    def step(self, gen: Generation) -> bool:
+        """Apply one agent turn; returns True when the episode ended (``self.record`` is set)."""
+        self.turn += 1
+        self.tokens += gen.completion_tokens
+        self.truncated_turns += gen.finish_reason == "length"
+        _, reward, terminated, truncated, info = self.env.step(gen.text)
+        self.messages = info["messages"]
+        if terminated or truncated:
+            self.record = self._finish(reward, info)
+            return True
+        return False
+
+    def _finish(self, env_reward: float, info: dict[str, Any]) -> Record:
+        task = self.env.unwrapped.task.to_record()  # training-time only: the official record
+        if "similarity" in info:
+            reward = float(info["similarity"])
+        elif info.get("tests_total"):
+            reward = info["tests_passed"] / info["tests_total"]
+        else:
+            reward = float(env_reward)
+        success = info.get("success")
+        meta = {
+            "episode_id": self.spec.id, "task_index": self.spec.task_index, "sample": self.spec.sample,
+            "task_id": info.get("task_id"), "seed": self.cfg.seed, "env_seed": self.env_seed,
+            "env": self.cfg.env_id, "tasks": self.cfg.tasks if isinstance(self.cfg.tasks, str) else "custom",
+            "simulator": self.cfg.simulator if isinstance(self.cfg.simulator, str) else type(self.cfg.simulator).__name__,
+            "policy": self.policy_name, "turns": self.turn, "ended_by": info.get("ended_by"),
+            "tests_passed": info.get("tests_passed"), "tests_total": info.get("tests_total"),
+            "grade_error": info.get("grade_error"), "completion_tokens": self.tokens,
+            "length_truncated_turns": self.truncated_turns,
+            "sampling": {"temperature": self.cfg.sampling.temperature, "top_p": self.cfg.sampling.top_p,
+                         "top_k": self.cfg.sampling.top_k, "max_new_tokens": self.cfg.sampling.max_new_tokens},
+            "system_prompt": self.cfg.prompt,
+        }
+        return make_record(task, self.messages, answer=str(info.get("answer", "")), reward=reward,
+                           success=None if success is None else bool(success), meta=meta)
+
+
+def _progress(total: int, enabled: bool, desc: str):
+    from tqdm.auto import tqdm  # noqa: PLC0415
+
+    return tqdm(total=total, disable=not enabled, desc=desc, unit="ep", dynamic_ncols=True)
+
+
+def collect(policy: Policy, cfg: RolloutConfig, output: str | Path | None = None, *, resume: bool = False,
+            overwrite: bool = False, progress: bool = True,
+            on_record: Callable[[Record], None] | None = None) -> RolloutResult:
+    """Play the planned episodes with ``policy``; append each finished one to ``output``.
+
+    Returns the records played by this call. With ``resume=True`` the episodes already in
+    ``output`` are skipped (their ids come from ``meta.episode_id``).
+    """
+    writer = TrajectoryWriter(output, resume=resume, overwrite=overwrite) if output is not None else None
+    envs: list[Any] = []
+    try:
+        probe = make_env(cfg)
+        envs.append(probe)
+        specs = plan_episodes(cfg, len(probe.unwrapped.task_source))
+        done = writer.done if writer is not None else {}
+        todo = [s for s in specs if s.id not in done]
+        skipped = len(specs) - len(todo)
+        records: list[Record] = []
+        tokens = 0
+        t0 = time.perf_counter()
+        bar = _progress(len(todo), progress, f"{cfg.env_id} {policy.name}")
+
+        def finished(ep: _Episode) -> None:
+            nonlocal tokens
+            assert ep.record is not None
+            if writer is not None:
+                writer.write(ep.record)
+            records.append(ep.record)
+            tokens += ep.tokens
+            if on_record is not None:
+                on_record(ep.record)
+            bar.update(1)
+            bar.set_postfix(success=f"{sum(bool(r.get('success')) for r in records)}/{len(records)}")
+
+        concurrency = min(cfg.concurrency, max(1, len(todo)))
+        while len(envs) < concurrency:
+            envs.append(make_env(cfg))
+        if todo:
+            if policy.prefers_async:
+                asyncio.run(_run_async(policy, cfg, todo, envs[:concurrency], finished))
+            else:
+                _run_batched(policy, cfg, todo, envs[:concurrency], finished)
+        bar.close()
+        return RolloutResult(Path(output) if output is not None else None, records, skipped,
+                             time.perf_counter() - t0, tokens)
+    finally:
+        for env in envs:
+            env.close()
+        if writer is not None:
+            writer.close()
+
+
+def _run_batched(policy: Policy, cfg: RolloutConfig, todo: list[EpisodeSpec], envs: list[Any],
+                 finished: Callable[[_Episode], None]) -> None:
+    queue = deque(todo)
+    slots: list[_Episode | None] = [None] * len(envs)
+    with ThreadPoolExecutor(max_workers=len(envs), thread_name_prefix="colbench-env") as pool:
+        while queue or any(slots):
+            starting = []
+            for i, ep in enumerate(slots):
+                if ep is None and queue:
+                    slots[i] = _Episode(queue.popleft(), envs[i], cfg, policy.name)
+                    starting.append(slots[i])
+            list(pool.map(_Episode.reset, starting))
+            active = [ep for ep in slots if ep is not None]
+            gens = policy.generate([ep.prompt() for ep in active], cfg.sampling, [ep.seed() for ep in active])
+            ended = list(pool.map(_Episode.step, active, gens))
+            for ep, end in zip(active, ended):
+                if end:
+                    finished(ep)
+                    slots[slots.index(ep)] = None
+
+
+async def _run_async(policy: Policy, cfg: RolloutConfig, todo: list[EpisodeSpec], envs: list[Any],
+                     finished: Callable[[_Episode], None]) -> None:
+    loop = asyncio.get_running_loop()
+    free: asyncio.Queue = asyncio.Queue()
+    for env in envs:
+        free.put_nowait(env)
+    with ThreadPoolExecutor(max_workers=len(envs), thread_name_prefix="colbench-env") as pool:
+
+        async def play(spec: EpisodeSpec) -> None:
+            env = await free.get()
+            try:
+                ep = _Episode(spec, env, cfg, policy.name)
+                await loop.run_in_executor(pool, ep.reset)
+                while True:
+                    gen = (await policy.agenerate([ep.prompt()], cfg.sampling, [ep.seed()]))[0]
+                    if await loop.run_in_executor(pool, ep.step, gen):
+                        finished(ep)
+                        return
+            finally:
+                free.put_nowait(env)
+
+        tasks = [asyncio.ensure_future(play(s)) for s in todo]
+        try:
+            await asyncio.gather(*tasks)
+        except BaseException:
+            for t in tasks:
+                t.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+            raise
