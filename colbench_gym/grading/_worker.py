@@ -304,6 +304,28 @@ def handle(req, base):
         return segments
 
 
+def wipe(root):
+    """Empty ``root`` (our private tmpfs or temp dir); False if something could not go."""
+    for dirpath, dirnames, _ in os.walk(root):
+        for d in dirnames:  # an answer may have made its directories unreadable
+            path = os.path.join(dirpath, d)
+            try:
+                if not os.path.islink(path):
+                    os.chmod(path, 0o700)
+            except OSError:
+                pass
+    for name in os.listdir(root):
+        path = os.path.join(root, name)
+        try:
+            if os.path.isdir(path) and not os.path.islink(path):
+                shutil.rmtree(path)
+            else:
+                os.unlink(path)
+        except OSError:
+            pass
+    return not os.listdir(root)
+
+
 def main():
     signal.signal(signal.SIGPIPE, signal.SIG_DFL)
     stdin, stdout = sys.stdin.buffer, sys.stdout.buffer
@@ -324,11 +346,7 @@ def main():
         base = os.path.join(root, "s%d" % counter)
         os.mkdir(base, 0o700)
         segments = handle(req, base)
-        clean = True
-        try:
-            shutil.rmtree(base)
-        except OSError:
-            clean = False  # the answer made its directory undeletable: ask for a fresh worker
+        clean = wipe(root)  # every file the answer wrote anywhere it could goes away
         stdout.write((json.dumps({"segments": segments, "clean": clean}) + "\n").encode())
         stdout.flush()
         if not clean:

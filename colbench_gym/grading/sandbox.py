@@ -174,8 +174,9 @@ def bwrap_command(iso: Isolation, tmpfs_bytes: int) -> list[str]:
         cmd += ["--ro-bind", p, p]
     for p in iso.hidden:
         cmd += ["--tmpfs", p, "--remount-ro", p]
-    cmd += ["--dev", "/dev", "--size", str(int(tmpfs_bytes)), "--tmpfs", "/tmp",
-            "--setenv", "TMPDIR", "/tmp", "--chdir", "/tmp"]
+    # Only /tmp (size-capped) is writable: the root, /dev and every bind are read-only.
+    cmd += ["--dev", "/dev", "--remount-ro", "/dev", "--size", str(int(tmpfs_bytes)), "--tmpfs", "/tmp",
+            "--remount-ro", "/", "--setenv", "TMPDIR", "/tmp", "--chdir", "/tmp"]
     return cmd
 
 

@@ -1,0 +1,1 @@
+"""Offline evaluation commands (``colbench evaluate backend|frontend``); one module each."""

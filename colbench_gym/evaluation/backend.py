@@ -1,0 +1,137 @@
+"""``colbench evaluate backend IN.jsonl --output OUT.jsonl [--k K] [--workers N]``.
+
+Grades the ``answer`` of every offline trajectory record (``{"task": {...}, "answer": str,
+...}``, the paper's release format) in the sandbox and writes the same records, in the same
+order, with ``reward`` (fraction of hidden tests passed), ``success`` (all passed),
+``tests_passed``, ``tests_total`` and ``grade_error`` set; every other field is kept.
+OUT is written atomically (temporary file + rename). With ``--k K`` the summary also reports
+best-of-k like the paper's release: records are grouped by task (in file order), the first K
+of each task count, and a task scores its best record.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import tempfile
+from collections.abc import Iterable
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+from colbench_gym.protocol import extract_code
+from colbench_gym.tasks import BackendTask, TaskFormatError, iter_jsonl
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("input", help="offline trajectory JSONL, one {task, answer, ...} record per line")
+    parser.add_argument("--output", "-o", required=True, help="where to write the graded records (JSONL)")
+    parser.add_argument("--k", type=int, default=1,
+                        help="best-of-k: group records by task and also report the best of the first K")
+    parser.add_argument("--workers", type=int, default=1, help="sandboxed workers grading in parallel")
+    parser.add_argument("--call-timeout", type=float, default=2.0, help="seconds per test call")
+    parser.add_argument("--isolation", choices=("auto", "namespaces", "rlimits-only"), default="auto")
+    parser.add_argument("--cache-dir", default=None, help="cache reference outputs on disk here")
+    parser.add_argument("--no-progress", action="store_true", help="no progress bar")
+
+
+def load_records(path: str | os.PathLike[str]) -> list[tuple[dict[str, Any], BackendTask, str]]:
+    """Read and validate every record first, so a bad line fails before any grading."""
+    out = []
+    for lineno, record in iter_jsonl(path):
+        where = f"{path}:{lineno}"
+        task = record.get("task")
+        if not isinstance(task, dict):
+            raise TaskFormatError(f"{where}: missing 'task' object (expected an offline trajectory record "
+                                  "{\"task\": {...}, \"answer\": \"...\"})")
+        if "answer" not in record:
+            raise TaskFormatError(f"{where}: missing 'answer' (the agent's final answer, a string)")
+        answer = record["answer"]
+        if answer is None:
+            answer = ""  # the agent never answered: scores 0
+        if not isinstance(answer, str):
+            raise TaskFormatError(f"{where}: 'answer' must be a string, got {type(answer).__name__}")
+        out.append((record, BackendTask.from_record(task, where=f"{where} task"), answer))
+    return out
+
+
+def best_of_k(records: Iterable[tuple[str, float, bool]], k: int) -> tuple[float, float, int, int]:
+    """(success@k, tests@k, tasks, tasks with fewer than k records) over ``(task_id, reward, success)``."""
+    groups: dict[str, list[tuple[float, bool]]] = {}
+    for task_id, reward, success in records:
+        group = groups.setdefault(task_id, [])
+        if len(group) < k:
+            group.append((reward, success))
+    if not groups:
+        return 0.0, 0.0, 0, 0
+    succ = sum(any(s for _, s in g) for g in groups.values()) / len(groups)
+    tests = sum(max(r for r, _ in g) for g in groups.values()) / len(groups)
+    short = sum(len(g) < k for g in groups.values())
+    return succ, tests, len(groups), short
+
+
+def write_jsonl_atomic(path: str | os.PathLike[str], records: Iterable[dict[str, Any]]) -> None:
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            for rec in records:
+                fh.write(json.dumps(rec, ensure_ascii=False) + "\n")
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+
+
+def run(args: argparse.Namespace) -> int:
+    if args.k < 1 or args.workers < 1:
+        print("error: --k and --workers must be >= 1", file=sys.stderr)
+        return 2
+    try:
+        items = load_records(args.input)
+    except (TaskFormatError, FileNotFoundError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    from tqdm.auto import tqdm  # noqa: PLC0415 - only when grading
+
+    from colbench_gym.grading import BackendGrader  # noqa: PLC0415 - starts sandboxes
+
+    results = []
+    with BackendGrader(workers=args.workers, call_timeout=args.call_timeout, isolation=args.isolation,
+                       cache_dir=args.cache_dir) as grader, \
+            ThreadPoolExecutor(max_workers=args.workers) as pool, \
+            tqdm(total=len(items), desc="grading", unit="answer", disable=args.no_progress,
+                 file=sys.stderr) as bar:
+        def grade(item: tuple[dict[str, Any], BackendTask, str]):
+            res = grader.grade(extract_code(item[2]), item[1])
+            bar.update(1)
+            return res
+
+        results = list(pool.map(grade, items))
+    out = []
+    for (record, _, _), res in zip(items, results):
+        rec = dict(record)
+        rec.update(reward=res.fraction, success=res.success, tests_passed=res.passed,
+                   tests_total=res.total, grade_error=res.error)
+        out.append(rec)
+    write_jsonl_atomic(args.output, out)
+    n = len(out)
+    succ = sum(r["success"] for r in out) / n if n else 0.0
+    tests = sum(r["reward"] for r in out) / n if n else 0.0
+    print(f"graded {n} answers -> {args.output}")
+    print(f"success rate: {100 * succ:.1f}%   tests passed: {100 * tests:.1f}%")
+    if args.k > 1:
+        s_k, t_k, n_tasks, short = best_of_k(((t.task_id, r.fraction, r.success) for (_, t, _), r
+                                              in zip(items, results)), args.k)
+        note = f" ({short} tasks have fewer than {args.k} answers)" if short else ""
+        print(f"best-of-{args.k} over {n_tasks} tasks: success rate: {100 * s_k:.1f}%   "
+              f"tests passed: {100 * t_k:.1f}%{note}")
+    return 0
