@@ -10,7 +10,6 @@ _EXPORTS = {
     "score_candidates": "sweet_agent.actor.candidates",
     "select_pairs": "sweet_agent.actor.candidates",
     "build_step_pairs": "sweet_agent.actor.candidates",
-    "agent_conversation": "sweet_agent.actor.candidates",
     "make_dpo_trainer": "sweet_agent.actor.trainer",
     "train_actor": "sweet_agent.actor.trainer",
 }

@@ -35,14 +35,6 @@ class TurnCandidates:
     turn_index: int
 
 
-def agent_conversation(messages_before: Messages, system_prompt: str | None = None) -> Messages:
-    """The policy's view of the dialogue before an agent turn (no privileged information)."""
-    msgs = [dict(m) for m in messages_before]
-    if system_prompt and not (msgs and msgs[0]["role"] == "system"):
-        msgs.insert(0, {"role": "system", "content": system_prompt})
-    return msgs
-
-
 @torch.no_grad()
 def sample_candidates(model, tokenizer, conversation: Messages, n: int, max_new_tokens: int = 256,
                       temperature: float = 1.0, top_p: float = 1.0, batch_size: int | None = None,
@@ -137,9 +129,13 @@ def build_step_pairs(records: Sequence[dict[str, Any]], policy, policy_tokenizer
                      normalize: str = "turn", use_privileged_info: bool = True, seed: int = 0,
                      progress: bool = False) -> list[dict[str, Any]]:
     """DPO rows ``{"prompt", "chosen", "rejected", "chosen_score", "rejected_score"}`` (conversational
-    format TRL's DPOTrainer reads) from the agent turns of offline trajectories."""
+    format TRL's DPOTrainer reads) from the agent turns of offline trajectories.
+
+    The policy samples from the prompt it saw in the rollout (system prompt from the record's
+    ``meta``, or ``system_prompt``); the critic scores the dialogue with the privileged info."""
     rng = random.Random(seed)
-    turns = [(ri, ti, before) for ri, rec in enumerate(records) for ti, before, _ in R.iter_agent_turns(rec)]
+    turns = [(ri, ti, before, prompt) for ri, rec in enumerate(records)
+             for ti, before, _, prompt in R.iter_agent_turns(rec, system_prompt)]
     if turn_fraction < 1:
         turns = rng.sample(turns, max(1, round(len(turns) * turn_fraction)))
         turns.sort(key=lambda x: (x[0], x[1]))
@@ -149,9 +145,8 @@ def build_step_pairs(records: Sequence[dict[str, Any]], policy, policy_tokenizer
 
         iterator = tqdm(turns, desc="step pairs")
     rows = []
-    for k, (ri, ti, before) in enumerate(iterator):
+    for k, (ri, ti, before, conv) in enumerate(iterator):
         rec = records[ri]
-        conv = agent_conversation(before, system_prompt)
         cands = sample_candidates(policy, policy_tokenizer, conv, num_candidates, max_new_tokens, temperature,
                                   top_p, sampling_batch_size, seed=seed + k)
         priv = R.privileged_info(rec) if use_privileged_info else None

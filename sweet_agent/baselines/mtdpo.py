@@ -36,9 +36,7 @@ def mtdpo_rows(records: list[dict[str, Any]], success_threshold: float = 1.0,
         k_r = next((i for i, m in enumerate(r) if m["role"] == "assistant"), len(r))
         if k != k_r or c[:k] != r[:k] or k == len(c) or k_r == len(r):
             continue  # no common opening, or a trajectory without agent turns
-        prompt = c[:k]
-        if system_prompt:
-            prompt = [{"role": "system", "content": system_prompt}, *prompt]
+        prompt = R.agent_prompts(p["chosen"], system_prompt)[0][0]  # what the policy saw first
         rows.append({"prompt": prompt, "chosen": c[k:], "rejected": r[k:]})
     return rows
 

@@ -21,11 +21,10 @@ def rft_rows(records: list[dict[str, Any]], success_threshold: float = 1.0,
         R.check_record(rec)
         if not R.is_success(rec, success_threshold):
             continue
-        msgs = R.dialogue_messages(rec)
-        if system_prompt:
-            msgs = [{"role": "system", "content": system_prompt}, *msgs]
-        if any(m["role"] == "assistant" for m in msgs):
-            rows.append({"messages": msgs})
+        turns = R.agent_prompts(rec, system_prompt)
+        if turns:
+            prompt, output = turns[-1]
+            rows.append({"messages": [*prompt, {"role": "assistant", "content": output}]})
     return rows
 
 

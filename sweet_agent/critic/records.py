@@ -22,7 +22,10 @@ class RecordError(ValueError):
 
 
 def load_records(paths: str | Path | Iterable[str | Path]) -> list[dict[str, Any]]:
-    """Read trajectory records from one or more JSONL files, with line numbers in errors."""
+    """Read trajectory records from one or more JSONL files (the rollout package's reader,
+    which validates each line and names the file and line of a bad one)."""
+    from sweet_agent.trajectories import read_trajectories
+
     if isinstance(paths, (str, Path)):
         paths = [paths]
     out: list[dict[str, Any]] = []
@@ -31,16 +34,9 @@ def load_records(paths: str | Path | Iterable[str | Path]) -> list[dict[str, Any
         if not path.exists():
             raise FileNotFoundError(f"trajectory file {path} does not exist; collect rollouts first "
                                     "(`sweet-agent rollout ...` or examples/sweet_rl/collect.py)")
-        with path.open(encoding="utf-8") as fh:
-            for lineno, line in enumerate(fh, 1):
-                if not line.strip():
-                    continue
-                try:
-                    rec = json.loads(line)
-                except json.JSONDecodeError as exc:
-                    raise RecordError(f"{path}:{lineno}: not valid JSON ({exc.msg})") from exc
-                check_record(rec, f"{path}:{lineno}")
-                out.append(rec)
+        for i, rec in enumerate(read_trajectories(path)):
+            check_record(rec, f"{path}: record {i}")
+            out.append(rec)
     return out
 
 
@@ -106,9 +102,22 @@ def task_key(rec: dict[str, Any]) -> str:
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
-def iter_agent_turns(rec: dict[str, Any]) -> Iterator[tuple[int, Messages, str]]:
-    """Yield ``(index, messages_before, action)`` for each agent turn of a trajectory."""
+def agent_prompts(rec: dict[str, Any], system_prompt: str | None = None) -> list[tuple[Messages, str]]:
+    """``(prompt_messages, output)`` per agent turn: what the policy saw (its system prompt from
+    the record's ``meta`` or ``system_prompt``) and what it wrote."""
+    from sweet_agent.trajectories import agent_turns
+
+    return list(agent_turns(rec, system_prompt))
+
+
+def iter_agent_turns(rec: dict[str, Any], system_prompt: str | None = None
+                     ) -> Iterator[tuple[int, Messages, str, Messages]]:
+    """Yield ``(index, messages_before, action, agent_prompt)`` for each agent turn:
+    the dialogue before the turn (for the critic), the raw action, and the policy's prompt."""
     msgs = dialogue_messages(rec)
+    prompts = agent_prompts(rec, system_prompt)
+    k = 0
     for i, m in enumerate(msgs):
         if m["role"] == "assistant":
-            yield i, msgs[:i], m["content"]
+            yield i, msgs[:i], m["content"], prompts[k][0]
+            k += 1
