@@ -1,0 +1,347 @@
+"""The offline backend human simulator: answers like the person who wants the function, no model.
+
+WHY: RL on ColBench needs millions of simulator replies; a 70B model per reply is out of reach
+offline. This simulator reads the hidden reference once (:mod:`.facts`, static analysis only),
+understands the agent's message (:mod:`.question`) and answers with the one or two facts that fit
+best, in plain words and at most two sentences. When nothing in the reference answers the
+question it says it does not know, so an agent cannot learn to trust invented details. It never
+shows the reference or the hidden tests, and its replies depend only on (seed, task, dialogue).
+"""
+
+from __future__ import annotations
+
+import ast
+import math
+import random
+import re
+from collections import OrderedDict
+from collections.abc import Mapping
+from typing import Any
+
+from colbench_gym.simulators.base import Dialogue, HumanSimulator
+from colbench_gym.simulators.facts import Fact, FactSheet, extract_facts
+from colbench_gym.simulators.question import Message, Question, analyse, words_match
+from colbench_gym.tasks.records import BackendTask
+
+#: Below this relevance score a fact does not answer the question ("I don't know").
+MIN_SCORE = 1.2
+
+_IDK = (
+    "I don't know, sorry.",
+    "I don't know; I haven't thought about that.",
+    "Hmm, I don't know about that.",
+    "I don't know, to be honest.",
+)
+_IDK_REST = ("I don't know about the rest.", "The other part I don't know.")
+_NUDGE = (
+    "Do you have any questions for me, maybe about {a} or {b}?",
+    "Feel free to ask me about {a} or {b}.",
+    "Is there anything you want to know, like {a} or {b}?",
+)
+_NUDGE_ONE = (
+    "Do you have any questions for me, maybe about {a}?",
+    "Feel free to ask me about {a}.",
+)
+_DONE = ("I think you have everything you need.", "I think that covers it.")
+_CODE_OK = ("That looks like what I had in mind, as far as I can tell.",
+            "As far as I can tell, that matches what I want.")
+_CODE_FIX = ("Almost, but {fact}", "Not quite: {fact}", "One thing is off: {fact}")
+_CODE_BAD = ("I can't make sense of that code; could you show the whole function?",)
+_TESTS = ("I don't have test cases to share, but ask me how it should behave.",)
+
+# intent -> [(fact kind or "#tag", bonus)]
+_INTENT_BONUS: dict[str, list[tuple[str, float]]] = {
+    "output": [("result", 2.0), ("shape", 2.2), ("case", 0.4)],
+    "signature": [("signature", 3.0), ("param", 1.0)],
+    "type": [("param", 1.5), ("shape", 1.2)],
+    "round": [("#round", 3.0)],
+    "edge": [("#edge", 1.5)],
+    "error": [("raise", 2.5), ("#error", 1.5)],
+    "order": [("#order", 2.0)],
+    "tie": [("#tie", 3.0)],
+    "how": [("assign", 0.8), ("accumulate", 0.8), ("result", 0.8), ("case", 0.8), ("branch", 0.5),
+            ("table", 0.5)],
+    "values": [("table", 1.2), ("case", 1.2), ("constant", 1.2)],
+    "condition": [("branch", 1.0), ("case", 0.8)],
+    "purpose": [("doc", 2.0), ("result", 1.0)],
+    "example": [("param", 1.0), ("shape", 1.0)],
+}
+# specific edge words -> tags a fact must carry to answer them
+_EDGE_WORDS: dict[str, set[str]] = {
+    "empty": {"empty"}, "zero": {"zero"}, "0": {"zero"}, "negative": {"negative"},
+    "none": {"none", "missing"}, "null": {"none", "missing"}, "missing": {"missing", "none", "empty"},
+    "tie": {"tie"}, "ties": {"tie"}, "tied": {"tie"},
+}
+
+
+class OfflineBackendSimulator(HumanSimulator):
+    """A model-free person for ColBench backend tasks.
+
+    Parameters
+    ----------
+    seed:
+        Base seed for the (small) variation in phrasing; replies are a pure function of
+        ``(seed, episode seed, task, dialogue)``.
+    max_chars:
+        Soft cap on a reply; the environment cuts at 400 characters anyway.
+    nudges:
+        When the agent asks nothing (greets, or states a plan), suggest topics it has not asked
+        about yet (default) or just acknowledge.
+    """
+
+    kind = "backend"
+
+    def __init__(self, seed: int | None = 0, max_chars: int = 380, nudges: bool = True, **_: Any):
+        if not isinstance(max_chars, int) or max_chars < 80:
+            raise ValueError(f"max_chars must be an int of at least 80, got {max_chars!r}")
+        self.seed = 0 if seed is None else int(seed)
+        self.max_chars = max_chars
+        self.nudges = bool(nudges)
+        self._episode_seed: int | None = None
+        self._cache: OrderedDict[str, FactSheet] = OrderedDict()
+
+    # ------------------------------------------------------------------ interface
+    def reset(self, task: Any, *, seed: int | None = None) -> None:
+        self._episode_seed = seed
+        self.facts_for(task)
+
+    def respond(self, task: Any, dialogue: Dialogue, **context: Any) -> str:
+        task = _as_task(task)
+        sheet = self.facts_for(task)
+        last = next((m.get("content", "") for m in reversed(dialogue or []) if m.get("role") == "assistant"), None)
+        history = [m.get("content", "") or "" for m in (dialogue or []) if m.get("role") == "user"]
+        rng = random.Random(f"{self.seed}|{self._episode_seed}|{task.task_id}|{len(dialogue or [])}|{last}")
+        if last is None or not str(last).strip():
+            return self._nudge(sheet, history, rng)
+        msg = analyse(str(last))
+        reply = self._reply(sheet, msg, history, rng)
+        return self._fit(reply, sheet)
+
+    def facts_for(self, task: Any) -> FactSheet:
+        """The facts this simulator knows about ``task`` (cached per task)."""
+        task = _as_task(task)
+        key = task.task_id
+        sheet = self._cache.get(key)
+        if sheet is None:
+            sheet = extract_facts(task.ground_truth, task.problem_description, task.test_cases.values())
+            self._cache[key] = sheet
+            if len(self._cache) > 512:
+                self._cache.popitem(last=False)
+        else:
+            self._cache.move_to_end(key)
+        return sheet
+
+    def __repr__(self) -> str:
+        return f"OfflineBackendSimulator(seed={self.seed})"
+
+    # ------------------------------------------------------------------ replies
+    def _reply(self, sheet: FactSheet, msg: Message, history: list[str], rng: random.Random) -> str:
+        if msg.questions:
+            answered = self._answer(sheet, msg.questions, history, rng)
+            if answered:
+                return answered
+            if msg.code:
+                return self._code_feedback(sheet, msg.code, rng)
+            return rng.choice(_IDK)
+        if msg.code:
+            return self._code_feedback(sheet, msg.code, rng)
+        return self._nudge(sheet, history, rng, greeting=bool(re.match(r"\s*(hi|hello|hey|good (morning|afternoon|evening))\b", msg.text, re.I)))
+
+    def _answer(self, sheet: FactSheet, questions: list[Question], history: list[str],
+                rng: random.Random) -> str | None:
+        picks: list[tuple[float, int, str, Fact | None]] = []  # (score, question index, text, fact)
+        unanswered = 0
+        for qi, q in enumerate(questions):
+            if "tests" in q.intents and not q.keywords - {"test", "expect", "output", "hidden", "unit"}:
+                picks.append((5.0, qi, rng.choice(_TESTS), None))
+                continue
+            ranked = self.rank(sheet, q)
+            if not ranked or ranked[0][0] < MIN_SCORE:
+                unanswered += 1
+                continue
+            best_score, best = ranked[0]
+            picks.append((best_score, qi, self._say_fact(q, best, sheet), best))
+            if len(questions) == 1 and len(ranked) > 1:
+                s2, second = ranked[1]
+                pair = {best.kind, second.kind}
+                if s2 >= max(MIN_SCORE, 0.8 * best_score) and second.text != best.text and \
+                        not pair <= {"result", "shape"} and \
+                        len(best.text) + len(second.text) < self.max_chars - 10:
+                    picks.append((s2, qi, self._say_fact(q, second, sheet), second))
+        if not picks:
+            return None
+        chosen: list[tuple[float, int, str, Fact | None]] = []
+        seen: set[str] = set()
+        for pick in sorted(picks, key=lambda p: (-p[0], p[1])):
+            if pick[2] in seen:
+                continue
+            if len(chosen) == 2:
+                break
+            if chosen and sum(len(c[2]) for c in chosen) + len(pick[2]) + 1 > self.max_chars:
+                continue
+            chosen.append(pick)
+            seen.add(pick[2])
+        chosen.sort(key=lambda p: p[1])
+        parts = [c[2] for c in chosen]
+        if unanswered and len(parts) == 1 and len(parts[0]) < self.max_chars - 40:
+            parts.append(rng.choice(_IDK_REST))
+        return " ".join(parts)
+
+    def rank(self, sheet: FactSheet, q: Question) -> list[tuple[float, Fact]]:
+        """Facts ordered by how well they answer ``q`` (score, fact), best first."""
+        facts = sheet.facts
+        if not facts:
+            return []
+        n = len(facts)
+        required: set[str] = set()
+        lower_words = q.words
+        for word, tags in _EDGE_WORDS.items():
+            if word in lower_words:
+                required |= tags
+        strict_kinds: set[str] = set()
+        if "round" in q.intents and ({"round", "rounded", "rounding", "decimal", "decimals", "precision"} & lower_words):
+            strict_kinds.add("round")
+        if "error" in q.intents and ({"error", "errors", "exception", "exceptions", "raise", "throw"} & lower_words):
+            strict_kinds.add("raise")
+        scored: list[tuple[float, Fact]] = []
+        df: dict[str, int] = {}
+        for t in q.keywords:
+            df[t] = sum(1 for f in facts if any(words_match(t, k) for k in f.keywords))
+        for fact in facts:
+            if strict_kinds and fact.kind not in strict_kinds:
+                continue
+            if required and not strict_kinds and not (required & fact.tags) and not (q.numbers - {0.0}) & fact.numbers:
+                continue
+            score = 0.0
+            for t in q.keywords:
+                if df[t] and any(words_match(t, k) for k in fact.keywords):
+                    score += math.log((n + 1) / (df[t] + 0.5))
+            score += 2.0 * sum(1 for x in q.numbers if any(math.isclose(x, y) for y in fact.numbers))
+            score += 2.0 * len(q.strings & fact.strings)
+            score += 1.5 * sum(1 for s in fact.strings if s and s in lower_words and s not in q.strings)
+            for intent in q.intents:
+                for target, bonus in _INTENT_BONUS.get(intent, ()):
+                    if (target.startswith("#") and target[1:] in fact.tags) or target == fact.kind:
+                        score += bonus
+                        break
+            if required & fact.tags:
+                score += 2.0
+            if strict_kinds:
+                score += 2.0
+            score += 0.01 * fact.priority
+            if fact.polarity == "no":
+                score -= 0.5
+            scored.append((score, fact))
+        scored.sort(key=lambda sf: -sf[0])
+        return scored
+
+    def _say_fact(self, q: Question, fact: Fact, sheet: FactSheet) -> str:
+        verdict = self._yes_no(q, fact) if q.yes_no else None
+        if verdict:
+            return f"{verdict}, {_lower_first(fact.text, sheet)}"
+        return fact.text
+
+    @staticmethod
+    def _yes_no(q: Question, fact: Fact) -> str | None:
+        if fact.polarity == "no":
+            return "No"
+        asked = {x for x in q.numbers if x not in (0.0, 1.0) or x in fact.numbers}
+        if asked and fact.numbers:
+            ok = all(any(math.isclose(a, b) for b in fact.numbers) for a in asked)
+            return "Yes" if ok else "No"
+        if q.strings and fact.strings:
+            return "Yes" if q.strings <= fact.strings else "No"
+        return None
+
+    def _code_feedback(self, sheet: FactSheet, code: str, rng: random.Random) -> str:
+        try:
+            tree = ast.parse(code[:50000])
+        except (SyntaxError, ValueError, RecursionError, MemoryError):
+            return rng.choice(_CODE_BAD)
+        defs = [n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))]
+        signature = next((f for f in sheet.facts if f.kind == "signature"), None)
+        if sheet.func_name and signature is not None:
+            mine = next((d for d in defs if d.name == sheet.func_name), None)
+            n_args = len(mine.args.posonlyargs) + len(mine.args.args) if mine else -1
+            if mine is None or (n_args < len(sheet.params) and not mine.args.vararg):
+                return rng.choice(_CODE_FIX).format(fact=_lower_first(signature.text, sheet))
+        nums: set[float] = set()
+        strs: set[str] = set()
+        calls: set[str] = set()
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Constant):
+                if isinstance(node.value, (int, float)) and not isinstance(node.value, bool):
+                    nums |= {float(node.value), float(node.value) / 100, float(node.value) * 100}
+                elif isinstance(node.value, str):
+                    strs.add(node.value.lower())
+            elif isinstance(node, ast.Call):
+                f = node.func
+                calls.add(f.id if isinstance(f, ast.Name) else getattr(f, "attr", ""))
+            elif isinstance(node, ast.FormattedValue) and node.format_spec is not None:
+                calls.add("round")
+        for fact in sorted(sheet.facts, key=lambda f: -f.priority):
+            if fact.polarity == "no" or fact.kind in ("signature", "doc"):
+                continue
+            if fact.kind == "round" and not ({"round", "floor", "ceil"} & calls):
+                return rng.choice(_CODE_FIX).format(fact=_lower_first(fact.text, sheet))
+            missing_n = [x for x in fact.numbers if x not in (0.0, 1.0) and not any(math.isclose(x, y) for y in nums)]
+            missing_s = [s for s in fact.strings if s.strip() and s not in strs and len(s) <= 40]
+            if fact.kind in ("param", "shape", "round"):
+                missing_n = []
+            if missing_n or missing_s:
+                return rng.choice(_CODE_FIX).format(fact=_lower_first(fact.text, sheet))
+        return rng.choice(_CODE_OK)
+
+    def _nudge(self, sheet: FactSheet, history: list[str], rng: random.Random, greeting: bool = False) -> str:
+        if not self.nudges or not sheet.facts:
+            return rng.choice(_DONE) if sheet.facts else rng.choice(_IDK)
+        told = " ".join(history)
+        topics: list[str] = []
+        for fact in sorted(sheet.facts, key=lambda f: -f.priority):
+            if fact.polarity == "no" or fact.kind in ("doc",) or fact.text in told:
+                continue
+            if fact.kind == "signature" and sheet.func_name and sheet.func_name in told:
+                continue
+            if fact.topic not in topics:
+                topics.append(fact.topic)
+            if len(topics) == 2:
+                break
+        if not topics:
+            return rng.choice(_DONE)
+        if len(topics) == 1:
+            text = rng.choice(_NUDGE_ONE).format(a=topics[0])
+        else:
+            text = rng.choice(_NUDGE).format(a=topics[0], b=topics[1])
+        return ("Hi! " + text) if greeting else text
+
+    def _fit(self, reply: str, sheet: FactSheet) -> str:
+        """Keep replies short and free of reference lines."""
+        for line in sheet.source_lines:
+            if len(line) >= 12 and line in reply:
+                reply = reply.replace(line, "that")
+        if len(reply) <= self.max_chars:
+            return reply
+        cut = reply[: self.max_chars]
+        for sep in ("; ", ", "):
+            idx = cut.rfind(sep)
+            if idx > self.max_chars // 2:
+                return cut[:idx].rstrip() + "."
+        return cut.rstrip() + "."
+
+
+def _as_task(task: Any) -> BackendTask:
+    if isinstance(task, BackendTask):
+        return task
+    if isinstance(task, Mapping):
+        return BackendTask.from_record(task)
+    raise TypeError(f"the offline backend simulator needs a BackendTask or a backend record, got {type(task).__name__}")
+
+
+def _lower_first(text: str, sheet: FactSheet) -> str:
+    first = re.split(r"[\s,;']", text, maxsplit=1)[0]
+    if not first or first == "I" or text.startswith("'") or first in sheet.params or first == sheet.func_name:
+        return text
+    return text[0].lower() + text[1:]
+
+
+__all__ = ["OfflineBackendSimulator"]

@@ -1,0 +1,251 @@
+"""Understanding the agent's message: which questions it asks, about what, and of which kind.
+
+WHY a module of its own: the offline simulator matches questions against facts read from the
+hidden reference. Matching needs the same word normalisation on both sides (this module's
+:func:`keywords` is used by :mod:`colbench_gym.simulators.facts` too), and the question side
+needs more: splitting a message into questions, spotting yes/no questions, numbers and quoted
+values to check, code the agent shows, and the *intent* of a question (asking for the output
+shape, rounding, edge cases, ...), which decides what kind of fact a person would answer with.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+_WORD_RE = re.compile(r"[A-Za-z][A-Za-z0-9]*|\d+(?:\.\d+)?")
+_CAMEL_RE = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
+_NUMBER_RE = re.compile(r"(?<![A-Za-z_\d.])-?\d+(?:\.\d+)?(?:\s*(%|percent\b|per ?cent\b))?")
+_QUOTED_RE = re.compile(r"'([^'\n]{1,60})'|\"([^\"\n]{1,60})\"|`([^`\n]{1,60})`")
+_FENCE_RE = re.compile(r"```[^\n]*\n.*?(?:```|\Z)", re.S)
+
+STOPWORDS = frozenset(
+    """a an the and or but if then else of to in on at by for from with without into onto about as
+    is are was were be been being am do does did done doing have has had having can could shall
+    should will would may might must i me my mine we us our you your yours it its it's this that
+    these those there here what which who whom whose when where why how whether not no yes so such
+    than too very just also only any all each every some both either neither more most less least
+    much many few other another same own up down out over under again further once please thanks
+    thank ok okay sure hi hello hey dear let lets let's get got give gives given tell know knows
+    want wants need needs like likes make makes made use used using uses one ones thing things
+    something anything everything way ways kind kinds sort function functions code python
+    program write writing written implement implementation method def return returns returned
+    value values question questions clarify clarification mean means meant exactly specific
+    specifically actually really right correct would wouldn't should shouldn't i'd i'll i'm i've
+    you'd you'll you're don't doesn't isn't aren't can't won't go going happen happens
+    case cases example examples""".split()
+)
+# "value", "case" and "example" are stop words for topic matching but drive intents below.
+
+# Intent -> trigger words (stems) and phrases. Intents steer which *kind* of fact answers.
+_INTENT_WORDS: dict[str, tuple[str, ...]] = {
+    "output": ("return", "output", "result", "produce", "outcome", "give back", "gives back",
+               "send back", "format of the", "shape", "contain", "include", "summary"),
+    "signature": ("parameter", "argument", "param", "signature", "input", "inputs", "call it",
+                  "called", "name the function", "function name", "name of the function",
+                  "naming", "take as", "accept", "arguments"),
+    "type": ("type", "format", "integer", "int", "float", "string", "str", "list", "dict",
+             "dictionary", "tuple", "boolean", "bool", "structure", "look like", "datatype"),
+    "round": ("round", "decimal", "precision", "digit", "places", "truncate", "format"),
+    "edge": ("edge", "empty", "zero", "negative", "none", "null", "missing", "special",
+             "invalid", "unknown", "corner", "nothing", "no items", "not found", "absent",
+             "exceed", "above", "below", "over", "under", "beyond", "outside"),
+    "error": ("error", "exception", "raise", "throw", "invalid", "fail", "crash", "valid"),
+    "order": ("sort", "order", "ascending", "descending", "first", "last", "rank", "arrange"),
+    "tie": ("tie", "ties", "same", "equal", "draw", "tied"),
+    "how": ("how", "calculate", "compute", "formula", "work", "determine", "figure",
+            "logic", "rule", "rules", "process", "handle", "treat", "deal with", "count"),
+    "values": ("what are", "price", "rate", "cost", "fee", "amount", "value", "much",
+               "threshold", "limit", "cutoff", "cut-off", "percentage", "percent", "discount",
+               "bonus", "penalty", "tax", "charge", "weight", "factor", "multiplier", "score",
+               "point", "tier", "level", "category", "categories", "option", "mapping", "table",
+               "list of", "which"),
+    "condition": ("when", "if ", "happen", "case", "condition", "situation", "rule", "scenario",
+                  "should it", "what about"),
+    "purpose": ("purpose", "goal", "what is it for", "what does it do", "supposed to do",
+                "point of", "trying to", "use case", "summary", "summarize", "describe"),
+    "example": ("example", "sample", "instance", "test", "demonstrate"),
+    "tests": ("test case", "test cases", "unit test", "hidden test", "expected output"),
+}
+_YESNO_START = ("is ", "are ", "should ", "does ", "do ", "can ", "will ", "would ", "could ",
+                "shall ", "must ", "has ", "have ", "did ", "was ", "were ", "may ", "am ")
+_REQUEST_VERBS = ("tell", "explain", "clarify", "describe", "specify", "provide", "share", "give",
+                  "let me know", "list", "confirm", "elaborate", "detail", "say", "show")
+_QUESTION_WORDS = ("what", "which", "how", "when", "why", "where", "who", "whose", "whom")
+_GREETINGS = ("hi", "hello", "hey", "good morning", "good afternoon", "greetings", "thanks",
+              "thank you", "great", "sounds good", "perfect", "got it", "understood", "ok", "okay")
+
+
+def stem(word: str) -> str:
+    """Cheap suffix stripping: enough that "prices"/"price" and "rounded"/"round" meet."""
+    w = word.lower()
+    if w.isdigit():
+        return w
+    if len(w) > 4 and w.endswith("ies"):
+        return w[:-3] + "y"
+    for suffix in ("ing", "ed", "es", "s"):
+        if len(w) > len(suffix) + 2 and w.endswith(suffix) and not w.endswith("ss"):
+            return w[: -len(suffix)]
+    return w
+
+
+def split_identifier(name: str) -> list[str]:
+    """``monthly_fee`` / ``monthlyFee`` / ``MONTHLY_FEE`` -> ``["monthly", "fee"]``."""
+    parts: list[str] = []
+    for chunk in re.split(r"[_\W]+", name):
+        if chunk:
+            parts.extend(p.lower() for p in _CAMEL_RE.split(chunk) if p)
+    return parts
+
+
+def keywords(text: str) -> set[str]:
+    """Content words of ``text`` (identifiers split, stop words dropped, stemmed)."""
+    out: set[str] = set()
+    for raw in _WORD_RE.findall(text):
+        for part in split_identifier(raw) if not raw[0].isdigit() else [raw]:
+            if part in STOPWORDS or (len(part) < 2 and not part.isdigit()):
+                continue
+            if part.isdigit() or re.fullmatch(r"\d+\.\d+", part):
+                continue  # numbers are matched separately, by value
+            out.add(stem(part))
+    return out
+
+
+def words_match(a: str, b: str) -> bool:
+    """Two stems name the same thing: equal, or one a short extension of the other."""
+    if a == b:
+        return True
+    short, long_ = (a, b) if len(a) <= len(b) else (b, a)
+    if len(short) < 4:
+        return False
+    common = 0
+    for x, y in zip(short, long_):
+        if x != y:
+            break
+        common += 1
+    return common >= max(4, len(short) - 2) and len(long_) - common <= 4
+
+
+def numbers_in(text: str) -> set[float]:
+    """Numbers the text mentions; "8%" also counts as 0.08 (rates are stored as fractions)."""
+    out: set[float] = set()
+    for m in _NUMBER_RE.finditer(text):
+        num = m.group(0)
+        value = float(re.match(r"-?\d+(?:\.\d+)?", num).group(0))  # type: ignore[union-attr]
+        out.add(value)
+        if m.group(1) or "%" in num:
+            out.add(round(value / 100, 10))
+    for word, value in _NUMBER_WORDS.items():
+        if re.search(rf"\b{word}\b", text, re.I):
+            out.add(value)
+    return out
+
+
+_NUMBER_WORDS = {"zero": 0.0, "one": 1.0, "two": 2.0, "three": 3.0, "four": 4.0, "five": 5.0,
+                 "six": 6.0, "seven": 7.0, "eight": 8.0, "nine": 9.0, "ten": 10.0, "twelve": 12.0,
+                 "twenty": 20.0, "hundred": 100.0, "half": 0.5, "double": 2.0, "twice": 2.0}
+
+
+def quoted_in(text: str) -> set[str]:
+    """Quoted values in the text, lower-cased (``'basic'``, ``"pro"``, ```x```)."""
+    return {next(g for g in m.groups() if g is not None).lower() for m in _QUOTED_RE.finditer(text)}
+
+
+@dataclass
+class Question:
+    """One question (or request) from the agent's message."""
+
+    text: str
+    keywords: set[str]
+    numbers: set[float]
+    strings: set[str]
+    intents: set[str]
+    yes_no: bool
+    words: set[str] = field(default_factory=set)  # raw lower-case words (for loose value matching)
+
+
+@dataclass
+class Message:
+    """The agent's visible message, understood."""
+
+    text: str
+    questions: list[Question]
+    code: str | None  # source the agent showed (fenced block or a bare ``def``), if any
+    greeting: bool
+
+
+def _intents(lower: str) -> set[str]:
+    found = set()
+    padded = f" {lower} "
+    for intent, triggers in _INTENT_WORDS.items():
+        for trig in triggers:
+            if " " in trig.strip() or not trig.isalpha():
+                if trig in padded:
+                    found.add(intent)
+                    break
+            elif re.search(rf"\b{re.escape(trig)}", lower):
+                found.add(intent)
+                break
+    return found
+
+
+def _is_yes_no(lower: str) -> bool:
+    s = lower.lstrip("-*0123456789.) ").strip()
+    s = re.sub(r"^(so|and|also|ok|okay|great|thanks|just to confirm|to confirm)[,:]?\s+", "", s)
+    if not s.startswith(_YESNO_START):
+        return False
+    # "could you tell me ..." is a request for information, not a yes/no question
+    head = " ".join(s.split()[:4])
+    return not any(v in head for v in _REQUEST_VERBS)
+
+
+def _split_sentences(text: str) -> list[str]:
+    parts = re.split(r"(?<=[?!.])\s+|\n+|(?<=\?)(?=\S)", text)
+    return [p.strip(" -*\t") for p in parts if p and p.strip(" -*\t")]
+
+
+def _is_question(sentence: str) -> bool:
+    lower = sentence.lower().lstrip("0123456789.) ")
+    if "?" in sentence:
+        return True
+    first = lower.split()[0] if lower.split() else ""
+    if first in _QUESTION_WORDS or lower.startswith(_REQUEST_VERBS):
+        return True
+    return bool(re.match(r"(please|could you|can you|would you|i need to know|i'd like to know|"
+                         r"i would like to know|i want to know|i'm wondering|i wonder|"
+                         r"let me know|do you)\b", lower))
+
+
+def make_question(text: str) -> Question:
+    lower = text.lower()
+    return Question(text=text, keywords=keywords(text), numbers=numbers_in(text),
+                    strings=quoted_in(text), intents=_intents(lower), yes_no=_is_yes_no(lower),
+                    words={w.lower() for w in _WORD_RE.findall(text)})
+
+
+def find_code(text: str) -> str | None:
+    """Code the agent shows: fenced blocks, else everything from the first ``def`` line."""
+    blocks = _FENCE_RE.findall(text)
+    if blocks:
+        return "\n".join(re.sub(r"^```[^\n]*\n|```$", "", b) for b in blocks)
+    m = re.search(r"^\s*def \w+\s*\(", text, re.M)
+    return text[m.start():] if m else None
+
+
+def analyse(text: str) -> Message:
+    """Split the agent's message into questions (with intents) and any code it shows."""
+    text = text if isinstance(text, str) else str(text)
+    text = text[:20000]
+    code = find_code(text)
+    prose = _FENCE_RE.sub(" ", text)
+    if code and not _FENCE_RE.search(text):
+        prose = text[: text.find(code)] if code in text else prose
+    sentences = _split_sentences(prose)
+    questions = [make_question(s) for s in sentences if _is_question(s)]
+    lower = prose.lower().strip()
+    greeting = not questions and (not lower or any(lower.startswith(g) for g in _GREETINGS))
+    return Message(text=text, questions=questions[:8], code=code, greeting=greeting)
+
+
+__all__ = ["Message", "Question", "STOPWORDS", "analyse", "find_code", "keywords", "make_question",
+           "numbers_in", "quoted_in", "split_identifier", "stem", "words_match"]
