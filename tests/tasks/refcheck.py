@@ -124,14 +124,76 @@ def mutants(source: str) -> list[tuple[str, str]]:
         tree = ast.parse(source)
         node = _mutable_constants(tree)[i]
         old = node.value
-        if isinstance(old, int):
-            node.value = old + 1
+        if isinstance(old, int):  # one unit, or a tenth for big numbers (a plausible wrong guess)
+            node.value = old + max(1, abs(old) // 10)
         elif isinstance(old, float):
             node.value = round(old * 1.5 + 0.5, 6)
         else:
             node.value = old + "_x"
         out.append((f"line {node.lineno}: {old!r} -> {node.value!r}", ast.unparse(tree)))
     return out
+
+
+def function_name(source: str) -> str:
+    """Name of the last top-level function (the one the task asks for)."""
+    names = [n.name for n in ast.parse(source).body if isinstance(n, ast.FunctionDef)]
+    if not names:
+        raise ValueError("reference defines no function")
+    return names[-1]
+
+
+def audit(records: list[dict[str, Any]], max_raising: int = 3) -> tuple[dict[int, list[str]], list[float]]:
+    """Check trusted task records the way a task author should.
+
+    Returns ``(problems, detection)``: problems per record index (empty when all is well) and,
+    per record, the share of one-literal mutants of the reference that fail at least one test.
+    """
+    items = [{"source": r["ground_truth"], "tests": r["test_cases"]} for r in records]
+    first, second = run_references(items, hash_seed=0), run_references(items, hash_seed=4242)
+    problems: dict[int, list[str]] = {}
+    mutant_items, owners = [], []
+    for i, (record, run_a, run_b) in enumerate(zip(records, first, second)):
+        found = []
+        source = record["ground_truth"]
+        if "error" in run_a:
+            found.append(f"reference does not load: {run_a['error']}")
+        else:
+            if run_a["outcomes"] != run_b["outcomes"]:
+                found.append("outputs differ between interpreter runs")
+            for name, outcome in run_a["outcomes"].items():
+                if "not_plain" in outcome:
+                    found.append(f"{name}: {outcome['not_plain']}")
+            raising = sum("raises" in o for o in run_a["outcomes"].values())
+            if raising > max_raising:
+                found.append(f"{raising} tests expect an exception (at most {max_raising})")
+            if len({json.dumps(o, sort_keys=True) for o in run_a["outcomes"].values()}) < 2:
+                found.append("every test expects the same output")
+            missed = body_lines(source) - set(run_a["lines"])
+            if missed:
+                found.append(f"reference lines never run by a test: {sorted(missed)}")
+        if len(source.splitlines()) > 50:
+            found.append(f"reference has {len(source.splitlines())} lines (max 50)")
+        tests = record["test_cases"]
+        if sorted(tests) != sorted(f"test{k}" for k in range(1, 11)):
+            found.append(f"test names are {sorted(tests)}, expected test1..test10")
+        if len(set(tests.values())) != len(tests):
+            found.append("duplicate test calls")
+        fn = function_name(source)
+        if f"{fn}(" not in record["problem_description"]:
+            found.append(f"description does not name {fn}(...)")
+        if any(not call.strip().startswith(f"{fn}(") for call in tests.values()):
+            found.append(f"a test does not call {fn}")
+        if found:
+            problems[i] = found
+        for _, mutated in mutants(source):
+            mutant_items.append({"source": mutated, "tests": tests})
+            owners.append(i)
+    totals, caught = [0] * len(records), [0] * len(records)
+    for i, outcome in zip(owners, run_references(mutant_items, hash_seed=0)):
+        totals[i] += 1
+        caught[i] += outcome.get("outcomes") != first[i].get("outcomes")
+    detection = [c / t if t else 1.0 for c, t in zip(caught, totals)]
+    return problems, detection
 
 
 if __name__ == "__main__":
