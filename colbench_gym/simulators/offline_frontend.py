@@ -195,14 +195,25 @@ class Page:
         for k, r in enumerate(roots):
             desc = [r] + self.descendants(r.i)
             texts = [b.text for b in desc if b.text]
-            heads = [(b.text, b.size) for b in desc if b.text and (b.tag in _HEADINGS or b.size >= 24)]
-            heads.sort(key=lambda t: -t[1])
+            cand = [b for b in desc if b.text and re.search(r"[A-Za-z]{2}", b.text) and (b.tag in _HEADINGS or b.size >= 24)]
+            cand.sort(key=lambda b: (b.tag not in _HEADINGS, -b.size, b.i))  # real headings first, then big text
+            heads = [(b.text, b.size) for b in cand]
             head_blk = max((b for b in desc if b.text), key=lambda b: (b.size, b.weight), default=None)
             cols = max([len(b.children) if b.row and len(b.children) >= 2 and b.box[2] > 0.5 * r.box[2] else 0
                         for b in desc] + [b.cols for b in desc] + [0])
             aligns = [b.align for b in desc if b.text]
             align = max(set(aligns), key=aligns.count) if aligns else "start"
             name = _SEMANTIC.get(r.tag) or self._describe_position(k, len(roots), r)
+            if name == "section" and not heads:
+                tags = {b.tag for b in desc}
+                if tags & {"input", "textarea", "form"}:
+                    name = "form"
+                elif texts and sum(bool(re.match(r"^[\d$€£.,:%/+kK]+$", t)) for t in texts) * 2 >= len(texts) - 1:
+                    name = "row of figures"
+                elif sum(b.tag == "img" for b in desc) >= 2:
+                    name = "picture gallery"
+                elif any(b.tag == "blockquote" for b in desc):
+                    name = "quote"
             out.append(Section(name, r, texts, heads, sum(b.tag == "img" for b in desc), cols,
                                "center" if align == "center" else ("right" if align in ("right", "end") else "left"),
                                head_blk.color if head_blk else None, head_blk.size if head_blk else 16.0))
