@@ -17,6 +17,7 @@ here. Not thread-safe by itself: :class:`PytestDriver` serialises runs with a lo
 from __future__ import annotations
 
 import os
+import sys
 import tempfile
 import threading
 from collections.abc import Callable, Sequence
@@ -31,6 +32,9 @@ _DISABLED = (
     "terminalprogress", "setuponly", "setupplan", "tmpdir", "monkeypatch", "recwarn", "unittest",
     "legacypath", "subtests",
 )
+
+_CURRENT_TEST_VAR = "PYTEST_CURRENT_TEST"
+_SYS_LAST = ("last_type", "last_value", "last_traceback", "last_exc")
 
 
 class VerdictMismatch(AssertionError):
@@ -115,9 +119,24 @@ class PytestDriver:
             self._plugin.reset()
             items = [VerdictItem.from_parent(self.session, name=f"{prefix}{c.name}", case=c) for c in cases]
             hook = self.config.hook
-            for i, item in enumerate(items):
-                nxt = items[i + 1] if i + 1 < len(items) else None
-                hook.pytest_runtest_protocol(item=item, nextitem=nxt)
+            # pytest's runner publishes the current test in os.environ and sys.last_*; an
+            # embedding program (or an outer pytest run) must not see ours.
+            saved_env = os.environ.get(_CURRENT_TEST_VAR)
+            saved_last = {k: getattr(sys, k) for k in _SYS_LAST if hasattr(sys, k)}
+            try:
+                for i, item in enumerate(items):
+                    nxt = items[i + 1] if i + 1 < len(items) else None
+                    hook.pytest_runtest_protocol(item=item, nextitem=nxt)
+            finally:
+                if saved_env is None:
+                    os.environ.pop(_CURRENT_TEST_VAR, None)
+                else:
+                    os.environ[_CURRENT_TEST_VAR] = saved_env
+                for k in _SYS_LAST:
+                    if k in saved_last:
+                        setattr(sys, k, saved_last[k])
+                    elif hasattr(sys, k):
+                        delattr(sys, k)
             out: dict[str, bool] = {}
             reasons: dict[str, str] = {}
             for case, item in zip(cases, items):
