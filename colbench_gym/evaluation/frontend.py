@@ -1,0 +1,155 @@
+"""``colbench evaluate frontend IN.jsonl --output OUT.jsonl [--reference-run REF.jsonl]``.
+
+Scores the final ``answer`` (HTML) of every offline trajectory record (``{"task": {...},
+"answer": str, ...}``) against its task's reference page: both are rendered in the page pool
+(references cached by content hash, on disk, across runs) and compared with the image scorer
+(CLIP ViT-B/32 as in the paper, or the declared weight-free fallback — every output record and
+the summary name the scorer). Writes the same records, in the same order, with ``reward`` (=
+``similarity``), ``similarity``, ``scorer``, ``html_found`` and ``render_error`` set; OUT is
+written atomically.
+
+With ``--reference-run REF.jsonl`` (another agent's trajectories on the same tasks, e.g. the
+paper's GPT-4o reference) the reference answers are scored the same way and each record also
+gets ``reference_similarity`` and ``win`` (1 win, 0.5 tie, 0 loss); the summary reports the win
+rate, the paper's frontend metric. Tasks are matched by content (``task_id``); the first
+reference record of a task is the one compared against.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any
+
+from colbench_gym.evaluation.backend import write_jsonl_atomic
+from colbench_gym.tasks import FrontendTask, TaskFormatError, iter_jsonl
+
+#: Similarities closer than this are a tie.
+TIE_EPS = 1e-6
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("input", help="offline trajectory JSONL, one {task, answer, ...} record per line")
+    parser.add_argument("--output", "-o", required=True, help="where to write the scored records (JSONL)")
+    parser.add_argument("--reference-run", default=None, metavar="REF.jsonl",
+                        help="trajectories of a reference agent on the same tasks: also report the win rate")
+    parser.add_argument("--scorer", default="auto", choices=("auto", "clip", "fallback", "clip-random"),
+                        help="auto: CLIP if its weights are cached, else the declared fallback (default)")
+    parser.add_argument("--batch-size", type=int, default=16, help="pages rendered/embedded per batch")
+    parser.add_argument("--pool-size", type=int, default=2, help="browser pages rendering at once")
+    parser.add_argument("--timeout", type=float, default=10.0, help="seconds a page may take to load")
+    parser.add_argument("--no-progress", action="store_true", help="no progress bar")
+
+
+def load_records(path: str) -> list[tuple[dict[str, Any], FrontendTask, str]]:
+    """Read and validate every record first, so a bad line fails before any rendering."""
+    out = []
+    for lineno, record in iter_jsonl(path):
+        where = f"{path}:{lineno}"
+        task = record.get("task")
+        if not isinstance(task, dict):
+            raise TaskFormatError(f"{where}: missing 'task' object (expected an offline trajectory record "
+                                  "{\"task\": {\"problem_description\", \"ground_truth\"}, \"answer\": \"<html>...\"})")
+        if "answer" not in record:
+            raise TaskFormatError(f"{where}: missing 'answer' (the agent's final page, a string)")
+        answer = record["answer"] if record["answer"] is not None else ""
+        if not isinstance(answer, str):
+            raise TaskFormatError(f"{where}: 'answer' must be a string, got {type(answer).__name__}")
+        out.append((record, FrontendTask.from_record(task, where=f"{where} task"), answer))
+    return out
+
+
+def score_answers(items: list[tuple[dict[str, Any], FrontendTask, str]], renderer, scorer, batch_size: int = 16,
+                  progress=None) -> list[dict[str, Any]]:
+    """``{similarity, html_found, render_error}`` per item (0 similarity without HTML)."""
+    from colbench_gym.envs.frontend import answer_html  # noqa: PLC0415
+
+    results: list[dict[str, Any]] = []
+    for start in range(0, len(items), batch_size):
+        chunk = items[start:start + batch_size]
+        refs = renderer.render_many([t.ground_truth for _, t, _ in chunk], cache=True)
+        htmls = [answer_html(a) for _, _, a in chunk]
+        idx = [i for i, h in enumerate(htmls) if h is not None]
+        shots = renderer.render_many([htmls[i] for i in idx], cache=True)
+        sims = scorer.similarities([s.image() for s in shots], [refs[i].image() for i in idx]) if idx else []
+        by_i = dict(zip(idx, zip(shots, sims)))
+        for i in range(len(chunk)):
+            if i in by_i:
+                shot, sim = by_i[i]
+                results.append({"similarity": float(sim), "html_found": True, "render_error": shot.error})
+            else:
+                results.append({"similarity": 0.0, "html_found": False, "render_error": None})
+        if progress is not None:
+            progress.update(len(chunk))
+    return results
+
+
+def win_value(ours: float, theirs: float) -> float:
+    if abs(ours - theirs) <= TIE_EPS:
+        return 0.5
+    return 1.0 if ours > theirs else 0.0
+
+
+def run(args: argparse.Namespace) -> int:
+    if args.batch_size < 1 or args.pool_size < 1:
+        print("error: --batch-size and --pool-size must be >= 1", file=sys.stderr)
+        return 2
+    try:
+        items = load_records(args.input)
+        ref_items = load_records(args.reference_run) if args.reference_run else []
+    except (TaskFormatError, FileNotFoundError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    from tqdm.auto import tqdm  # noqa: PLC0415
+
+    from colbench_gym.rendering import Renderer, RendererError, WebAssetsMissing  # noqa: PLC0415
+    from colbench_gym.scoring import make_scorer  # noqa: PLC0415
+    from colbench_gym.scoring.clip import ClipWeightsUnavailable  # noqa: PLC0415
+
+    try:
+        scorer = make_scorer(args.scorer)
+    except ClipWeightsUnavailable as exc:
+        print(f"error: {exc}\n(use --scorer fallback for the declared weight-free scorer)", file=sys.stderr)
+        return 1
+    ref_first: dict[str, tuple[dict[str, Any], FrontendTask, str]] = {}
+    for item in ref_items:
+        ref_first.setdefault(item[1].task_id, item)
+    ref_list = list(ref_first.values())
+    try:
+        with Renderer(pool_size=args.pool_size, timeout=args.timeout) as renderer, \
+                tqdm(total=len(items) + len(ref_list), desc="scoring", unit="page", disable=args.no_progress,
+                     file=sys.stderr) as bar:
+            scores = score_answers(items, renderer, scorer, args.batch_size, bar)
+            ref_scores = score_answers(ref_list, renderer, scorer, args.batch_size, bar)
+    except (RendererError, WebAssetsMissing) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    ref_sim = {item[1].task_id: s["similarity"] for item, s in zip(ref_list, ref_scores)}
+    out, wins, missing = [], [], 0
+    for (record, task, _), s in zip(items, scores):
+        rec = dict(record)
+        rec.update(reward=s["similarity"], similarity=s["similarity"], scorer=scorer.name,
+                   html_found=s["html_found"], render_error=s["render_error"])
+        if args.reference_run:
+            theirs = ref_sim.get(task.task_id)
+            if theirs is None:
+                missing += 1
+                rec.update(reference_similarity=None, win=None)
+            else:
+                w = win_value(s["similarity"], theirs)
+                wins.append(w)
+                rec.update(reference_similarity=theirs, win=w)
+        out.append(rec)
+    write_jsonl_atomic(args.output, out)
+    n = len(out)
+    mean = sum(r["similarity"] for r in out) / n if n else 0.0
+    print(f"scored {n} answers -> {args.output}")
+    print(f"scorer: {scorer.name}" + ("" if scorer.is_clip else "  (NOT CLIP: not comparable with the paper's numbers)"))
+    print(f"mean similarity: {mean:.4f}   answers with HTML: {sum(r['html_found'] for r in out)}/{n}")
+    if args.reference_run:
+        rate = sum(wins) / len(wins) if wins else 0.0
+        note = f"   ({missing} answers have no reference-run record for their task)" if missing else ""
+        print(f"win rate vs {args.reference_run}: {100 * rate:.1f}% over {len(wins)} answers "
+              f"(wins {sum(w == 1.0 for w in wins)}, ties {sum(w == 0.5 for w in wins)}, "
+              f"losses {sum(w == 0.0 for w in wins)}){note}")
+    return 0
