@@ -1,0 +1,223 @@
+"""The renderer with the real Chromium: offline Tailwind (both forms), pool, failures, cache, CLI."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from PIL import Image
+
+from colbench_gym.rendering import Renderer, ScreenshotCache, WebAssetsMissing, locate
+from colbench_gym.rendering import assets as assets_mod
+from colbench_gym.rendering.routing import placeholder_size, respond, tailwind_file
+from tests.frontend.conftest import V2, V3, V4, page
+
+pytestmark = pytest.mark.browser
+
+
+def _px(result, x, y):
+    return result.image().getpixel((x, y))
+
+
+def _close(a, b, tol=3):
+    return all(abs(int(p) - int(q)) <= tol for p, q in zip(a, b))
+
+
+STYLED = '<div class="{hdr} h-24 w-full"></div><p class="p-4">hello</p>'
+
+
+@pytest.mark.parametrize("head,body,hdr,body_rgb,hdr_rgb", [
+    # Tailwind 2 stylesheet link (WebSight's usual form): red-500 #ef4444, blue-700 #1d4ed8
+    (V2, "bg-red-500", "bg-blue-700", (239, 68, 68), (29, 78, 216)),
+    # Tailwind 3 play CDN script: amber-100 #fef3c7, emerald-700 #047857
+    (V3, "bg-amber-100", "bg-emerald-700", (254, 243, 199), (4, 120, 87)),
+])
+def test_tailwind_cdn_pages_render_styled_offline(renderer, head, body, hdr, body_rgb, hdr_rgb):
+    res = renderer.render(page(head, body, STYLED.format(hdr=hdr)))
+    assert res.ok and res.width == 1280 and res.height >= 800
+    assert _close(_px(res, 640, 40), hdr_rgb), _px(res, 640, 40)  # inside the header strip
+    assert _close(_px(res, 640, 600), body_rgb), _px(res, 640, 600)  # page background
+
+
+def test_tailwind_v4_browser_build_is_served(renderer):
+    res = renderer.render(page(V4, "bg-black", STYLED.format(hdr="bg-white")))
+    assert _px(res, 640, 600) == (0, 0, 0) and _px(res, 640, 40) == (255, 255, 255)
+
+
+def test_without_assets_the_same_page_is_unstyled(browser_ready):
+    with Renderer(web_assets=False, pool_size=1) as bare:
+        res = bare.render(page(V2, "bg-red-500", STYLED.format(hdr="bg-blue-700")))
+    assert _px(res, 640, 600) == (255, 255, 255)  # proves the colour above came from our assets
+
+
+def test_placeholder_images_have_requested_size_and_no_network_wait(renderer):
+    html = page(V3, "", '<img id="a" src="https://picsum.photos/id/48/300/200">'
+                        '<img src="https://via.placeholder.com/150x80.png">'
+                        '<img src="http://10.255.255.1/never.jpg"><link rel="stylesheet" href="https://fonts.googleapis.com/css?family=Inter">'
+                        '<iframe src="https://example.com/embed"></iframe><script src="https://www.googletagmanager.com/gtag.js"></script>')
+    t0 = time.perf_counter()
+    res = renderer.render(html, dom=True)
+    assert time.perf_counter() - t0 < 4 and res.ok
+    imgs = [n for n in res.dom["nodes"] if n["tag"] == "img"]
+    assert (imgs[0]["w"], imgs[0]["h"]) == (300, 200)
+    assert (imgs[1]["w"], imgs[1]["h"]) == (150, 80)
+
+
+def test_pool_pages_are_reused(renderer):
+    renderer.start()
+    before = renderer.page_replacements
+    pages_before = renderer._call(_pages_of(renderer))
+    results = renderer.render_many([page(V3, f"bg-{c}-500", f"<p>{c}</p>") for c in ("red", "blue", "green", "pink", "gray", "teal")])
+    assert [r.ok for r in results] == [True] * 6
+    # same order as the input, distinct content
+    assert _close(_px(results[0], 10, 700), (239, 68, 68)) and _close(_px(results[1], 10, 700), (59, 130, 246))
+    assert renderer._call(_pages_of(renderer)) == pages_before and len(pages_before) == 2
+    assert renderer.page_replacements == before
+
+
+async def _pages_of(renderer):
+    return sorted(id(p) for p in renderer._context.pages)
+
+
+@pytest.mark.parametrize("html", ["", "<<<not html <div><p>unclosed", "\x00\x01 binary \ufffd junk </html></body>",
+                                  "<html><body><div>" * 400, "<script>throw new Error('boom')</script><p>after</p>"])
+def test_bad_html_still_renders(renderer, html):
+    res = renderer.render(html, dom=True)
+    assert res.ok and res.image().size[0] == 1280 and isinstance(res.dom["nodes"], list)
+
+
+@pytest.mark.slow
+def test_page_that_never_finishes_loading_is_cut_and_pool_recovers(browser_ready):
+    with Renderer(pool_size=1, timeout=1.5) as r:
+        t0 = time.perf_counter()
+        res = r.render('<html><body><p>stuck</p><script>while (true) {}</script></body></html>')
+        assert not res.ok and "did not finish loading" in res.error
+        assert time.perf_counter() - t0 < 10
+        assert r.page_replacements == 1
+        again = r.render(page("", "", '<div style="background:#123456;height:200px"></div>'))
+        assert again.ok and _px(again, 50, 50) == (18, 52, 86)
+        looping = r.render('<html><body><p>x</p><script>setTimeout(() => location.reload(), 5)</script></body></html>')
+        assert looping.image().size[0] == 1280  # a self-reloading page still yields a screenshot
+
+
+async def _crash_one_page(renderer):
+    p = await renderer._pages.get()
+    try:
+        await p.goto("chrome://crash", timeout=3000)
+    except Exception:  # noqa: BLE001 - the navigation dies with the page
+        pass
+    for _ in range(50):
+        if p._colbench_crashed:
+            break
+        import asyncio
+        await asyncio.sleep(0.05)
+    crashed = p._colbench_crashed
+    await renderer._recycle(p, renderer._pages)
+    return crashed
+
+
+def _chromium_pids():
+    """Chromium processes descending from this test process (we started them)."""
+    children: dict[int, list[int]] = {}
+    for d in os.listdir("/proc"):
+        if d.isdigit():
+            try:
+                stat = Path(f"/proc/{d}/stat").read_text().rsplit(")", 1)[1].split()
+                children.setdefault(int(stat[1]), []).append(int(d))
+            except (OSError, IndexError):
+                pass
+    out, stack = [], [os.getpid()]
+    while stack:
+        for c in children.get(stack.pop(), []):
+            stack.append(c)
+            try:
+                exe = Path(f"/proc/{c}/cmdline").read_bytes().split(b"\0")[0]
+            except OSError:
+                continue
+            if b"chrom" in exe:
+                out.append(c)
+    return out
+
+
+@pytest.mark.slow
+def test_crashed_page_and_killed_browser_restart_transparently(browser_ready):
+    ok = page("", "", '<div style="background:#123456;height:200px"></div>')
+    with Renderer(pool_size=2, timeout=5) as r:
+        assert r.render(ok).ok
+        assert r._call(_crash_one_page(r)) is True
+        assert r.page_replacements == 1
+        assert all(res.ok and _px(res, 50, 50) == (18, 52, 86) for res in r.render_many([ok, ok, ok]))
+        pids = _chromium_pids()
+        assert pids, "expected Chromium processes under this test"
+        for pid in pids:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        time.sleep(0.5)
+        res = r.render(ok)
+        assert res.ok and _px(res, 50, 50) == (18, 52, 86)
+        assert r.restarts == 1
+
+
+def test_reference_cache_by_content_hash(browser_ready, tmp_path):
+    cache = ScreenshotCache(tmp_path / "shots")
+    with Renderer(pool_size=1, cache=cache) as r:
+        html = page(V2, "bg-green-200", "<h1>cached</h1>")
+        first = r.render(html, dom=True, cache=True)
+        second = r.render(html, dom=True, cache=True)
+        assert not first.cached and second.cached and second.png == first.png
+        assert r.renders == 1
+        assert len(list((tmp_path / "shots").glob("*.png"))) == 1
+    # a fresh process-level cache over the same folder hits on disk
+    again = ScreenshotCache(tmp_path / "shots").get(first.key)
+    assert again is not None and again.png == first.png and again.dom == first.dom
+
+
+def test_routing_rules():
+    a = locate()
+    assert tailwind_file("https://cdn.tailwindcss.com", a)[0] == str(a.play_v3)
+    assert tailwind_file("https://cdn.tailwindcss.com/3.4.1?plugins=forms,typography", a)[0] == str(a.play_v3_with_plugins())
+    assert tailwind_file("https://unpkg.com/tailwindcss@^2/dist/tailwind.min.css", a)[1] == "text/css"
+    assert tailwind_file("https://cdn.jsdelivr.net/npm/tailwindcss@2.2.19/dist/tailwind.css", a)[0].endswith("tailwind.css")
+    assert tailwind_file("https://unpkg.com/@tailwindcss/browser@4", a)[0] == str(a.browser_v4)
+    assert tailwind_file("https://cdn.jsdelivr.net/npm/bootstrap@5/dist/css/bootstrap.min.css", a) is None
+    assert placeholder_size("https://picsum.photos/id/48/600/300") == (600, 300)
+    assert placeholder_size("https://picsum.photos/200") == (200, 200)
+    assert placeholder_size("https://placehold.co/640x360?text=Hi") == (640, 360)
+    assert placeholder_size("https://images.unsplash.com/photo-1?w=400&h=300") == (400, 300)
+    assert placeholder_size("https://picsum.photos/99999/5") == (2400, 5)
+    png = respond("https://dummyimage.com/120x40/000/fff", "image", a)
+    assert Image.open(__import__("io").BytesIO(png.body)).size == (120, 40)
+    assert respond("https://fonts.gstatic.com/x.woff2", "font", a).body == b""
+
+
+def test_missing_assets_error_names_the_install_command(tmp_path, monkeypatch):
+    with pytest.raises(WebAssetsMissing, match="colbench_gym.rendering.assets install"):
+        locate(tmp_path / "nothing")
+    monkeypatch.setenv("PATH", str(tmp_path))  # no npm anywhere
+    with pytest.raises(WebAssetsMissing, match="npm"):
+        assets_mod.install(tmp_path / "target", quiet=True)
+    with pytest.raises(WebAssetsMissing):
+        Renderer(web_assets=tmp_path / "nothing")
+
+
+def test_render_cli(browser_ready, tmp_path):
+    src = tmp_path / "page.html"
+    src.write_text(page(V3, "bg-rose-600", "<h1 class='text-white'>cli</h1>"))
+    out = tmp_path / "shot.png"
+    proc = subprocess.run([sys.executable, "-m", "colbench_gym.cli", "render", str(src), "--output", str(out),
+                           "--width", "800", "--height", "600", "--dom", str(tmp_path / "dom.json")],
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    im = Image.open(out)
+    assert im.size == (800, 600) and _close(im.convert("RGB").getpixel((400, 500)), (225, 29, 72))
+    assert (tmp_path / "dom.json").read_text().startswith("{")
+    missing = subprocess.run([sys.executable, "-m", "colbench_gym.cli", "render", str(tmp_path / "nope.html"),
+                              "--output", str(out)], capture_output=True, text=True, timeout=60)
+    assert missing.returncode == 2 and "no such file" in missing.stderr
