@@ -290,6 +290,28 @@ def probe_isolation(level: str = "auto") -> Isolation:
 # ----------------------------------------------------------------------------- workers
 
 
+_spawner: Any = None
+_spawner_lock = threading.Lock()
+
+
+def _spawn(cmd: list[str], env: dict[str, str], cwd: str | None) -> subprocess.Popen[bytes]:
+    """Start a worker from one long-lived thread.
+
+    Why: bubblewrap's ``--die-with-parent`` uses ``PR_SET_PDEATHSIG``, which fires when the
+    *thread* that forked it exits. Workers started from short-lived threads (a thread pool of
+    a vector env, ``colbench evaluate --workers``) would otherwise die with their thread.
+    """
+    global _spawner
+    from concurrent.futures import ThreadPoolExecutor  # noqa: PLC0415
+
+    with _spawner_lock:
+        if _spawner is None:
+            _spawner = ThreadPoolExecutor(max_workers=1, thread_name_prefix="colbench-sandbox-spawner")
+    return _spawner.submit(subprocess.Popen, cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                           stderr=subprocess.DEVNULL, env=env, cwd=cwd, start_new_session=True,
+                           close_fds=True).result()
+
+
 class WorkerFailed(RuntimeError):
     """The worker died, hung or sent something that is not a response."""
 
@@ -341,9 +363,7 @@ class Worker:
                 cmd = ["/bin/sh", "-c", 'echo $$ > "$0/cgroup.procs" && exec "$@"', self._cgroup, *cmd]
             except OSError:
                 self._cgroup = None
-        self.proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                     stderr=subprocess.DEVNULL, env=env, cwd=cwd,
-                                     start_new_session=True, close_fds=True)
+        self.proc = _spawn(cmd, env, cwd)
         self._buf = b""
 
     def alive(self) -> bool:
