@@ -1,0 +1,174 @@
+"""Rollouts: concurrent episodes keep their own dialogues, seeds make them reproducible,
+interrupted runs resume without losing or duplicating an episode, endpoints run concurrently."""
+
+from __future__ import annotations
+
+import json
+import re
+import threading
+import time
+
+import pytest
+
+from colbench_gym.protocol import parse_action
+from colbench_gym.tasks.sources import resolve_task_source
+from sweet_agent.policies.base import SamplingParams
+from sweet_agent.policies.openai_policy import OpenAIPolicy
+from sweet_agent.rollout.collector import RolloutConfig, RolloutError, collect
+from sweet_agent.trajectories import read_trajectories
+from tests.agent.conftest import TaggingSimulator, fingerprint
+from tests.local_openai_server import LocalOpenAIServer
+
+SAMPLING = SamplingParams(max_new_tokens=10, temperature=1.0)
+
+
+def _cfg(**kw) -> RolloutConfig:
+    # a short system prompt keeps the tiny model's prompts short (its toy tokenizer spends ~1 token per character)
+    base = dict(simulator=TaggingSimulator(), num_tasks=4, samples_per_task=2, max_turns=3, sampling=SAMPLING, seed=7,
+                system_prompt="Ask, then reply I WANT TO ANSWER: and the code.")
+    base.update(kw)
+    return RolloutConfig(**base)
+
+
+def _by_id(records):
+    return {r["meta"]["episode_id"]: r for r in records}
+
+
+def _check_intact(rec) -> None:
+    """Every person reply answers this episode's own previous agent message, about its own task."""
+    source = resolve_task_source("embedded:test", "backend")
+    task = source[rec["meta"]["task_index"]]
+    assert rec["task"] == task.to_record()
+    hist = rec["dialogue_history"]
+    assert hist[0] == {"role": "user", "content": task.problem_description}
+    fn = task.ground_truth.split("def ", 1)[1].split("(", 1)[0]
+    for prev, turn in zip(hist, hist[1:]):
+        if turn["role"] == "user":
+            assert prev["role"] == "assistant"
+            assert turn["content"] == f"[{fn}] re {fingerprint(parse_action(prev['output']).message)}: keep it simple."
+    assert hist[-1]["role"] == "assistant"
+    assert rec["meta"]["turns"] == sum(t["role"] == "assistant" for t in hist)
+
+
+def test_batched_rollout_is_intact_and_independent_of_concurrency(tiny_policy, tmp_path):
+    wide = collect(tiny_policy, _cfg(concurrency=5), tmp_path / "wide.jsonl", progress=False)
+    narrow = collect(tiny_policy, _cfg(concurrency=1), tmp_path / "narrow.jsonl", progress=False)
+    assert len(wide.records) == 8 and wide.skipped == 0
+    a, b = _by_id(read_trajectories(tmp_path / "wide.jsonl")), _by_id(read_trajectories(tmp_path / "narrow.jsonl"))
+    assert sorted(a) == sorted(f"{i}:{k}" for i in range(4) for k in range(2))
+    for eid, rec in a.items():
+        _check_intact(rec)
+        assert rec["dialogue_history"] == b[eid]["dialogue_history"], eid
+        assert rec["meta"]["turns"] == 3 and rec["meta"]["ended_by"] == "turn_limit"  # a random model never answers
+        assert rec["reward"] == rec["meta"]["tests_passed"] / rec["meta"]["tests_total"]
+    # samples of one task differ (their seeds differ)
+    assert a["0:0"]["dialogue_history"][1]["output"] != a["0:1"]["dialogue_history"][1]["output"]
+    # a different base seed gives different episodes
+    other = collect(tiny_policy, _cfg(seed=8, num_tasks=1, samples_per_task=1), None, progress=False)
+    assert other.records[0]["dialogue_history"] != a["0:0"]["dialogue_history"]
+
+
+class _Interrupt(Exception):
+    pass
+
+
+def test_resume_continues_without_losing_or_duplicating(tiny_policy, tmp_path):
+    out = tmp_path / "run.jsonl"
+    seen = []
+
+    def stop_after_three(rec):
+        seen.append(rec)
+        if len(seen) == 3:
+            raise _Interrupt
+
+    with pytest.raises(_Interrupt):
+        collect(tiny_policy, _cfg(concurrency=3), out, progress=False, on_record=stop_after_three)
+    assert len(read_trajectories(out)) == 3
+    with open(out, "ab") as fh:  # and the machine died mid-write of the next one
+        fh.write(b'{"task": {"problem_description": "x"}, "dialo')
+    with pytest.raises(FileExistsError):
+        collect(tiny_policy, _cfg(), out, progress=False)
+    res = collect(tiny_policy, _cfg(concurrency=3), out, resume=True, progress=False)
+    assert res.skipped == 3 and len(res.records) == 5
+    final = read_trajectories(out)
+    ids = [r["meta"]["episode_id"] for r in final]
+    assert len(ids) == len(set(ids)) == 8
+    # identical to a run that was never interrupted
+    clean = _by_id(collect(tiny_policy, _cfg(concurrency=4), None, progress=False).records)
+    for rec in final:
+        assert rec["dialogue_history"] == clean[rec["meta"]["episode_id"]]["dialogue_history"]
+    # resuming a finished file plays nothing
+    again = collect(tiny_policy, _cfg(), out, resume=True, progress=False)
+    assert again.records == [] and again.skipped == 8
+
+
+def test_plan_errors_are_clear(tiny_policy):
+    with pytest.raises(RolloutError, match="more tasks than the source holds"):
+        collect(tiny_policy, _cfg(num_tasks=10_000), None, progress=False)
+    with pytest.raises(RolloutError, match="out of range"):
+        collect(tiny_policy, _cfg(task_indices=[0, 99_999]), None, progress=False)
+    with pytest.raises(ValueError, match="--k"):
+        _cfg(samples_per_task=0)
+
+
+class _ScriptedAgentServer:
+    """An OpenAI-compatible endpoint playing a scripted agent: it asks one question naming the
+    function of *its own* conversation, then answers; it echoes the request's seed. Tracks how
+    many requests are in flight at once."""
+
+    def __init__(self, delay: float):
+        self.delay, self.in_flight, self.max_in_flight = delay, 0, 0
+        self.lock = threading.Lock()
+
+    def __call__(self, body):
+        with self.lock:
+            self.in_flight += 1
+            self.max_in_flight = max(self.max_in_flight, self.in_flight)
+        try:
+            time.sleep(self.delay)
+            msgs = body["messages"]
+            assert msgs[0]["role"] == "system" and "I WANT TO ANSWER:" in msgs[0]["content"]
+            fn = re.search(r"([a-z_]+)\(", msgs[1]["content"])
+            name = fn.group(1) if fn else "f"
+            if len(msgs) == 2:
+                return f"Thinking. OUTPUT: What should {name} return? (seed {body.get('seed')})"
+            return f"I WANT TO ANSWER:\n```python\ndef {name}(*args):\n    return None\n```"
+        finally:
+            with self.lock:
+                self.in_flight -= 1
+
+
+def test_async_rollout_against_an_endpoint(tmp_path):
+    agent = _ScriptedAgentServer(delay=0.15)
+    with LocalOpenAIServer(agent) as server:
+        policy = OpenAIPolicy("scripted", base_url=server.base_url, concurrency=8)
+        cfg = _cfg(concurrency=8, max_turns=10, sampling=SamplingParams(max_new_tokens=64, temperature=0.5),
+                   system_prompt=None)
+        res = collect(policy, cfg, tmp_path / "api.jsonl", progress=False)
+        again = collect(policy, cfg, None, progress=False)
+    assert agent.max_in_flight >= 6  # episodes really overlap
+    recs = _by_id(read_trajectories(tmp_path / "api.jsonl"))
+    assert len(recs) == 8
+    for eid, rec in recs.items():
+        _check_intact(rec)
+        assert rec["meta"]["turns"] == 2 and rec["meta"]["ended_by"] == "answer"
+        assert rec["answer"].startswith("```python\ndef ")
+        assert rec["dialogue_history"] == _by_id(again.records)[eid]["dialogue_history"]  # seeds are sent
+    bodies = [r["body"] for r in server.requests]
+    assert all(b["temperature"] == 0.5 and b["max_tokens"] == 64 and isinstance(b["seed"], int) for b in bodies)
+    assert len({b["seed"] for b in bodies}) == len(bodies) // 2  # one seed per (episode, turn), replayed once
+
+
+def test_endpoint_failure_names_the_endpoint(tmp_path):
+    policy = OpenAIPolicy("m", base_url="http://127.0.0.1:9/v1", max_retries=0, timeout=2)
+    with pytest.raises(Exception, match="127.0.0.1:9"):
+        collect(policy, _cfg(num_tasks=1, samples_per_task=1), tmp_path / "x.jsonl", progress=False)
+    assert read_trajectories(tmp_path / "x.jsonl") == []
+
+
+def test_record_meta_is_json_and_carries_the_system_prompt(tiny_policy):
+    rec = collect(tiny_policy, _cfg(num_tasks=1, samples_per_task=1, max_turns=1, system_prompt=None), None,
+                  progress=False).records[0]
+    meta = json.loads(json.dumps(rec["meta"]))
+    assert "I WANT TO ANSWER:" in meta["system_prompt"]
+    assert meta["sampling"]["max_new_tokens"] == 10 and meta["policy"] == tiny_policy.name
