@@ -264,6 +264,7 @@ def _score_labels(rng: random.Random) -> _Draft:
 _FIRST = ("ada", "Grace", "  alan ", "MARIE", "jean-luc", "Mary Ann", "li", "Omar", "zoe", "Björn", "o'neil")
 _LAST = ("lovelace", "Hopper", " turing", "CURIE", "picard", "van dyke", "Wu", "khayyam", "smith-jones", "Ek", "mcgregor",
          "featherstonehaugh", "Wolfeschlegel", "al-khwarizmi")
+_LONGEST_LAST = "featherstonehaugh"
 
 
 def _name_format(rng: random.Random) -> _Draft:
@@ -295,11 +296,13 @@ def _name_format(rng: random.Random) -> _Draft:
         lines.append(f"    first_part = first{case[first_case]}")
     lines.append(f"    separator = {sep!r}")
     lines.append("    return last_part + separator + first_part" if order == "last_first" else "    return first_part + separator + last_part")
-    firsts, lasts = list(_FIRST), list(_LAST)
+    firsts, lasts = list(_FIRST), [name for name in _LAST if name != _LONGEST_LAST]
     rng.shuffle(firsts)
     rng.shuffle(lasts)
-    calls = [(f, l) for f, l in zip(firsts[:7], lasts[:7])] + [("", lasts[7]), (firsts[7], ""), (firsts[8], lasts[8]), (firsts[9], lasts[9])]
-    calls = calls[:6] + calls[7:9] + calls[6:7] + calls[9:]
+    pairs = list(zip(firsts[:6], lasts[:6]))
+    # a very long last name shows whether (and where) it is cut; then the two missing-name cases
+    calls = pairs[:1] + [(firsts[6], _LONGEST_LAST)] + pairs[1:5] + [("", lasts[6]), (firsts[7], "")] + pairs[5:]
+    calls += [(firsts[8], lasts[7]), (firsts[9], lasts[8])]
     desc = _describe(rng, fn, ["first", "last"], context, goal, rng.choice(["", "People type names sloppily.", "It has to look the same on every one."]))
     hidden = {"order": order, "sep": sep, "last_case": last_case, "first_style": first_style, "first_case": first_case, "missing": missing,
               "max_last": max_last}
@@ -565,7 +568,8 @@ def _tickets(rng: random.Random) -> _Draft:
     free_under = rng.choice([0, 2, 3, 4, 5])
     child_limit = rng.randint(8, 15)
     senior_age = rng.randint(60, 70)
-    prices = {"child": _money(rng, 3, 8, 0.5), "adult": _money(rng, 9, 16, 0.5), "senior": _money(rng, 5, 10, 0.5)}
+    adult = _money(rng, 9, 16, 0.5)
+    prices = {"child": _money(rng, 3, 8, 0.5), "adult": adult, "senior": min(_money(rng, 5, 10, 0.5), adult - 1)}
     early_end = rng.randint(11, 18)
     mode = rng.choice(["minus", "percent"])
     off = rng.choice([1, 1.5, 2, 2.5]) if mode == "minus" else rng.choice([0.1, 0.2, 0.25, 0.3])

@@ -124,3 +124,17 @@ def test_generated_source_and_batch_helpers_match():
 def test_bad_arguments_are_clear_errors(args, message):
     with pytest.raises(ValueError, match=message):
         generate_backend_task(*args)
+
+
+@pytest.mark.slow
+def test_a_thousand_more_tasks_per_split_pass_the_full_audit():
+    """Rare parameter combinations: the audit over indices beyond the fast test's range."""
+    flat = [generate_backend_spec(i, split) for split in ("train", "test") for i in range(PER_SPLIT, PER_SPLIT + 1000)]
+    problems, detection = audit([s.to_task().to_record() for s in flat])
+    assert problems == {}, {f"{flat[i].split}[{flat[i].index}] {flat[i].family}": p for i, p in list(problems.items())[:5]}
+    assert min(detection) >= 0.6
+    assert sum(detection) / len(detection) >= 0.9
+    for spec in flat:
+        assert not re.search(r"\d", spec.description)
+        for word in spec.hidden_strings:
+            assert not re.search(rf"(?<!\w){re.escape(word)}(?!\w)", spec.description, re.IGNORECASE), (word, spec.description)

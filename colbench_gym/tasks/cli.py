@@ -1,0 +1,165 @@
+"""``colbench tasks``: list, show and export the embedded and generated task sets.
+
+Why a command: to look at what an environment will play (``--tasks`` takes the same specs as
+``gym.make(..., tasks=...)``) and to write generated tasks to an official-shape JSONL file that any
+ColBench tool (or ``tasks=path``) can read.
+
+    colbench tasks sources
+    colbench tasks list --tasks embedded:test
+    colbench tasks show 3 --tasks generated:train --reveal
+    colbench tasks export --tasks generated:train --count 5000 -o train_tasks.jsonl
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import json
+import os
+import sys
+import tempfile
+from typing import Any, TextIO
+
+from colbench_gym.tasks.records import BackendTask, FrontendTask
+from colbench_gym.tasks.sources import GENERATED_SPACE, TaskSource, resolve_task_source
+
+DEFAULT_LIST = 20
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    sub = parser.add_subparsers(dest="action", metavar="ACTION", required=True)
+
+    def common(p: argparse.ArgumentParser) -> None:
+        p.add_argument("--tasks", default="embedded:test",
+                       help="embedded:test | embedded:train | generated:train | generated:test | a JSONL file "
+                            "(default: %(default)s)")
+        p.add_argument("--kind", choices=("backend", "frontend"), default="backend", help="task kind (default: %(default)s)")
+
+    sub.add_parser("sources", help="list the task sets this install ships and generates")
+    p_list = sub.add_parser("list", help="one line per task: index, id, function, request")
+    common(p_list)
+    p_list.add_argument("--start", type=int, default=0, help="first index (default: 0)")
+    p_list.add_argument("--limit", type=int, default=None,
+                        help=f"how many tasks (default: all of a finite set, {DEFAULT_LIST} of a generated one)")
+    p_list.add_argument("--json", action="store_true", help="print JSON lines instead of a table")
+    p_show = sub.add_parser("show", help="print one task's request (and with --reveal its hidden reference and tests)")
+    common(p_show)
+    p_show.add_argument("index", type=int, help="task index in the set")
+    p_show.add_argument("--reveal", action="store_true", help="also print the hidden reference and test calls")
+    p_export = sub.add_parser("export", help="write tasks to a JSONL file in the official record shape")
+    common(p_export)
+    p_export.add_argument("-o", "--output", required=True, help="output JSONL path, or - for stdout")
+    p_export.add_argument("--start", type=int, default=0, help="first index (default: 0)")
+    p_export.add_argument("--count", type=int, default=None, help="how many tasks (required for generated sets)")
+    p_export.add_argument("--force", action="store_true", help="overwrite an existing output file")
+
+
+def _function_name(task: BackendTask | FrontendTask) -> str:
+    if not isinstance(task, BackendTask):
+        return "-"
+    try:
+        names = [n.name for n in ast.parse(task.ground_truth).body if isinstance(n, ast.FunctionDef)]
+    except SyntaxError:
+        return "?"
+    return names[-1] if names else "?"
+
+
+def _range(source: TaskSource, start: int, count: int | None, what: str) -> range:
+    if start < 0:
+        raise ValueError(f"--start must be >= 0, got {start}")
+    if count is not None and count < 0:
+        raise ValueError(f"{what} must be >= 0, got {count}")
+    size = len(source)
+    if count is None:
+        if size >= GENERATED_SPACE:
+            if what == "--count":
+                raise ValueError(f"{source.name} is unbounded: give --count N (how many tasks to write)")
+            count = DEFAULT_LIST
+        else:
+            count = size - start
+    if start > size or (size < GENERATED_SPACE and start + count > size):
+        raise ValueError(f"{source.name} holds {size} tasks; --start {start} with {count} tasks runs past the end")
+    return range(start, start + count)
+
+
+def _one_line(text: str, width: int) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
+def _sources(out: TextIO) -> int:
+    from colbench_gym.tasks.embedded import available_embedded, load_embedded  # noqa: PLC0415
+
+    for kind, split in available_embedded():
+        print(f"embedded:{split:<6} {kind:<9} {len(load_embedded(kind, split)):>5} tasks shipped in the package", file=out)
+    from colbench_gym.tasks.generator import FAMILIES  # noqa: PLC0415
+
+    for split in ("train", "test"):
+        print(f"generated:{split:<5} backend   unbounded ({len(FAMILIES)} template families, disjoint from the other split)", file=out)
+    try:  # the frontend generator is a separate module; list it when this install has it
+        import colbench_gym.tasks.frontend_generator  # noqa: F401, PLC0415
+    except ImportError:
+        return 0
+    for split in ("train", "test"):
+        print(f"generated:{split:<5} frontend  unbounded", file=out)
+    return 0
+
+
+def _write_jsonl(records: list[dict[str, Any]], output: str, force: bool) -> None:
+    if output == "-":
+        for record in records:
+            sys.stdout.write(json.dumps(record, ensure_ascii=False) + "\n")
+        return
+    if os.path.exists(output) and not force:
+        raise FileExistsError(f"{output} exists: pass --force to overwrite it or choose another -o path")
+    directory = os.path.dirname(os.path.abspath(output))
+    os.makedirs(directory, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=".tasks-", suffix=".jsonl.tmp", dir=directory)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            for record in records:
+                fh.write(json.dumps(record, ensure_ascii=False) + "\n")
+        os.replace(tmp, output)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+
+
+def run(args: argparse.Namespace) -> int:
+    try:
+        if args.action == "sources":
+            return _sources(sys.stdout)
+        source = resolve_task_source(args.tasks, args.kind)
+        if args.action == "list":
+            for i in _range(source, args.start, args.limit, "--limit"):
+                task = source[i]
+                if args.json:
+                    print(json.dumps({"index": i, "task_id": task.task_id, "function": _function_name(task),
+                                      "problem_description": task.problem_description}, ensure_ascii=False))
+                else:
+                    print(f"{i:>6}  {task.task_id}  {_function_name(task):<22} {_one_line(task.problem_description, 90)}")
+            return 0
+        if args.action == "show":
+            if not 0 <= args.index < len(source):
+                raise ValueError(f"index {args.index} is out of range for {source.name} ({len(source)} tasks)")
+            task = source[args.index]
+            print(f"# {source.name}[{args.index}]  id {task.task_id}  function {_function_name(task)}")
+            print(task.problem_description)
+            if args.reveal:
+                print("\n# hidden reference\n" + task.ground_truth.rstrip())
+                if isinstance(task, BackendTask):
+                    print("\n# hidden tests")
+                    for name, call in task.test_cases.items():
+                        print(f"{name}: {call}")
+            return 0
+        if args.action == "export":
+            records = [source[i].to_record() for i in _range(source, args.start, args.count, "--count")]
+            _write_jsonl(records, args.output, args.force)
+            if args.output != "-":
+                print(f"wrote {len(records)} {args.kind} tasks from {source.name} to {args.output}", file=sys.stderr)
+            return 0
+    except (ValueError, FileNotFoundError, FileExistsError, IndexError) as exc:
+        print(f"colbench tasks {args.action}: {exc}", file=sys.stderr)
+        return 2
+    raise AssertionError(f"unhandled action {args.action!r}")  # pragma: no cover - argparse restricts choices
