@@ -179,7 +179,7 @@ def _tiered_bill(rng: random.Random) -> _Draft:
     jitter = rng.randint(2, limit - 2)
     calls = [(limit,), (limit - 1,), (limit + 1,), (0,), (-rng.randint(1, 9),), (1,), (jitter,), (limit + jitter,),
              (2 * limit + rng.randint(1, 9),), (limit + 0.5,), (5 * limit,)]
-    desc = _describe(rng, fn, [unit], context, goal, rng.choice(["", "The price per unit is not the same for everyone.", "There's a fixed part too."]))
+    desc = _describe(rng, fn, [unit], context, goal, rng.choice(["", "The price per unit changes once usage gets high.", "There's a fixed part too."]))
     return _Draft(f"{mode}/{negative}", fn, desc, lines, _ten(fn, calls, lambda: (rng.randint(0, 6 * limit),)),
                   {"mode": mode, "limit": limit, "low": low, "high": high, "base": base, "inclusive": inclusive, "negative": negative})
 
@@ -330,10 +330,11 @@ def _filter_rank(rng: random.Random) -> _Draft:
     else:
         cond, sort_value = ("<=" if inclusive else "<"), f'row["{field_name}"]'
     sort_key = f'({sort_value}, row["name"])' if tie == "name" else sort_value
-    lines = [f"def {fn}({arg}):", f"    threshold = {threshold!r}"]
+    limit_name = f"min_{field_name}" if direction == "high" else f"max_{field_name}"
+    lines = [f"def {fn}({arg}):", f"    {limit_name} = {threshold!r}"]
     if limit is not None:
         lines.append(f"    max_results = {limit!r}")
-    lines += ["    kept = []", f"    for row in {arg}:", f'        if row["{field_name}"] {cond} threshold:', "            kept.append(row)",
+    lines += ["    kept = []", f"    for row in {arg}:", f'        if row["{field_name}"] {cond} {limit_name}:', "            kept.append(row)",
               f"    kept.sort(key=lambda row: {sort_key})"]
     if limit is not None:
         lines.append("    kept = kept[:max_results]")
@@ -406,12 +407,13 @@ def _brackets(rng: random.Random) -> _Draft:
     limits = [x * scale for x in limits]
     rates = sorted(rng.sample([0.0, 0.02, 0.05, 0.08, 0.1, 0.12, 0.15, 0.2, 0.25, 0.3, 0.35, 0.4, 0.45], n))
     rounding = rng.choice(["cents", "whole", "floor"])
-    lines = [f"def {fn}({arg}):", f"    if {arg} < 0:", f'        raise ValueError("{arg} cannot be negative")', "    amount = 0.0",
+    result = fn.split("_")[-1]  # tax, commission, royalty
+    lines = [f"def {fn}({arg}):", f"    if {arg} < 0:", f'        raise ValueError("{arg} cannot be negative")', f"    {result} = 0.0",
              f"    remaining = {arg}"]
     for limit, rate in zip(reversed(limits), reversed(rates[1:])):
-        lines += [f"    if remaining > {limit!r}:", f"        amount += (remaining - {limit!r}) * {rate!r}", f"        remaining = {limit!r}"]
-    lines.append(f"    amount += remaining * {rates[0]!r}")
-    lines.append({"cents": "    return round(amount, 2)", "whole": "    return round(amount)", "floor": "    return int(amount)"}[rounding])
+        lines += [f"    if remaining > {limit!r}:", f"        {result} += (remaining - {limit!r}) * {rate!r}", f"        remaining = {limit!r}"]
+    lines.append(f"    {result} += remaining * {rates[0]!r}")
+    lines.append({"cents": f"    return round({result}, 2)", "whole": f"    return round({result})", "floor": f"    return int({result})"}[rounding])
     calls: list[tuple] = [(0,)]
     for limit in limits:
         calls += [(limit,), (limit + rng.randint(1, 9) * scale // 10 + 3,)]
@@ -425,11 +427,11 @@ def _brackets(rng: random.Random) -> _Draft:
 
 
 def _unit_format(rng: random.Random) -> _Draft:
-    fn, arg, small, big, factor, context, goal = rng.choice([
-        ("format_distance", "meters", ("m", "meters"), ("km", "kilometers"), 1000, "my running app shows distances", "shows a distance nicely"),
-        ("format_weight", "grams", ("g", "grams"), ("kg", "kilos"), 1000, "my baking blog lists ingredient weights", "shows a weight for the blog"),
-        ("format_size", "num_bytes", ("B", "bytes"), ("KB", "kilobytes"), rng.choice([1000, 1024]), "my file manager lists file sizes", "shows a file size"),
-        ("format_time", "seconds", ("s", "sec"), ("min", "minutes"), 60, "my cooking timer shows time left", "shows a duration"),
+    fn, arg, small, big, factor, big_name, context, goal = rng.choice([
+        ("format_distance", "meters", ("m", "meters"), ("km", "kilometers"), 1000, "kilometers", "my running app shows distances", "shows a distance nicely"),
+        ("format_weight", "grams", ("g", "grams"), ("kg", "kilos"), 1000, "kilos", "my baking blog lists ingredient weights", "shows a weight for the blog"),
+        ("format_size", "num_bytes", ("B", "bytes"), ("KB", "kilobytes"), rng.choice([1000, 1024]), "kilobytes", "my file manager lists file sizes", "shows a file size"),
+        ("format_time", "seconds", ("s", "sec"), ("min", "minutes"), 60, "minutes", "my cooking timer shows time left", "shows a duration"),
     ])
     style = rng.choice([0, 1])
     small_unit, big_unit = small[style], big[style]
@@ -439,13 +441,13 @@ def _unit_format(rng: random.Random) -> _Draft:
     fixed = decimals > 0 and rng.choice([True, False])  # "2.50 km" rather than "2.5 km"
     sep = rng.choice([" ", ""]) if style == 0 else " "
     lines = [f"def {fn}({arg}):", f"    if {arg} < 0:", '        raise ValueError("value cannot be negative")',
-             f"    if {arg} {below} {switch!r}:", f"        return str(round({arg})) + {sep + small_unit!r}", f"    converted = {arg} / {factor!r}"]
+             f"    if {arg} {below} {switch!r}:", f"        return str(round({arg})) + {sep + small_unit!r}", f"    {big_name} = {arg} / {factor!r}"]
     if fixed:
-        lines.append(f'    return f"{{converted:.{decimals}f}}" + {sep + big_unit!r}')
+        lines.append(f'    return f"{{{big_name}:.{decimals}f}}" + {sep + big_unit!r}')
     elif decimals:
-        lines.append(f"    return str(round(converted, {decimals})) + {sep + big_unit!r}")
+        lines.append(f"    return str(round({big_name}, {decimals})) + {sep + big_unit!r}")
     else:
-        lines.append(f"    return str(round(converted)) + {sep + big_unit!r}")
+        lines.append(f"    return str(round({big_name})) + {sep + big_unit!r}")
     calls = [(switch - 1,), (switch,), (switch + 1,), (0,), (factor * 3 + factor // 4 + 7,), (-5,), (factor * 12 + factor * 2 // 3,),
              (switch * 10 + 1,), (round(switch / 3 + 0.4, 1),), (factor * 100,), (factor - 1,), (factor,)]
     desc = _describe(rng, fn, [arg], context, goal, rng.choice(["", "Big numbers should be shown in a bigger unit.", "Keep it short."]))
