@@ -55,8 +55,10 @@ def color_name(rgb: tuple[int, int, int]) -> str:
     hue = h * 360
     if light > 0.96 and sat < 0.5 or light > 0.985:
         return "white"
-    if light < 0.1:
+    if light < 0.1 or (light < 0.14 and sat < 0.45):
         return "black"
+    if light < 0.2 and sat < 0.45:
+        return "dark grey"  # Tailwind's gray/slate-800: blue-tinted, but people say grey
     if sat < 0.12 or (sat < 0.2 and 0.2 < light < 0.85):
         if light > 0.85:
             return "light grey"
@@ -71,7 +73,7 @@ def color_name(rgb: tuple[int, int, int]) -> str:
         base = "orange"
     elif hue < 65:
         base = "yellow"
-    elif hue < 160:
+    elif hue < 167:
         base = "green"
     elif hue < 190:
         base = "teal"
@@ -85,7 +87,7 @@ def color_name(rgb: tuple[int, int, int]) -> str:
         base = "purple"
     else:
         base = "pink"
-    if base == "blue" and light < 0.3:
+    if base in ("blue", "indigo") and light < 0.36:
         return "navy blue"
     if base in ("cream",):
         return base
