@@ -88,16 +88,16 @@ def _one_line(text: str, width: int) -> str:
 
 
 def _sources(out: TextIO) -> int:
-    from colbench_gym.tasks.embedded import available_embedded, load_embedded  # noqa: PLC0415
+    from colbench_gym.tasks.embedded import available_embedded, load_embedded
 
     for kind, split in available_embedded():
         print(f"embedded:{split:<6} {kind:<9} {len(load_embedded(kind, split)):>5} tasks shipped in the package", file=out)
-    from colbench_gym.tasks.generator import FAMILIES  # noqa: PLC0415
+    from colbench_gym.tasks.generator import FAMILIES
 
     for split in ("train", "test"):
         print(f"generated:{split:<5} backend   unbounded ({len(FAMILIES)} template families, disjoint from the other split)", file=out)
     try:  # the frontend generator is a separate module; list it when this install has it
-        import colbench_gym.tasks.frontend_generator  # noqa: F401, PLC0415
+        import colbench_gym.tasks.frontend_generator  # noqa: F401
     except ImportError:
         return 0
     for split in ("train", "test"):

@@ -141,7 +141,7 @@ def _describe(rng: random.Random, fn: str, params: Sequence[str], context: str, 
 
 
 def _money(rng: random.Random, lo: float, hi: float, step: float) -> float:
-    n = int(round((hi - lo) / step))
+    n = round((hi - lo) / step)
     return round(lo + step * rng.randint(0, n), 2)
 
 
@@ -575,7 +575,7 @@ def _tickets(rng: random.Random) -> _Draft:
     early_end = rng.randint(11, 18)
     mode = rng.choice(["minus", "percent"])
     off = rng.choice([1, 1.5, 2, 2.5]) if mode == "minus" else rng.choice([0.1, 0.2, 0.25, 0.3])
-    lines = ["def {}(age, hour):".format(fn), "    if age < 0 or hour < 0 or hour > 23:", '        raise ValueError("invalid age or hour")']
+    lines = [f"def {fn}(age, hour):", "    if age < 0 or hour < 0 or hour > 23:", '        raise ValueError("invalid age or hour")']
     if free_under:
         lines += [f"    if age < {free_under!r}:", "        return 0.0"]
     lines += [f"    if age <= {child_limit!r}:", f"        price = {prices['child']!r}", f"    elif age >= {senior_age!r}:",

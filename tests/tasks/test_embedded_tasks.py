@@ -65,9 +65,9 @@ def test_references_are_plain_python_within_fifty_lines(embedded, split):
 def _numbers(source: str) -> set[str]:
     out = set()
     for node in ast.walk(ast.parse(source)):
-        if isinstance(node, ast.Constant) and isinstance(node.value, (int, float)) and not isinstance(node.value, bool):
-            if node.value not in (0, 1):
-                out.add(repr(node.value))
+        is_number = isinstance(node, ast.Constant) and type(node.value) in (int, float)
+        if is_number and node.value not in (0, 1):
+            out.add(repr(node.value))
     return out
 
 
