@@ -79,6 +79,29 @@ def test_descriptions_do_not_give_away_hidden_numbers(embedded, split):
         assert not leaked, (function_name(task.ground_truth), leaked)
 
 
+def _returned_words(source: str) -> set[str]:
+    tree = ast.parse(source)
+    params = {a.arg for fn in ast.walk(tree) if isinstance(fn, ast.FunctionDef) for a in fn.args.args}
+    words = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Return) and node.value is not None:
+            for leaf in ast.walk(node.value):
+                if isinstance(leaf, ast.Constant) and isinstance(leaf.value, str) and len(leaf.value) >= 3:
+                    words.add(leaf.value)
+    return words - params
+
+
+@pytest.mark.parametrize("split", SPLITS)
+def test_descriptions_do_not_give_away_returned_labels(embedded, split):
+    """Labels and messages the function returns are personal details (quoted input keys are not)."""
+    for task in embedded[split]:
+        desc = task.problem_description
+        for word in _returned_words(task.ground_truth):
+            if f"'{word}'" in desc:
+                continue  # the request names an input key, e.g. dicts with 'name' and 'email'
+            assert not re.search(rf"(?<!\w){re.escape(word)}(?!\w)", desc, re.IGNORECASE), (word, desc)
+
+
 def test_train_and_test_splits_are_disjoint(embedded):
     train, test = embedded["train"], embedded["test"]
     assert not {t.task_id for t in train} & {t.task_id for t in test}
