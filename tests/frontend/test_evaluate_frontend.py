@@ -1,0 +1,52 @@
+"""``colbench evaluate frontend``: scores, atomic output, win rate against a reference run."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from colbench_gym.cli import main
+from colbench_gym.tasks.embedded import load_embedded
+
+pytestmark = pytest.mark.browser
+
+
+def _write(path, records):
+    path.write_text("".join(json.dumps(r) + "\n" for r in records))
+
+
+def test_evaluate_with_reference_run(browser_ready, tmp_path, capsys):
+    tasks = [t.to_record() for t in load_embedded("frontend", "test")[:3]]
+    blank = "<html><body><p>hello</p></body></html>"
+    ours = [{"task": tasks[0], "answer": tasks[0]["ground_truth"], "dialogue_history": [], "note": "kept"},
+            {"task": tasks[1], "answer": "I WANT TO ANSWER: I could not do it", "dialogue_history": []},
+            {"task": tasks[2], "answer": "```html\n" + blank + "\n```", "dialogue_history": []},
+            {"task": {"problem_description": "other", "ground_truth": blank}, "answer": blank}]
+    ref = [{"task": tasks[0], "answer": blank}, {"task": tasks[1], "answer": blank}, {"task": tasks[2], "answer": blank},
+           {"task": tasks[0], "answer": tasks[0]["ground_truth"]}]  # a second record of a task is ignored
+    src, refp, out = tmp_path / "in.jsonl", tmp_path / "ref.jsonl", tmp_path / "out" / "scored.jsonl"
+    _write(src, ours)
+    _write(refp, ref)
+    rc = main(["evaluate", "frontend", str(src), "--output", str(out), "--reference-run", str(refp),
+               "--scorer", "fallback", "--no-progress"])
+    assert rc == 0
+    rows = [json.loads(line) for line in out.read_text().splitlines()]
+    assert len(rows) == 4 and rows[0]["note"] == "kept"
+    assert rows[0]["similarity"] == pytest.approx(1.0, abs=1e-6) and rows[0]["win"] == 1.0
+    assert rows[1]["similarity"] == 0.0 and rows[1]["html_found"] is False and rows[1]["win"] == 0.0
+    assert rows[2]["html_found"] and rows[2]["win"] == 0.5  # same page as the reference agent: a tie
+    assert rows[3]["win"] is None and rows[3]["reference_similarity"] is None
+    assert all(r["scorer"] == "pixel-layout-fallback (not CLIP)" and r["reward"] == r["similarity"] for r in rows)
+    printed = capsys.readouterr().out
+    assert "win rate" in printed and "50.0% over 3 answers" in printed and "NOT CLIP" in printed
+    assert [p.name for p in out.parent.iterdir()] == ["scored.jsonl"]  # no temporary file left behind
+
+
+def test_evaluate_rejects_bad_input(tmp_path, capsys):
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"answer": "<html></html>"}\n')
+    assert main(["evaluate", "frontend", str(bad), "--output", str(tmp_path / "o.jsonl")]) == 2
+    assert "missing 'task'" in capsys.readouterr().err
+    assert main(["evaluate", "frontend", str(tmp_path / "none.jsonl"), "--output", str(tmp_path / "o.jsonl")]) == 2
+    assert not (tmp_path / "o.jsonl").exists()
