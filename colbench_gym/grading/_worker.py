@@ -188,28 +188,34 @@ def child_main(w, workdir, req, start):
 def kill_all(child):
     """Leave no process behind: in a PID namespace everything but us; else the child's tree."""
     if IS_INIT:
+        # kill(-1) from a namespace's init reaches every other process in it, and a fork racing
+        # with it is cancelled by the kernel: blocking waits then return promptly.
         try:
             os.kill(-1, signal.SIGKILL)
         except OSError:
             pass
-    else:
-        try:
-            os.killpg(child, signal.SIGKILL)
-        except OSError:
-            pass
-    while True:  # reap; as a subreaper, orphaned descendants come back to us: kill them too
+        while True:
+            try:
+                os.waitpid(-1, 0)
+            except ChildProcessError:
+                return
+            except InterruptedError:
+                continue
+    try:
+        os.killpg(child, signal.SIGKILL)
+    except OSError:
+        pass
+    try:
+        os.waitpid(child, 0)
+    except ChildProcessError:
+        pass
+    while True:  # as a subreaper, orphaned descendants come back to us: kill them too
         try:
             pid, _ = os.waitpid(-1, os.WNOHANG)
         except ChildProcessError:
             return
         if pid == 0:
-            if IS_INIT:
-                try:
-                    os.kill(-1, signal.SIGKILL)
-                except OSError:
-                    pass
-            else:
-                _kill_children()
+            _kill_children()
             time.sleep(0.001)
 
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import ast
 import atexit
+import functools
 import json
 import math
 import os
@@ -50,6 +51,11 @@ class GradeResult:
     @property
     def success(self) -> bool:
         return self.total > 0 and self.passed == self.total
+
+
+@functools.lru_cache(maxsize=4096)
+def _import_preamble_cached(reference: str, calls: tuple[str, ...]) -> str:
+    return _import_preamble(reference, list(calls))
 
 
 def _import_preamble(reference: str, calls: list[str]) -> str:
@@ -152,7 +158,7 @@ class BackendGrader:
         if not isinstance(code, str):
             code = ""
         expected = self.reference_outputs(task)
-        actual, error = self._execute(self._pool, code, calls, _import_preamble(task.ground_truth, calls))
+        actual, error = self._execute(self._pool, code, calls, _import_preamble_cached(task.ground_truth, tuple(calls)))
         cases = [Case(name, _checker(exp, act, self.rel_tol, self.abs_tol))
                  for name, exp, act in zip(names, expected, actual)]
         per_test, reasons = self._pytest().run(cases)

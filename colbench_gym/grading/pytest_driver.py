@@ -30,7 +30,7 @@ _DISABLED = (
     "cacheprovider", "capture", "faulthandler", "warnings", "logging", "junitxml", "pastebin",
     "doctest", "stepwise", "unraisableexception", "threadexception", "debugging", "terminal",
     "terminalprogress", "setuponly", "setupplan", "tmpdir", "monkeypatch", "recwarn", "unittest",
-    "legacypath", "subtests",
+    "legacypath", "subtests", "python", "skipping", "reports", "assertion",
 )
 
 _CURRENT_TEST_VAR = "PYTEST_CURRENT_TEST"
@@ -55,6 +55,10 @@ class VerdictItem(pytest.Item):
     def __init__(self, *, case: Case, **kwargs) -> None:
         super().__init__(**kwargs)
         self.case = case
+
+    @property
+    def ihook(self):  # noqa: ANN201 - no conftest can apply to our items: skip the per-path lookup
+        return self.config.hook
 
     def runtest(self) -> None:
         ok, why = self.case.check()
@@ -98,8 +102,8 @@ class PytestDriver:
         ini = os.path.join(self._tmp.name, "pytest.ini")
         with open(ini, "w", encoding="utf-8") as fh:
             fh.write("[pytest]\naddopts =\n")
-        args = ["-c", ini, "--rootdir", self._tmp.name, "--assert=plain",
-                "--disable-plugin-autoload"]
+        args = ["-c", ini, "--rootdir", self._tmp.name,
+                "--disable-plugin-autoload", "--noconftest"]
         for name in _DISABLED:
             args += ["-p", f"no:{name}"]
         self._plugin = _ReportPlugin()
