@@ -13,9 +13,12 @@ from __future__ import annotations
 
 import json
 from importlib import resources
-from importlib.resources.abc import Traversable
+from typing import TYPE_CHECKING
 
 from colbench_gym.tasks.records import BackendTask, FrontendTask, TaskFormatError
+
+if TYPE_CHECKING:  # importlib.resources.abc is 3.11+; the package supports 3.10
+    from importlib.abc import Traversable
 
 KINDS = ("backend", "frontend")
 DATA_PACKAGE = "colbench_gym.tasks"

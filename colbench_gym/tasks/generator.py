@@ -31,6 +31,9 @@ from typing import Any
 
 from colbench_gym.tasks.records import BackendTask
 
+#: Bumped whenever a change alters any generated task; recorded in every generated record so a
+#: saved dataset says which generator made it (tests pin a digest of the current output).
+GENERATOR_VERSION = 1
 SPLITS = ("train", "test")
 #: One key in ``TEST_SHARE`` belongs to the test split (the rest to train).
 TEST_SHARE = 4
@@ -68,6 +71,7 @@ class GeneratedSpec:
             "source": f"generated:{self.split}",
             "index": self.index,
             "family": self.family,
+            "generator_version": GENERATOR_VERSION,
         }
         return BackendTask.from_record(record, where=f"generated:{self.split}[{self.index}]")
 
@@ -636,7 +640,8 @@ def generate_backend_spec(index: int, split: str = "train") -> GeneratedSpec:
 def generate_backend_task(index: int, split: str = "train") -> BackendTask:
     """Generated backend task ``index`` of ``split`` ("train" or "test"), in the official record shape.
 
-    The record also carries ``source``, ``index`` and ``family`` (provenance; no hidden details).
+    The record also carries ``source``, ``index``, ``family`` and ``generator_version``
+    (provenance; no hidden details).
     """
     return generate_backend_spec(index, split).to_task()
 

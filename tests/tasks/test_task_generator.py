@@ -44,6 +44,7 @@ def test_generated_tasks_are_valid_official_records(specs):
             assert BackendTask.from_record(json.loads(json.dumps(record))) == task
             assert list(task.test_cases) == [f"test{k}" for k in range(1, 11)]
             assert record["source"] == f"generated:{split}" and record["index"] == spec.index
+            assert record["generator_version"] >= 1 and record["family"] == spec.family
             assert function_name(task.ground_truth) == spec.function_name
             compile(task.ground_truth, "<reference>", "exec")
 
@@ -138,3 +139,24 @@ def test_a_thousand_more_tasks_per_split_pass_the_full_audit():
         assert not re.search(r"\d", spec.description)
         for word in spec.hidden_strings:
             assert not re.search(rf"(?<!\w){re.escape(word)}(?!\w)", spec.description, re.IGNORECASE), (word, spec.description)
+
+
+#: sha256 of the first 100 records of each split for GENERATOR_VERSION 1. A change that alters
+#: generated tasks silently changes everyone's training and test sets: bump GENERATOR_VERSION and
+#: update these digests in the same commit (and say so in the changelog).
+PINNED = {
+    1: {"train": "7acbd569d91f090121286adc116739e23a50e3547f8998b12f60ad7e1a7cdcc4",
+        "test": "98f42403d27805ebe1873f1d664bd05283cc3e7f284410feba909b7a7cf87d0e"},
+}
+
+
+def test_generated_sets_are_pinned_to_the_generator_version():
+    import hashlib
+
+    from colbench_gym.tasks.generator import GENERATOR_VERSION
+
+    assert GENERATOR_VERSION in PINNED, "new GENERATOR_VERSION: add its digests to PINNED"
+    for split, digest in PINNED[GENERATOR_VERSION].items():
+        blob = json.dumps([generate_backend_task(i, split).to_record() for i in range(100)], sort_keys=True)
+        assert hashlib.sha256(blob.encode()).hexdigest() == digest, (
+            f"generated:{split} changed without a GENERATOR_VERSION bump")
