@@ -171,7 +171,7 @@ def child_main(w, workdir, req, start):
     calls = req["calls"]
     for i in range(start, len(calls)):
         try:
-            code = compile(calls[i], "<test>", "eval")
+            code = compile(calls[i].strip(), "<test>", "eval")
             value = eval(code, ns)  # noqa: S307 - sandboxed child; literals are re-built per call
             try:
                 rec = {"t": "r", "i": i, "v": encode(value)}
@@ -243,11 +243,10 @@ def _kill_children():
                 pass
 
 
-def run_child(req, start, t_end, base):
+def run_child(req, start, t_end, base, cap):
     """Fork one child for calls[start:], collect its lines until done, deadline or cap."""
     n = len(req["calls"])
     want = 1 + (n - start)
-    cap = int(req.get("cap", 4 << 20))
     call_timeout = float(req["call_timeout"])
     workdir = os.path.join(base, "w%d" % start)
     os.mkdir(workdir, 0o700)
@@ -290,21 +289,23 @@ def run_child(req, start, t_end, base):
     finally:
         kill_all(pid)
         os.close(r)
-    return {"start": start, "lines": lines, "end": end}
+    return {"start": start, "lines": lines, "end": end, "bytes": total}
 
 
 def handle(req, base):
     n = len(req["calls"])
     t_end = time.monotonic() + float(req["total_timeout"])
     segments, start = [], 0
+    cap = int(req.get("cap", 4 << 20))  # for the whole submission, over all its children
     while True:
-        seg = run_child(req, start, t_end, base)
+        seg = run_child(req, start, t_end, base, cap)
+        cap -= seg.pop("bytes")
         segments.append(seg)
         got = len(seg["lines"])
         ready = got >= 1 and seg["lines"][0] == READY
         done = start + max(got - 1, 0)
         # A call that hung or killed its process loses only itself: go on with the next one.
-        if ready and seg["end"] != "done" and done < n - 1 and time.monotonic() < t_end:
+        if ready and seg["end"] in ("timeout", "eof") and done < n - 1 and time.monotonic() < t_end:
             start = done + 1
             continue
         return segments

@@ -192,3 +192,10 @@ def test_closed_grader_leaves_no_process():
         assert not os.path.exists(cg)
     with pytest.raises(RuntimeError, match="closed"):
         g.grade("x = 1", make_task("def z():\n    return 0\n", ["z()"]))
+
+
+def test_a_test_call_that_is_not_an_expression_is_unpassable(grader):
+    task = make_task("def u(x):\n    return x\n", ["u(1)", "u(2", "  u(3)\n"])
+    res = grader.grade("def u(x):\n    return x\n", task)
+    assert res.per_test == {"test1": True, "test2": False, "test3": True}
+    assert "not a Python expression" in res.reasons["test2"]
