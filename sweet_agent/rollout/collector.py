@@ -198,12 +198,14 @@ def collect(policy: Policy, cfg: RolloutConfig, output: str | Path | None = None
     Returns the records played by this call. With ``resume=True`` the episodes already in
     ``output`` are skipped (their ids come from ``meta.episode_id``).
     """
-    writer = TrajectoryWriter(output, resume=resume, overwrite=overwrite) if output is not None else None
     envs: list[Any] = []
+    writer: TrajectoryWriter | None = None
     try:
         probe = make_env(cfg)
         envs.append(probe)
-        specs = plan_episodes(cfg, len(probe.unwrapped.task_source))
+        specs = plan_episodes(cfg, len(probe.unwrapped.task_source))  # before touching the output file
+        if output is not None:
+            writer = TrajectoryWriter(output, resume=resume, overwrite=overwrite)
         done = writer.done if writer is not None else {}
         todo = [s for s in specs if s.id not in done]
         skipped = len(specs) - len(todo)

