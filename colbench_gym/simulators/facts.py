@@ -199,6 +199,11 @@ class Speaker:
         self.names: set[str] = set()
         self._expanding: set[str] = set()
         self.brief = False  # leave out ".get" defaults (used for alias phrases)
+        self._item_names: tuple[str, str] | None = None
+        self._in_tuple = False
+        self.constants: dict[str, object] = {}  # locals set once to a constant: "the goal (30)"
+        self.param_kinds: dict[str, str] = {}  # "a number", "text", ... (for "is empty" vs "is false")
+        self.tables: set[str] = set()  # names of lookup tables ("the rate for plan", not "rates' plan")
 
     def start(self) -> None:
         self.numbers, self.strings, self.names = set(), set(), set()
@@ -212,6 +217,8 @@ class Speaker:
             return ident
         if ident in ("True", "False", "None"):
             return ident.lower()
+        if ident in self.constants:
+            return f"the {humanise(ident)} ({self.const(self.constants[ident])})"
         return "the " + humanise(ident)
 
     def const(self, value: object) -> str:
@@ -292,13 +299,18 @@ class Speaker:
         if isinstance(node, (ast.List, ast.Tuple, ast.Set)):
             if not node.elts:
                 return {ast.List: "an empty list", ast.Tuple: "an empty tuple", ast.Set: "an empty set"}[type(node)]
-            kind = {ast.List: "a list of", ast.Tuple: "the pair" if len(node.elts) == 2 else "the tuple",
-                    ast.Set: "the set of"}[type(node)]
+            if isinstance(node, ast.Tuple):
+                return f"the {'pair' if len(node.elts) == 2 else 'tuple'} ({', '.join(self.say(e) for e in node.elts)})"
+            kind = {ast.List: "a list of", ast.Set: "the set of"}[type(node)]
             return f"{kind} {join_and([self.say(e) for e in node.elts])}"
         if isinstance(node, ast.JoinedStr):
             return "text like " + self.template(node)
         if isinstance(node, (ast.ListComp, ast.SetComp, ast.GeneratorExp)):
             gen = node.generators[0]
+            if isinstance(gen.target, ast.Tuple) and isinstance(node.elt, ast.Name) and not gen.ifs and \
+                    any(isinstance(e, ast.Name) and e.id == node.elt.id for e in gen.target.elts):
+                pos = [e.id if isinstance(e, ast.Name) else "" for e in gen.target.elts].index(node.elt.id)
+                return f"just the {humanise(node.elt.id)} ({ordinal(pos)} part) of each item in {self.say(gen.iter, 5)}"
             elt = self.say(node.elt)
             src = f"each {self._target_noun(gen.target, gen.iter)} in {self.say(gen.iter, 5)}"
             conds = [self.cond(c) for c in gen.ifs]
@@ -328,8 +340,33 @@ class Speaker:
                                 for e in target.elts)
         return "item"
 
+    def _concat_parts(self, node: ast.AST) -> list[ast.AST] | None:
+        """``str(x) + 's'`` / ``f"..." + 'min'``: the pieces of a text built by ``+``, else None."""
+        if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
+            left, right = self._concat_parts(node.left), self._concat_parts(node.right)
+            if left is not None and right is not None:
+                return left + right
+            if left is not None or right is not None:
+                return (left or [node.left]) + (right or [node.right])
+            return None
+        if isinstance(node, ast.Constant) and isinstance(node.value, str):
+            return [node]
+        if isinstance(node, ast.Name) and isinstance(self.constants.get(node.id), str):
+            return [ast.Constant(self.constants[node.id])]
+        if isinstance(node, ast.JoinedStr):
+            return list(node.values)
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "str":
+            return [node]
+        return None
+
     def _binop(self, node: ast.BinOp, prec: int) -> str:
         op = type(node.op)
+        if op is ast.Add:
+            parts = self._concat_parts(node)
+            if parts and any(isinstance(p, ast.Constant) and isinstance(p.value, str) for p in parts) and len(parts) > 1:
+                return "text like " + self.template(ast.JoinedStr(values=[
+                    p if isinstance(p, (ast.Constant, ast.FormattedValue)) else ast.FormattedValue(value=p, conversion=-1, format_spec=None)
+                    for p in parts]))
         if op is ast.Mod and isinstance(node.left, ast.Constant) and isinstance(node.left.value, str):
             return "text like " + fmt_string(node.left.value)
         word, p = _BINOP.get(op, ("combined with", 1))
@@ -369,7 +406,10 @@ class Speaker:
             if f == "abs" and args:
                 return f"the absolute value of {a[0]}"
             if f in ("int",) and args:
-                return f"{a[0]} as a whole number"
+                if isinstance(args[0], ast.Constant) or (isinstance(args[0], ast.Call) and isinstance(args[0].func, ast.Name)
+                                                         and args[0].func.id in ("round", "len")):
+                    return f"{a[0]} as a whole number"
+                return f"{a[0]} with the decimals dropped"
             if f == "float" and args:
                 if isinstance(args[0], ast.Constant) and isinstance(args[0].value, str):
                     return {"inf": "infinity", "-inf": "minus infinity"}.get(args[0].value.lower(), a[0])
@@ -418,8 +458,8 @@ class Speaker:
             if m == "get" and args:
                 owner = self.say(base, 5)
                 key = args[0]
-                if isinstance(base, ast.Dict) or (isinstance(base, ast.Name) and base.id in self.key_nouns
-                                                  and not isinstance(key, ast.Constant)):
+                if isinstance(base, ast.Dict) or (isinstance(base, ast.Name) and (base.id in self.key_nouns
+                                                  or base.id in self.tables) and not isinstance(key, ast.Constant)):
                     what = f"the value for {self.say(key)}"
                     if isinstance(base, ast.Name):
                         what = f"the {singular(humanise(base.id))} for {self.say(key)}"
@@ -445,6 +485,9 @@ class Speaker:
             if m in ("append", "add") and args:
                 return f"{self.say(args[0])} added to {self.say(base, 5)}"
             if m in _STR_METHODS:
+                if isinstance(base, ast.Call) and isinstance(base.func, ast.Attribute) and base.func.attr in _STR_METHODS \
+                        and _STR_METHODS[m].startswith("{x} "):
+                    return f"{self.say(base, 5)} and {_STR_METHODS[m][4:]}"
                 return _STR_METHODS[m].format(x=self.say(base, 5))
             args_text = join_and([self.say(x) for x in args])
             return f"{humanise(m)} of {self.say(base, 5)}" + (f" with {args_text}" if args_text else "")
@@ -467,7 +510,11 @@ class Speaker:
         if isinstance(key, ast.Lambda):
             body, arg = key.body, key.args.args[0].arg if key.args.args else "_"
             if isinstance(body, ast.Tuple):
-                parts = [self._key_part(e, arg) for e in body.elts]
+                self._in_tuple = True
+                try:
+                    parts = [self._key_part(e, arg) for e in body.elts]
+                finally:
+                    self._in_tuple = False
                 return join_and(parts[:1]) + (", then by " + join_and(parts[1:]) if parts[1:] else "")
             return self._key_part(body, arg)
         if isinstance(key, ast.Attribute) and key.attr == "get" and isinstance(key.value, ast.Name):
@@ -483,7 +530,9 @@ class Speaker:
         if isinstance(node, ast.Subscript) and isinstance(node.value, ast.Name):
             k = _const_key(node.slice)
             if node.value.id == arg and isinstance(k, int) and not isinstance(k, bool):
-                return f"the {ordinal(k)} value{desc}"
+                if self._item_names and k in (0, 1):
+                    return f"the {self._item_names[k]}{desc or ' (smallest first)'}"
+                return f"the {ordinal(k)} value{desc or (' (smallest first)' if self._in_tuple else '')}"
             if node.value.id == arg and isinstance(k, str):
                 self.strings.add(k.lower())
                 return f"{fmt_string(k)}{desc}"
@@ -500,13 +549,25 @@ class Speaker:
         finally:
             self.aliases = saved
 
-    def _sorted_phrase(self, node: ast.Call) -> str:
+    def _sorted_phrase(self, node: ast.Call, imperative: bool = False) -> str:
         kw = {k.arg: k.value for k in node.keywords if k.arg}
-        what = self.say(node.args[0], 5)
+        src = node.args[0]
+        what = self.say(src, 5)
         rev = _const_key(kw["reverse"]) is True if "reverse" in kw else False
-        key = self._key_phrase(kw.get("key"))
+        saved = self._item_names
+        if isinstance(src, ast.Call) and isinstance(src.func, ast.Attribute) and src.func.attr == "items":
+            self._item_names = ("key", "value")
+        try:
+            key_node = kw.get("key")
+            key = self._key_phrase(key_node)
+        finally:
+            self._item_names = saved
         by = f" by {key}" if key else ""
-        return f"{what} sorted{by}, {'largest' if rev else 'smallest'} first"
+        multi = isinstance(key_node, ast.Lambda) and isinstance(key_node.body, ast.Tuple)
+        order = "" if multi else f", {'largest' if rev else 'smallest'} first"
+        if imperative:
+            return f"sort {what}{by}{order}"
+        return f"{what} sorted{by}{order}"
 
     def _extreme(self, f: str, node: ast.Call) -> str:
         word = "largest" if f == "max" else "smallest"
@@ -547,6 +608,8 @@ class Speaker:
                 return f"{owner} reversed"
             if index.lower is None and hi is not _NOT_CONST and isinstance(hi, int):
                 return f"the first {hi} of {owner}" if hi >= 0 else f"{owner} without the last {-hi}"
+            if index.lower is None and index.step is None and isinstance(index.upper, ast.Name):
+                return f"the first {self.say(index.upper)} of {owner}"
             if index.upper is None and lo is not _NOT_CONST and isinstance(lo, int):
                 return f"the last {-lo} of {owner}" if lo < 0 else f"{owner} from position {lo} on"
             return f"part of {owner}"
@@ -560,7 +623,10 @@ class Speaker:
                 out.append(str(part.value))
                 self.strings.add(str(part.value).lower())
             elif isinstance(part, ast.FormattedValue):
-                label = self.say(part.value).removeprefix("the ")
+                inner = part.value
+                if isinstance(inner, ast.Call) and isinstance(inner.func, ast.Name) and inner.func.id == "str" and inner.args:
+                    inner = inner.args[0]
+                label = self.say(inner).removeprefix("the ").replace(", rounded", " rounded")
                 spec = ""
                 if isinstance(part.format_spec, ast.JoinedStr):
                     spec = "".join(str(v.value) for v in part.format_spec.values if isinstance(v, ast.Constant))
@@ -573,7 +639,8 @@ class Speaker:
                 elif "," in spec:
                     label += " with thousands commas"
                 out.append(f"<{label}>")
-        return fmt_string("".join(out)) if out else "an empty string"
+        text = "".join(out).replace("\n", "\\n")
+        return f"'{text}'" if out else "an empty string"
 
     # -- conditions
     def cond(self, node: ast.AST) -> str:
@@ -590,6 +657,8 @@ class Speaker:
             if fname in ("isinstance", "startswith", "endswith", "any", "all") or fname.startswith("is"):
                 return text
             return f"{text} holds"
+        if isinstance(node, ast.Name) and self.param_kinds.get(node.id) == "true or false":
+            return f"{node.id} is true"
         if isinstance(node, (ast.Name, ast.Attribute, ast.Subscript)):
             return f"{self.say(node)} is set"
         return self.say(node)
@@ -601,6 +670,13 @@ class Speaker:
         if isinstance(node, ast.Name) and node.id not in self.params and node.id not in self.aliases:
             noun = humanise(node.id)
             return f"there are no {noun}" if singular(noun) != noun else f"there is no {noun}"
+        if isinstance(node, ast.Name) and node.id in self.param_kinds:
+            kind = self.param_kinds[node.id]
+            if kind == "true or false":
+                return f"{node.id} is false"
+            if kind in ("a number", "a whole number"):
+                return f"{node.id} is 0"
+            return f"{node.id} is empty"
         if isinstance(node, (ast.Name, ast.Subscript, ast.Attribute)):
             return f"{self.say(node)} is empty or missing"
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "isinstance":
@@ -690,6 +766,10 @@ __all__ = ["Fact", "FactSheet", "Speaker", "capitalise", "element_noun", "extrac
 
 # ----------------------------------------------------------------------------- extraction
 
+# words every other fact uses ("a number", "text like"): they say nothing about the topic
+_FACT_GENERIC = frozenset(keywords("number numbers text decimal decimals whole true false pair tuple string "
+                                   "normal otherwise worked becomes times minus plus divided goes gets"))
+
 # phrases in a fact's text -> extra (stemmed) words a person might use when asking about it
 _SYNONYMS: list[tuple[str, frozenset[str]]] = [
     (phrase, frozenset(keywords(words))) for phrase, words in [
@@ -701,18 +781,21 @@ _SYNONYMS: list[tuple[str, frozenset[str]]] = [
         ("at least", "above over minimum threshold limit greater"),
         ("less than", "below under smaller threshold limit fewer"),
         ("at most", "below under maximum threshold limit"),
-        ("any other", "other unknown default else unrecognized different invalid anything"),
+        ("any other", "other unknown default else unrecognized invalid anything"),
         ("otherwise", "other default else"),
         ("anything else", "other unknown default else"),
         ("may be missing", "missing absent optional default lack"),
         ("rounded", "round decimal precision"),
         ("sorted", "sort order arrange"),
+        ("sort ", "sort order arrange sorted"),
         ("raise", "error exception invalid"),
         ("is empty", "empty nothing blank"),
         ("there are no", "empty nothing none"),
         ("the result is", "output return"),
         ("give back", "output return"),
         ("percentage", "percent"),
+        ("the larger of", "minimum least floor limit cap clamp threshold"),
+        ("the smaller of", "maximum most cap limit clamp threshold ceiling"),
     ]
 ]
 
@@ -787,7 +870,8 @@ class _FunctionReader:
     """Reads one function definition into facts."""
 
     def __init__(self, fn: ast.FunctionDef | ast.AsyncFunctionDef, module_tables: dict[str, ast.AST],
-                 main: bool):
+                 main: bool, module_consts: dict[str, object] | None = None):
+        self.module_consts = dict(module_consts or {})
         self.fn = fn
         self.main = main
         a = fn.args
@@ -799,6 +883,8 @@ class _FunctionReader:
         self.module_tables = module_tables
         self.facts: list[Fact] = []
         self.counts: dict[str, int] = {}
+        self.fallthrough: dict[int, ast.Return] = {}  # if-chain -> the return right after it
+        self.consumed: set[int] = set()  # returns reported as an if-chain's "otherwise"
         self.body = list(fn.body)
         if self.body and isinstance(self.body[0], ast.Expr) and isinstance(self.body[0].value, ast.Constant) \
                 and isinstance(self.body[0].value.value, str):
@@ -828,9 +914,13 @@ class _FunctionReader:
                 self._loop_aliases(node.target, node.iter, aliases)
                 for n in _assigned_names(node.target):
                     self.counts[n] = self.counts.get(n, 0) + 1
+        self.constants: dict[str, object] = dict(self.module_consts)
         for node in self.body:
             if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
                 name = node.targets[0].id
+                if self.counts.get(name) == 1 and is_const(node.value) and not isinstance(_const_key(node.value), bool) \
+                        and _const_key(node.value) is not None and name not in self.all_params:
+                    self.constants[name] = _const_key(node.value)
                 if self.counts.get(name) == 1:
                     self.top_assigns[name] = node.value
                     if is_table(node.value):
@@ -857,13 +947,18 @@ class _FunctionReader:
                         self.key_nouns.setdefault(sub.value.id, speaker.say(sub.slice).removeprefix("the "))
         self.aliases = aliases
         self.speaker = Speaker(self.params, aliases, key_nouns=self.key_nouns)
+        self.speaker.tables = set(self.tables)
+        self.speaker.constants = dict(self.constants)
 
     def _topic_name(self, name: str) -> str:
         if name in self.all_params:
             return name
+        src = self.loop_of.get(name)
+        if isinstance(src, ast.Name) and src.id in self.all_params:
+            return src.id
         alias = self.aliases.get(name)
         if alias:
-            quoted = re.findall(r"'([^']+)'", alias)
+            quoted = re.findall(r"(?<![A-Za-z])'([^']+)'", alias)
             return quoted[-1] if quoted else alias.removeprefix("the ")
         return humanise(name)
 
@@ -919,23 +1014,39 @@ class _FunctionReader:
             text = first + text[len(first):]
         if len(text) > MAX_FACT:
             return
-        kw = set(keywords(text))
+        kw = set(keywords(text)) - _FACT_GENERIC
         low = text.lower()
         for phrase, syns in _SYNONYMS:
             if phrase in low:
                 kw |= syns
+        if "the result is" in low or "give back" in low:
+            extra = [*extra, self.fn.name]  # "the name tag" in a question names the output
         for n in (*sp.names, *extra):
             kw |= keywords(n)
         for s in sp.strings:
             kw |= keywords(s)
         if not self.main:
             priority -= 2
+        tags = set(tags)
+        if sp.numbers - {0.0, 1.0} and kind not in ("round", "signature"):
+            tags.add("values")
+        if re.search(r"the (larger|smaller) of .*\d", text):
+            tags |= {"edge", "threshold"}
         self.facts.append(Fact(kind=kind, text=text, topic=topic, keywords=frozenset(kw),
                                numbers=frozenset(sp.numbers), strings=frozenset(sp.strings),
                                tags=frozenset(tags), priority=priority, polarity=polarity))
         sp.start()
 
     def read(self) -> list[Fact]:
+        scratch = Speaker(self.params, self.aliases)
+        scratch.constants = dict(self.constants)
+        for p in self.params:
+            try:
+                text = self._param_text(p, scratch) or ""
+            except (RecursionError, ValueError, AttributeError):
+                text = ""
+            if text.startswith(f"{p} is "):
+                self.speaker.param_kinds[p] = text[len(p) + 4:].split(";")[0]
         self._signature()
         self._tables()
         self._walk(self.body, [], [])
@@ -975,6 +1086,10 @@ class _FunctionReader:
             text += "; " + join_and(opt)
         self.add("signature", text, "what to call the function and what it takes",
                  tags={"signature", "input", "name"}, priority=9, extra=[self.fn.name, *self.params])
+        fact = self.facts[-1]
+        generic = keywords("name call parameter argument input signature order function takes")
+        self.facts[-1] = Fact(fact.kind, fact.text, fact.topic, frozenset(keywords(self.fn.name) | generic),
+                              fact.numbers, fact.strings, fact.tags, fact.priority, fact.polarity)
 
     def _tables(self) -> None:
         seen: set[int] = set()
@@ -1084,7 +1199,14 @@ class _FunctionReader:
         return ", ".join(parts)
 
     def _walk(self, stmts: list[ast.stmt], path: list[str], loops: list[str]) -> None:
-        for st in stmts:
+        for i, st in enumerate(stmts):
+            nxt = stmts[i + 1] if i + 1 < len(stmts) else None
+            if isinstance(st, ast.If) and isinstance(nxt, ast.Return) and nxt.value is not None:
+                arms, orelse = _chain(st)
+                if not orelse and all(b and isinstance(b[-1], (ast.Return, ast.Raise)) for _, b in arms):
+                    self.fallthrough[id(st)] = nxt
+            if id(st) in self.consumed:
+                continue
             try:
                 self._statement(st, path, loops)
             except (RecursionError, ValueError, TypeError, AttributeError, KeyError, IndexError):
@@ -1133,7 +1255,7 @@ class _FunctionReader:
                 return  # the table fact covers it
             if is_const(value) and isinstance(target, ast.Name):
                 verb = "starts at" if self.counts.get(target.id, 0) > 1 else "is"
-                self.add("constant", f"{lead}{sp.say(target)} {verb} {sp.say(value)}",
+                self.add("constant", f"{lead}the {humanise(target.id)} {verb} {sp.say(value)}",
                          f"the {humanise(target.id)}", tags={"values", "money"}, priority=6, extra=[target.id])
                 return
             acc = self._accumulation(target, value)
@@ -1146,6 +1268,8 @@ class _FunctionReader:
             if vtext.startswith("a calculation") or vtext == tname:
                 return
             verb = "is worked out as" if isinstance(value, (ast.BinOp, ast.Call)) else "is"
+            if isinstance(target, ast.Name) and target.id in _names_in(value):
+                verb = "becomes"
             self.add("assign", f"{lead}{tname} {verb} {vtext}", f"how {tname} is worked out",
                      tags={"how"}, priority=4.5, extra=names)
         elif isinstance(st, ast.AugAssign):
@@ -1193,7 +1317,7 @@ class _FunctionReader:
         parts: list[str] = []
         for st in body:
             if isinstance(st, ast.Return):
-                parts.append("the result is None" if st.value is None else f"the result is {sp.say(st.value)}")
+                parts.append("the result is None" if st.value is None else f"the result is {self._value(st.value)}")
                 break
             if isinstance(st, ast.Assign) and len(st.targets) == 1:
                 acc = self._accumulation(st.targets[0], st.value)
@@ -1219,6 +1343,13 @@ class _FunctionReader:
             return None
         return join_and(parts[:3])
 
+    def _value(self, node: ast.AST, speaker: Speaker | None = None) -> str:
+        """A value as a person says it; a condition used as a value reads "true when ..."."""
+        sp = speaker or self.speaker
+        if isinstance(node, (ast.Compare, ast.BoolOp)) or (isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not)):
+            return f"true when {sp.cond(node)}, otherwise false"
+        return sp.say(node)
+
     def _exc_phrase(self, st: ast.Raise) -> str:
         exc = st.exc
         if exc is None:
@@ -1238,6 +1369,13 @@ class _FunctionReader:
     def _if_chain(self, node: ast.If, path: list[str], loops: list[str]) -> None:
         sp = self.speaker
         arms, orelse = _chain(node)
+        last_chain = node
+        while len(last_chain.orelse) == 1 and isinstance(last_chain.orelse[0], ast.If):
+            last_chain = last_chain.orelse[0]
+        if not orelse and id(node) in self.fallthrough:
+            nxt = self.fallthrough[id(node)]
+            orelse = [nxt]
+            self.consumed.add(id(nxt))
         tags: set[str] = set()
         for test, _ in arms:
             tags |= _cond_tags(test)
@@ -1251,7 +1389,8 @@ class _FunctionReader:
         sp.start()
         ladder = self._ladder(arms, orelse)
         if ladder:
-            self.add("case", lead + ladder, topic, tags=tags | {"values"}, priority=8, extra=subject_names)
+            out_tags = {"output", "how"} if any(isinstance(b[-1], ast.Return) for _, b in arms if b) else set()
+            self.add("case", lead + ladder, topic, tags=tags | {"values"} | out_tags, priority=8, extra=subject_names)
         else:
             pieces = []
             for test, body in arms:
@@ -1265,6 +1404,8 @@ class _FunctionReader:
             elif else_out and not pieces and len(arms) == 1:
                 text = f"if {sp.negate(arms[0][0])}, {else_out}"
             if text and len(lead + text) <= MAX_FACT - 20:
+                if "the result is" in text:
+                    tags = tags | {"output"}
                 self.add("branch", lead + text, topic, tags=tags, priority=7 if "edge" in tags else 6.5,
                          extra=subject_names)
             elif pieces:
@@ -1282,7 +1423,7 @@ class _FunctionReader:
         for test, body in arms:
             self._walk([s for s in body if not isinstance(s, (ast.Return, ast.Raise))],
                        path + [sp.cond(test)], loops)
-        if orelse:
+        if orelse and not (len(orelse) == 1 and id(orelse[0]) in self.consumed):
             neg = sp.negate(arms[0][0]) if len(arms) == 1 else "none of those apply"
             self._walk(orelse, path + [neg], loops)
         sp.start()
@@ -1343,7 +1484,7 @@ class _FunctionReader:
         subj = sp.say(subj_node)
         pieces = []
         for op, right, val, _ in outs:
-            v = sp.say(val)
+            v = self._value(val)
             if isinstance(op, (ast.Eq, ast.In)):
                 cond = sp.say(right) if is_const(right) else join_and([sp.say(e) for e in right.elts], "or")
                 pieces.append(f"{v} for {cond}")
@@ -1355,7 +1496,7 @@ class _FunctionReader:
                     return None
                 pieces.append(f"{v} when it is {word} {sp.say(right)}".replace("is  ", "is "))
         if else_val is not None:
-            pieces.append(f"{sp.say(else_val)} otherwise")
+            pieces.append(f"{self._value(else_val)} otherwise")
         what = "the result" if kind == "return" else sp.say(outs[0][3].targets[0])
         return f"depending on {subj}, {what} is {join_and(pieces)}"
 
@@ -1367,33 +1508,52 @@ class _FunctionReader:
                 continue
             if isinstance(node, ast.Return):
                 out.append(node)
-        return out
+        return sorted(out, key=lambda r: (r.lineno, r.col_offset))
 
     def _results(self) -> None:
         returns = self._returns()
         final = self.body[-1] if self.body and isinstance(self.body[-1], ast.Return) else None
         expansions = {n: v for n, v in self.top_assigns.items()
-                      if n not in self.aliases and not is_trivial_init(v) and not is_table(v)}
+                      if n not in self.aliases and not is_trivial_init(v) and not is_table(v) and not is_const(v)}
         rsp = Speaker(self.params, self.aliases, expansions=expansions, key_nouns=self.key_nouns)
+        rsp.tables = set(self.tables)
+        rsp.constants = dict(self.constants)
+        if final is not None and id(final) in self.consumed:
+            final = None
         if final is not None and final.value is not None:
             rsp.start()
-            content = rsp.say(final.value)
+            content = self._value(final.value, rsp)
+            if content.startswith("a calculation") or len(content) > 200:
+                rsp.expansions = {}
+                rsp.start()
+                content = self._value(final.value, rsp)
             lead = "the result is" if len(returns) == 1 else "in the normal case, the result is"
             if not content.startswith("a calculation"):
                 self.add("result", f"{lead} {content}", "what it should give back",
                          tags={"output", "how"}, priority=8.5, speaker=rsp, extra=[self.fn.name])
+        consts = [_const_key(r.value) for r in returns if r.value is not None]
+        if len(consts) >= 2 and len(consts) == len(returns) and all(isinstance(c, str) for c in consts):
+            rsp.start()
+            values = list(dict.fromkeys(rsp.say(r.value) for r in returns if r.value is not None))
+            self.add("shape", f"it should give back one of these texts: {join_and(values, 'or')}",
+                     "what it should give back", tags={"output", "type", "values"}, priority=8.6, speaker=rsp,
+                     extra=[self.fn.name])
+            return
         shapes = []
         for r in returns:
             s = self._shape(r.value) if r.value is not None else "None"
             if s and s not in shapes:
                 shapes.append(s)
+        has_content = any(f.kind == "result" for f in self.facts) or bool(self.consumed)
+        if has_content and len(shapes) == 1 and shapes[0] in ("text", "a number", "a list", "a whole number"):
+            return  # "the result is the cost, rounded to 2 decimals" already says it is a number
         if shapes:
             rsp.start()
             if len(shapes) == 1:
                 text = f"it should give back {shapes[0]}"
             else:
                 text = f"it gives back {shapes[0]} in the normal case, or {join_and(shapes[1:], 'or')} in special cases" \
-                    if final is not None and self._shape(final.value) == shapes[0] else \
+                    if final is not None and final.value is not None and self._shape(final.value) == shapes[0] else \
                     f"it gives back {join_and(shapes, 'or')}, depending on the case"
             self.add("shape", text, "what it should give back", tags={"output", "type"}, priority=7.5,
                      extra=[self.fn.name])
@@ -1513,6 +1673,16 @@ class _FunctionReader:
                     pct = " as a percentage" if m.group(2) == "%" else ""
                     self.add("round", f"in the text, {what} is shown{pct} with {m.group(1)} decimals",
                              "rounding", tags={"round", "output", "format"}, priority=7)
+            elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "int" and node.args \
+                    and not isinstance(node.args[0], (ast.Constant, ast.Name)) or (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
+                    and node.func.id == "int" and node.args and isinstance(node.args[0], ast.Name) and node.args[0].id not in self.all_params):
+                found = True
+                sp.start()
+                what = sp.say(node.args[0])
+                if len(what) > 80 or what.startswith("a calculation"):
+                    what = "the result"
+                self.add("round", f"{what} is cut to a whole number (the decimals are dropped, not rounded)",
+                         "rounding", tags={"round"}, priority=7)
             elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in ("floor", "ceil") \
                     and isinstance(node.func.value, ast.Name) and node.func.value.id == "math" and node.args:
                 found = True
@@ -1552,19 +1722,18 @@ class _FunctionReader:
             if isinstance(f, ast.Name) and f.id == "sorted" and node.args and id(node) not in inner_sorts:
                 sp.start()
                 kw = {k.arg: k.value for k in node.keywords if k.arg}
-                text = sp._sorted_phrase(node)
+                text = sp._sorted_phrase(node, imperative=True)
                 self.add("sort", text, "the order", tags={"order", "sort"}, priority=6.5)
                 key = kw.get("key")
-                if key is not None and not (isinstance(key, ast.Lambda) and isinstance(key.body, ast.Tuple)):
-                    self.add("tie", "when two are equal, they keep the order they came in", "ties",
-                             tags={"tie", "order"}, priority=4)
+                self._tie_fact(key, node.args[0])
             elif isinstance(f, ast.Attribute) and f.attr == "sort":
                 sp.start()
                 kw = {k.arg: k.value for k in node.keywords if k.arg}
                 rev = "reverse" in kw and _const_key(kw["reverse"]) is True
                 key = sp._key_phrase(kw.get("key"))
-                self.add("sort", f"{sp.say(f.value, 5)} is sorted{' by ' + key if key else ''}, "
+                self.add("sort", f"sort {sp.say(f.value, 5)}{' by ' + key if key else ''}, "
                          f"{'largest' if rev else 'smallest'} first", "the order", tags={"order", "sort"}, priority=6.5)
+                self._tie_fact(kw.get("key"), f.value)
             elif isinstance(f, ast.Name) and f.id in ("max", "min") and len(node.args) == 1 and node.keywords:
                 src = node.args[0]
                 sp.start()
@@ -1575,22 +1744,61 @@ class _FunctionReader:
                     text = f"if several tie for the {word}, pick the first one"
                 self.add("tie", text, "ties", tags={"tie", "order"}, priority=6)
 
+    def _tie_fact(self, key: ast.AST | None, source: ast.AST) -> None:
+        sp = self.speaker
+        if key is None:
+            return
+        sp.start()
+        if isinstance(key, ast.Lambda) and isinstance(key.body, ast.Tuple) and len(key.body.elts) >= 2:
+            arg = key.args.args[0].arg if key.args.args else "_"
+            saved = sp._item_names
+            if isinstance(source, ast.Call) and isinstance(source.func, ast.Attribute) and source.func.attr == "items":
+                sp._item_names = ("key", "value")
+            sp._in_tuple = True
+            try:
+                first = sp._key_part(key.body.elts[0], arg).split(" (")[0]
+                rest = join_and([sp._key_part(e, arg) for e in key.body.elts[1:]])
+            finally:
+                sp._in_tuple = False
+                sp._item_names = saved
+            self.add("tie", f"when two have the same {first.removeprefix('the ')}, order them by {rest}", "ties",
+                     tags={"tie", "order"}, priority=6)
+        else:
+            self.add("tie", "when two are equal, they keep the order they came in", "ties",
+                     tags={"tie", "order"}, priority=4)
+
     def _params(self) -> None:
+        kinds: list[str] = []
         for p in self.params + [x for x in (self.varargs,) if x]:
             try:
                 text = self._param_text(p)
             except (RecursionError, ValueError, AttributeError):
                 continue
+            if text and text.startswith(f"{p} is ") and not text.startswith(f"{p} is optional"):
+                kinds.append(text.split(";")[0])
             if text:
                 elems = [self.aliases.get(v, v) for v, src in self.loop_of.items()
                          if isinstance(src, ast.Name) and src.id == p]
                 tags = {"input", "type"} | ({"missing", "none", "default"} if "may be missing" in text else set())
                 self.add("param", text, f"what {p} looks like", tags=tags, priority=5.5,
                          extra=[p, *elems, *( ["item", "element", "entry"] if elems else [])])
+        if len(kinds) >= 2 and len(self.params) >= 2:
+            self.speaker.start()
+            descs = [k.split(" is ", 1)[1] for k in kinds]
+            plural = {"a number": "numbers", "text": "text", "a list": "lists", "a dict": "dicts",
+                      "true or false": "true or false", "a whole number": "whole numbers"}
+            if len(set(descs)) == 1 and descs[0] in plural and len(kinds) == len(self.params):
+                text = f"{join_and(list(self.params))} are {'both' if len(self.params) == 2 else 'all'} {plural[descs[0]]}"
+            else:
+                text = "; ".join(kinds)
+            self.add("params", text, "what the inputs look like", tags={"input", "type"}, priority=5.8,
+                     extra=list(self.params))
 
-    def _param_text(self, p: str) -> str | None:  # noqa: C901
-        sp = self.speaker
+    def _param_text(self, p: str, speaker: Speaker | None = None) -> str | None:  # noqa: C901
+        sp = speaker or self.speaker
         sp.start()
+        boolish = False
+        compare_keys: dict[str, float] = {}
         elems = {v for v, src in self.loop_of.items() if isinstance(src, ast.Name) and src.id == p}
         compares: list[str] = []
         str_values: list[str] = []
@@ -1600,6 +1808,7 @@ class _FunctionReader:
         numeric = textual = iterated = items = False
         tuple_elems: list[str] = []
         table_keys: list[str] = []
+        elem_methods: set[str] = set()
         module = ast.Module(body=self.body, type_ignores=[])
 
         def is_p(n: ast.AST) -> bool:
@@ -1609,6 +1818,10 @@ class _FunctionReader:
             return isinstance(n, ast.Name) and n.id in elems
 
         for node in ast.walk(module):
+            test = getattr(node, "test", None) if isinstance(node, (ast.If, ast.While, ast.IfExp)) else None
+            if test is not None and is_p(test) or isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not) \
+                    and is_p(node.operand) or isinstance(node, ast.BoolOp) and any(is_p(v) for v in node.values):
+                boolish = True
             if isinstance(node, ast.Compare):
                 items_ = [node.left, *node.comparators]
                 for i, op in enumerate(node.ops):
@@ -1619,6 +1832,15 @@ class _FunctionReader:
                     if is_p(left) or (isinstance(left, ast.Call) and isinstance(left.func, ast.Name)
                                       and left.func.id in ("len", "abs") and left.args and is_p(left.args[0])):
                         prefix = "" if is_p(left) else ("its length is " if left.func.id == "len" else "its size is ")  # type: ignore[union-attr]
+                        if isinstance(right, ast.Name) and right.id in self.constants and is_p(left):
+                            c = self.constants[right.id]
+                            if isinstance(c, (int, float)) and not isinstance(c, bool):
+                                numeric = True
+                                word = _CMP_WORDS.get(type(op), "")
+                                phrase = f"{word + ' ' if word and 'one of' not in word else ''}{sp.say(right)}"
+                                if phrase not in compares:
+                                    compares.append(phrase)
+                                    compare_keys[phrase] = float(c)
                         if is_const(right):
                             c = _const_key(right)
                             if isinstance(c, str):
@@ -1635,6 +1857,7 @@ class _FunctionReader:
                                     phrase = f"{prefix}{sp.say(right)}"
                                 if phrase not in compares:
                                     compares.append(phrase)
+                                    compare_keys[phrase] = float(c)
                         elif isinstance(right, (ast.Tuple, ast.List, ast.Set)) and all(is_const(e) for e in right.elts):
                             for e in right.elts:
                                 v = sp.say(e)
@@ -1689,6 +1912,8 @@ class _FunctionReader:
                     methods.add(m)
                     if m == "items":
                         items = True
+                elif is_e(owner):
+                    elem_methods.add(m)
             elif isinstance(node, ast.BinOp) and (is_p(node.left) or is_p(node.right)):
                 other = node.right if is_p(node.left) else node.left
                 oc = _const_key(other)
@@ -1746,8 +1971,13 @@ class _FunctionReader:
             elif tuple_elems and len(tuple_elems) >= 2 and not tuple_elems[0].startswith(("first", "second")):
                 desc = f"a list of ({', '.join(tuple_elems)}) pairs" if len(tuple_elems) == 2 else \
                     f"a list of ({', '.join(tuple_elems)}) tuples"
-            elif textual and not elems:
+            elif (textual and not elems) or (elem_methods & {"isalnum", "isalpha", "isdigit", "isupper", "islower",
+                                                             "isspace"} and any(len(e) <= 2 or e in ("char", "letter", "character")
+                                                                               for e in elems)):
                 desc = "text"
+            elif elem_methods & {"lower", "upper", "strip", "split", "startswith", "endswith", "isdigit", "isalpha",
+                                 "replace", "title"}:
+                desc = "a list of strings"
             elif "sum" in methods:
                 desc = "a list of numbers"
             else:
@@ -1756,8 +1986,11 @@ class _FunctionReader:
             desc = "text"
         elif numeric or compares:
             desc = "a number"
+        elif boolish and not (isinstance(default, ast.Constant) and default.value is None):
+            desc = "true or false"
         else:
             desc = ""
+        compares.sort(key=lambda c: (c.startswith("its "), compare_keys.get(c, 0.0)))
         values = list(dict.fromkeys(str_values + table_keys))
         extras = []
         if values:
@@ -1771,10 +2004,12 @@ class _FunctionReader:
         extras += notes[:2]
         if not desc and not extras:
             return None
-        text = f"{p} is {desc}" if desc else f"for {p}, "
-        if extras:
-            text += ("; " if desc else "") + "; ".join(extras)
-        return text
+        if desc:
+            return f"{p} is {desc}" + ("; " + "; ".join(extras) if extras else "")
+        if extras[0].startswith("it is optional"):
+            extras[0] = extras[0].removeprefix("it ")
+            return f"{p} " + "; ".join(extras)
+        return f"for {p}, " + "; ".join(extras)
 
     def _docstring(self) -> None:
         if not self.doc:
@@ -1845,7 +2080,9 @@ def extract_facts(source: str, problem: str = "", test_calls: Iterable[str] = ()
         main = top[-1] if top else funcs[-1]
     tables, consts = _module_tables(tree)
     facts: list[Fact] = []
-    reader = _FunctionReader(main, tables, main=True)
+    module_consts = {name: _const_key(value) for name, value in consts
+                     if _const_key(value) is not None and not isinstance(_const_key(value), bool)}
+    reader = _FunctionReader(main, tables, main=True, module_consts=module_consts)
     facts += reader.read()
     sp = Speaker(reader.params)
     for name, value in consts:
@@ -1857,7 +2094,7 @@ def extract_facts(source: str, problem: str = "", test_calls: Iterable[str] = ()
         if f is main:
             continue
         try:
-            helper = _FunctionReader(f, tables, main=False).read()
+            helper = _FunctionReader(f, tables, main=False, module_consts=module_consts).read()
         except (RecursionError, ValueError, AttributeError, TypeError):
             continue
         facts += [h for h in helper if h.kind not in ("signature", "round", "raise") or h.polarity != "no"][:15]

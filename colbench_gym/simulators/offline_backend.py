@@ -20,7 +20,7 @@ from typing import Any
 
 from colbench_gym.simulators.base import Dialogue, HumanSimulator
 from colbench_gym.simulators.facts import Fact, FactSheet, extract_facts
-from colbench_gym.simulators.question import Message, Question, analyse, words_match
+from colbench_gym.simulators.question import Message, Question, analyse, keywords, stem, words_match
 from colbench_gym.tasks.records import BackendTask
 
 #: Below this relevance score a fact does not answer the question ("I don't know").
@@ -51,20 +51,21 @@ _TESTS = ("I don't have test cases to share, but ask me how it should behave.",)
 
 # intent -> [(fact kind or "#tag", bonus)]
 _INTENT_BONUS: dict[str, list[tuple[str, float]]] = {
-    "output": [("result", 2.0), ("shape", 2.2), ("case", 0.4)],
-    "signature": [("signature", 3.0), ("param", 1.0)],
-    "type": [("param", 1.5), ("shape", 1.2)],
+    "output": [("result", 2.2), ("shape", 2.2), ("#output", 1.5)],
+    "signature": [("signature", 3.0), ("params", 1.5), ("param", 1.0)],
+    "type": [("params", 2.0), ("param", 1.5), ("shape", 1.2), ("result", 1.2), ("#output", 1.2)],
     "round": [("#round", 3.0)],
-    "edge": [("#edge", 1.5)],
+    "edge": [("#edge", 1.5), ("branch", 1.2), ("case", 1.0)],
     "error": [("raise", 2.5), ("#error", 1.5)],
+    "unknown": [("#unknown", 2.5), ("#invalid", 1.0)],
     "order": [("#order", 2.0)],
     "tie": [("#tie", 3.0)],
     "how": [("assign", 0.8), ("accumulate", 0.8), ("result", 0.8), ("case", 0.8), ("branch", 0.5),
             ("table", 0.5)],
-    "values": [("table", 1.2), ("case", 1.2), ("constant", 1.2)],
+    "values": [("table", 1.2), ("case", 1.2), ("constant", 1.2), ("#threshold", 1.0), ("#values", 0.9)],
     "condition": [("branch", 1.0), ("case", 0.8)],
-    "purpose": [("doc", 2.0), ("result", 1.0)],
-    "example": [("param", 1.0), ("shape", 1.0)],
+    "purpose": [("doc", 2.0), ("param", 1.0), ("result", 1.0)],
+    "example": [("param", 1.5), ("params", 1.5), ("table", 1.0), ("shape", 1.0)],
 }
 # specific edge words -> tags a fact must carry to answer them
 _EDGE_WORDS: dict[str, set[str]] = {
@@ -165,7 +166,7 @@ class OfflineBackendSimulator(HumanSimulator):
                 s2, second = ranked[1]
                 pair = {best.kind, second.kind}
                 if s2 >= max(MIN_SCORE, 0.8 * best_score) and second.text != best.text and \
-                        not pair <= {"result", "shape"} and \
+                        not pair <= {"result", "shape"} and not pair <= {"param", "params"} and \
                         len(best.text) + len(second.text) < self.max_chars - 10:
                     picks.append((s2, qi, self._say_fact(q, second, sheet), second))
         if not picks:
@@ -205,27 +206,41 @@ class OfflineBackendSimulator(HumanSimulator):
             strict_kinds.add("raise")
         scored: list[tuple[float, Fact]] = []
         df: dict[str, int] = {}
+        focus = _param_focus(q.text, sheet.params)
         for t in q.keywords:
             df[t] = sum(1 for f in facts if any(words_match(t, k) for k in f.keywords))
+        # a parameter's name in the question is a strong topic signal, however many facts mention it
+        param_words = {w for p in sheet.params for w in keywords(p)} | {stem(p.lower()) for p in sheet.params}
         for fact in facts:
-            if strict_kinds and fact.kind not in strict_kinds:
+            if strict_kinds and fact.kind not in strict_kinds and not ("raise" in strict_kinds and "error" in fact.tags):
                 continue
+            if fact.polarity == "no" and fact.kind not in strict_kinds:
+                continue  # "no rounding needed" answers only a question about rounding
             if required and not strict_kinds and not (required & fact.tags) and not (q.numbers - {0.0}) & fact.numbers:
                 continue
             score = 0.0
             for t in q.keywords:
                 if df[t] and any(words_match(t, k) for k in fact.keywords):
-                    score += math.log((n + 1) / (df[t] + 0.5))
+                    weight = math.log((n + 1) / (df[t] + 0.5))
+                    if t in param_words:
+                        weight = max(weight, 1.25)
+                    if fact.kind == "signature" and "signature" not in q.intents:
+                        weight *= 0.3  # the function's name echoes the topic; that is not a question about it
+                    score += weight
             score += 2.0 * sum(1 for x in q.numbers if any(math.isclose(x, y) for y in fact.numbers))
             score += 2.0 * len(q.strings & fact.strings)
             score += 1.5 * sum(1 for s in fact.strings if s and s in lower_words and s not in q.strings)
             for intent in q.intents:
                 for target, bonus in _INTENT_BONUS.get(intent, ()):
                     if (target.startswith("#") and target[1:] in fact.tags) or target == fact.kind:
+                        if intent == "signature" and fact.kind == "signature" and q.intents & {"type", "values"}:
+                            bonus = 1.0
                         score += bonus
                         break
             if required & fact.tags:
                 score += 2.0
+            if fact.kind == "param" and focus and (fact.text.startswith(focus + " ") or fact.text.startswith(f"for {focus},")):
+                score += 2.5
             if strict_kinds:
                 score += 2.0
             score += 0.01 * fact.priority
@@ -245,6 +260,8 @@ class OfflineBackendSimulator(HumanSimulator):
     def _yes_no(q: Question, fact: Fact) -> str | None:
         if fact.polarity == "no":
             return "No"
+        if fact.kind == "round" and q.numbers:
+            return "Yes" if q.numbers & fact.numbers else "No"
         asked = {x for x in q.numbers if x not in (0.0, 1.0) or x in fact.numbers}
         if asked and fact.numbers:
             ok = all(any(math.isclose(a, b) for b in fact.numbers) for a in asked)
@@ -335,6 +352,16 @@ def _as_task(task: Any) -> BackendTask:
     if isinstance(task, Mapping):
         return BackendTask.from_record(task)
     raise TypeError(f"the offline backend simulator needs a BackendTask or a backend record, got {type(task).__name__}")
+
+
+def _param_focus(text: str, params: list[str]) -> str | None:
+    """The parameter a question is about when it asks what a parameter is ("What is `plan`?")."""
+    for p in params:
+        pat = rf"(what|which)\s+(is|are|does|should)\s+(the\s+)?[`'\"]?{re.escape(p)}[`'\"]?(\s+(parameter|argument|input))?" \
+              rf"(\s+(for|mean|represent|look like|contain|be))?\s*\??\s*$"
+        if re.search(pat, text.strip(), re.I) or re.search(rf"(format|type|shape|structure) of [`'\"]?{re.escape(p)}\b", text, re.I):
+            return p
+    return None
 
 
 def _lower_first(text: str, sheet: FactSheet) -> str:

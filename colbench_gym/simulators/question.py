@@ -20,12 +20,12 @@ _QUOTED_RE = re.compile(r"'([^'\n]{1,60})'|\"([^\"\n]{1,60})\"|`([^`\n]{1,60})`"
 _FENCE_RE = re.compile(r"```[^\n]*\n.*?(?:```|\Z)", re.S)
 
 STOPWORDS = frozenset(
-    """a an the and or but if then else of to in on at by for from with without into onto about as
+    """a an the and or but if then of to in on at by for from with without into onto about as
     is are was were be been being am do does did done doing have has had having can could shall
     should will would may might must i me my mine we us our you your yours it its it's this that
     these those there here what which who whom whose when where why how whether not no yes so such
     than too very just also only any all each every some both either neither more most less least
-    much many few other another same own up down out over under again further once please thanks
+    much many few same own up down out over under again further once please thanks
     thank ok okay sure hi hello hey dear let lets let's get got give gives given tell know knows
     want wants need needs like likes make makes made use used using uses one ones thing things
     something anything everything way ways kind kinds sort function functions code python
@@ -33,7 +33,7 @@ STOPWORDS = frozenset(
     value values question questions clarify clarification mean means meant exactly specific
     specifically actually really right correct would wouldn't should shouldn't i'd i'll i'm i've
     you'd you'll you're don't doesn't isn't aren't can't won't go going happen happens
-    case cases example examples""".split()
+    case cases example examples their them they result results output outputs""".split()
 )
 # "value", "case" and "example" are stop words for topic matching but drive intents below.
 
@@ -50,6 +50,8 @@ _INTENT_WORDS: dict[str, tuple[str, ...]] = {
     "edge": ("edge", "empty", "zero", "negative", "none", "null", "missing", "special",
              "invalid", "unknown", "corner", "nothing", "no items", "not found", "absent",
              "exceed", "above", "below", "over", "under", "beyond", "outside"),
+    "unknown": ("something else", "don't know", "do not know", "not one of", "unknown", "unrecognized",
+                "unrecognised", "other value", "anything else", "not listed", "not in the list", "any other", "other than", "isn't one", "is not one", "none of", "unexpected"),
     "error": ("error", "exception", "raise", "throw", "invalid", "fail", "crash", "valid"),
     "order": ("sort", "order", "ascending", "descending", "first", "last", "rank", "arrange"),
     "tie": ("tie", "ties", "same", "equal", "draw", "tied"),
