@@ -202,14 +202,22 @@ class Speaker:
         self._item_names: tuple[str, str] | None = None
         self._in_tuple = False
         self.constants: dict[str, object] = {}  # locals set once to a constant: "the goal (30)"
-        self.param_kinds: dict[str, str] = {}  # "a number", "text", ... (for "is empty" vs "is false")
+        self.param_kinds: dict[str, str] = {}
+        self.explain: dict[str, ast.AST] = {}  # locals set once to a short formula: "the needed (...)"
+        self.cond_defs: dict[str, ast.AST] = {}  # locals that hold a condition: "night = hour >= 22"  # "a number", "text", ... (for "is empty" vs "is false")
         self.tables: set[str] = set()  # names of lookup tables ("the rate for plan", not "rates' plan")
 
     def start(self) -> None:
         self.numbers, self.strings, self.names = set(), set(), set()
 
     # -- names and constants
-    def name(self, ident: str) -> str:
+    def target(self, node: ast.AST) -> str:
+        """An assignment target: a local's plain name, never its explanation."""
+        if isinstance(node, ast.Name):
+            return self.name(node.id, bare=True)
+        return self.say(node)
+
+    def name(self, ident: str, bare: bool = False) -> str:
         self.names.add(ident)
         if ident in self.aliases:
             return self.aliases[ident]
@@ -217,8 +225,16 @@ class Speaker:
             return ident
         if ident in ("True", "False", "None"):
             return ident.lower()
-        if ident in self.constants:
+        if ident in self.constants and not bare:
             return f"the {humanise(ident)} ({self.const(self.constants[ident])})"
+        if ident in self.explain and not bare and ident not in self._expanding:
+            self._expanding.add(ident)
+            try:
+                inner = self.say(self.explain[ident])
+            finally:
+                self._expanding.discard(ident)
+            if len(inner) <= 70:
+                return f"the {humanise(ident)} ({inner})"
         return "the " + humanise(ident)
 
     def const(self, value: object) -> str:
@@ -262,6 +278,11 @@ class Speaker:
                     self._expanding.discard(node.id)
             return self.name(node.id)
         if isinstance(node, ast.UnaryOp):
+            inner = node.operand
+            if isinstance(node.op, ast.USub) and isinstance(inner, ast.BinOp) and isinstance(inner.op, ast.FloorDiv) \
+                    and isinstance(inner.left, ast.UnaryOp) and isinstance(inner.left.op, ast.USub):
+                # -(-a // b): the ceiling-division idiom
+                return f"{self.say(inner.left.operand, 2)} divided by {self.say(inner.right, 3)}, rounded up"
             if isinstance(node.op, ast.USub):
                 if isinstance(node.operand, ast.Constant) and isinstance(node.operand.value, (int, float)):
                     return self.const(-node.operand.value)
@@ -406,6 +427,8 @@ class Speaker:
             if f == "abs" and args:
                 return f"the absolute value of {a[0]}"
             if f in ("int",) and args:
+                if isinstance(args[0], ast.Call) and isinstance(args[0].func, ast.Name) and args[0].func.id == "round":
+                    return self.say(args[0], 5)
                 if isinstance(args[0], ast.Constant) or (isinstance(args[0], ast.Call) and isinstance(args[0].func, ast.Name)
                                                          and args[0].func.id in ("round", "len")):
                     return f"{a[0]} as a whole number"
@@ -657,6 +680,12 @@ class Speaker:
             if fname in ("isinstance", "startswith", "endswith", "any", "all") or fname.startswith("is"):
                 return text
             return f"{text} holds"
+        if isinstance(node, ast.Name) and node.id in self.cond_defs and node.id not in self._expanding:
+            self._expanding.add(node.id)
+            try:
+                return self.cond(self.cond_defs[node.id])
+            finally:
+                self._expanding.discard(node.id)
         if isinstance(node, ast.Name) and self.param_kinds.get(node.id) == "true or false":
             return f"{node.id} is true"
         if isinstance(node, (ast.Name, ast.Attribute, ast.Subscript)):
@@ -664,6 +693,21 @@ class Speaker:
         return self.say(node)
 
     def negate(self, node: ast.AST) -> str:
+        if isinstance(node, ast.Name) and node.id in self.cond_defs and node.id not in self._expanding:
+            self._expanding.add(node.id)
+            try:
+                return self.negate(self.cond_defs[node.id])
+            finally:
+                self._expanding.discard(node.id)
+        if isinstance(node, ast.BoolOp):
+            word = " or " if isinstance(node.op, ast.And) else " and "
+            return word.join(self.negate(v) for v in node.values)
+        if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
+            return self.cond(node.operand)
+        if isinstance(node, ast.Compare) and len(node.ops) == 2 and is_const(node.left) and is_const(node.comparators[1]) \
+                and all(isinstance(o, (ast.Lt, ast.LtE)) for o in node.ops):
+            return (f"{self.say(node.comparators[0], 2)} is not between {self.say(node.left)} and "
+                    f"{self.say(node.comparators[1])}")
         if isinstance(node, ast.Compare) and len(node.ops) == 1 and type(node.ops[0]) in _CMP_NEG:
             flipped = ast.Compare(left=node.left, ops=[_CMP_NEG[type(node.ops[0])]()], comparators=node.comparators)
             return self.compare(flipped)
@@ -949,6 +993,13 @@ class _FunctionReader:
         self.speaker = Speaker(self.params, aliases, key_nouns=self.key_nouns)
         self.speaker.tables = set(self.tables)
         self.speaker.constants = dict(self.constants)
+        for name, value in self.top_assigns.items():
+            if name in self.aliases or name in self.constants or is_trivial_init(value) or is_table(value):
+                continue
+            if isinstance(value, (ast.Compare, ast.BoolOp)) or (isinstance(value, ast.UnaryOp) and isinstance(value.op, ast.Not)):
+                self.speaker.cond_defs[name] = value
+            elif isinstance(value, (ast.BinOp, ast.Call)):
+                self.speaker.explain[name] = value
 
     def _topic_name(self, name: str) -> str:
         if name in self.all_params:
@@ -1263,7 +1314,7 @@ class _FunctionReader:
                 self.add("accumulate", lead + acc, f"how {sp.say(target.value if isinstance(target, ast.Subscript) else target)} is built",
                          tags={"how"}, priority=5, extra=names)
                 return
-            tname = sp.say(target)
+            tname = sp.target(target)
             vtext = sp.say(value)
             if vtext.startswith("a calculation") or vtext == tname:
                 return
@@ -1273,7 +1324,7 @@ class _FunctionReader:
             self.add("assign", f"{lead}{tname} {verb} {vtext}", f"how {tname} is worked out",
                      tags={"how"}, priority=4.5, extra=names)
         elif isinstance(st, ast.AugAssign):
-            tname = sp.say(st.target)
+            tname = sp.target(st.target)
             word = _AUG_WORDS.get(type(st.op), "is updated by")
             if isinstance(st.op, ast.Add) and (isinstance(st.value, (ast.List, ast.JoinedStr)) or
                                                (isinstance(st.value, ast.Constant) and isinstance(st.value.value, str))):
@@ -1321,9 +1372,9 @@ class _FunctionReader:
                 break
             if isinstance(st, ast.Assign) and len(st.targets) == 1:
                 acc = self._accumulation(st.targets[0], st.value)
-                parts.append(acc or f"{sp.say(st.targets[0])} is {sp.say(st.value)}")
+                parts.append(acc or f"{sp.target(st.targets[0])} is {sp.say(st.value)}")
             elif isinstance(st, ast.AugAssign):
-                parts.append(f"{sp.say(st.target)} {_AUG_WORDS.get(type(st.op), 'is updated by')} {sp.say(st.value)}")
+                parts.append(f"{sp.target(st.target)} {_AUG_WORDS.get(type(st.op), 'is updated by')} {sp.say(st.value)}")
             elif isinstance(st, ast.Expr) and isinstance(st.value, ast.Call):
                 call = st.value
                 if isinstance(call.func, ast.Attribute) and call.func.attr in ("append", "add", "extend") and call.args:
@@ -1497,7 +1548,7 @@ class _FunctionReader:
                 pieces.append(f"{v} when it is {word} {sp.say(right)}".replace("is  ", "is "))
         if else_val is not None:
             pieces.append(f"{self._value(else_val)} otherwise")
-        what = "the result" if kind == "return" else sp.say(outs[0][3].targets[0])
+        what = "the result" if kind == "return" else sp.target(outs[0][3].targets[0])
         return f"depending on {subj}, {what} is {join_and(pieces)}"
 
     # -- whole-function facts
@@ -1544,7 +1595,8 @@ class _FunctionReader:
             s = self._shape(r.value) if r.value is not None else "None"
             if s and s not in shapes:
                 shapes.append(s)
-        has_content = any(f.kind == "result" for f in self.facts) or bool(self.consumed)
+        bare = final is not None and isinstance(final.value, ast.Name) and final.value.id not in self.top_assigns
+        has_content = (any(f.kind == "result" for f in self.facts) and not bare) or bool(self.consumed)
         if has_content and len(shapes) == 1 and shapes[0] in ("text", "a number", "a list", "a whole number"):
             return  # "the result is the cost, rounded to 2 decimals" already says it is a number
         if shapes:
@@ -1674,7 +1726,9 @@ class _FunctionReader:
                     self.add("round", f"in the text, {what} is shown{pct} with {m.group(1)} decimals",
                              "rounding", tags={"round", "output", "format"}, priority=7)
             elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "int" and node.args \
-                    and not isinstance(node.args[0], (ast.Constant, ast.Name)) or (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
+                    and not isinstance(node.args[0], (ast.Constant, ast.Name)) and not (
+                        isinstance(node.args[0], ast.Call) and isinstance(node.args[0].func, ast.Name)
+                        and node.args[0].func.id in ("round", "len")) or (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
                     and node.func.id == "int" and node.args and isinstance(node.args[0], ast.Name) and node.args[0].id not in self.all_params):
                 found = True
                 sp.start()
@@ -1831,13 +1885,13 @@ class _FunctionReader:
                         op = _CMP_FLIP.get(type(op), type(op))()
                     if is_p(left) or (isinstance(left, ast.Call) and isinstance(left.func, ast.Name)
                                       and left.func.id in ("len", "abs") and left.args and is_p(left.args[0])):
-                        prefix = "" if is_p(left) else ("its length is " if left.func.id == "len" else "its size is ")  # type: ignore[union-attr]
+                        prefix = "it is " if is_p(left) else ("its length is " if left.func.id == "len" else "its size is ")  # type: ignore[union-attr]
                         if isinstance(right, ast.Name) and right.id in self.constants and is_p(left):
                             c = self.constants[right.id]
                             if isinstance(c, (int, float)) and not isinstance(c, bool):
                                 numeric = True
                                 word = _CMP_WORDS.get(type(op), "")
-                                phrase = f"{word + ' ' if word and 'one of' not in word else ''}{sp.say(right)}"
+                                phrase = f"it is {word + ' ' if word and 'one of' not in word else ''}{sp.say(right)}"
                                 if phrase not in compares:
                                     compares.append(phrase)
                                     compare_keys[phrase] = float(c)
@@ -1959,7 +2013,9 @@ class _FunctionReader:
             return join_and(names), notes
 
         notes: list[str] = []
-        if items or (keys and not iterated):
+        if methods & str_methods and not elem_keys:
+            desc = "text"
+        elif items or (keys and not iterated):
             desc = "a dict"
             if keys:
                 names, notes = key_list(keys)
@@ -1991,6 +2047,8 @@ class _FunctionReader:
         else:
             desc = ""
         compares.sort(key=lambda c: (c.startswith("its "), compare_keys.get(c, 0.0)))
+        compares = [c if i == 0 or not c.startswith("it is ") else c[6:] for i, c in enumerate(compares)] \
+            if all(c.startswith("it is ") for c in compares) else compares
         values = list(dict.fromkeys(str_values + table_keys))
         extras = []
         if values:
@@ -1998,7 +2056,7 @@ class _FunctionReader:
             extras.append(f"the ones that matter are {join_and(shown, 'and')}" if len(shown) > 1
                           else f"the one that matters is {shown[0]}")
         if compares:
-            extras.append("what matters is whether it is " + join_and(compares[:4], "or"))
+            extras.append("what matters is whether " + join_and(compares[:4], "or"))
         if default is not None:
             extras.append(f"it is optional and defaults to {sp.say(default)}")
         extras += notes[:2]

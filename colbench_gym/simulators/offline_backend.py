@@ -62,9 +62,9 @@ _INTENT_BONUS: dict[str, list[tuple[str, float]]] = {
     "tie": [("#tie", 3.0)],
     "how": [("assign", 0.8), ("accumulate", 0.8), ("result", 0.8), ("case", 0.8), ("branch", 0.5),
             ("table", 0.5)],
-    "values": [("table", 1.2), ("case", 1.2), ("constant", 1.2), ("#threshold", 1.0), ("#values", 0.9)],
+    "values": [("table", 2.0), ("case", 1.5), ("constant", 1.5), ("#threshold", 1.0), ("#values", 0.9)],
     "condition": [("branch", 1.0), ("case", 0.8)],
-    "purpose": [("doc", 2.0), ("param", 1.0), ("result", 1.0)],
+    "purpose": [("doc", 2.0), ("result", 1.6), ("shape", 1.3), ("param", 1.0)],
     "example": [("param", 1.5), ("params", 1.5), ("table", 1.0), ("shape", 1.0)],
 }
 # specific edge words -> tags a fact must carry to answer them
@@ -173,7 +173,8 @@ class OfflineBackendSimulator(HumanSimulator):
             return None
         chosen: list[tuple[float, int, str, Fact | None]] = []
         seen: set[str] = set()
-        for pick in sorted(picks, key=lambda p: (-p[0], p[1])):
+        # the agent's own order says what matters most: answer its first answerable questions
+        for pick in sorted(picks, key=lambda p: (p[1], -p[0])):
             if pick[2] in seen:
                 continue
             if len(chosen) == 2:

@@ -41,10 +41,11 @@ STOPWORDS = frozenset(
 _INTENT_WORDS: dict[str, tuple[str, ...]] = {
     "output": ("return", "output", "result", "produce", "outcome", "give back", "gives back",
                "send back", "format of the", "shape", "contain", "include", "summary"),
-    "signature": ("parameter", "argument", "param", "signature", "input", "inputs", "call it",
+    "signature": ("parameter", "argument", "param", "signature", "what are the inputs", "which inputs",
+                  "what inputs", "call it",
                   "called", "name the function", "function name", "name of the function",
                   "naming", "take as", "accept", "arguments"),
-    "type": ("type", "format", "integer", "int", "float", "string", "str", "list", "dict",
+    "type": ("type", "format", "input", "inputs", "integer", "int", "float", "string", "str", "list", "dict",
              "dictionary", "tuple", "boolean", "bool", "structure", "look like", "datatype"),
     "round": ("round", "decimal", "precision", "digit", "places", "truncate", "format"),
     "edge": ("edge", "empty", "zero", "negative", "none", "null", "missing", "special",
