@@ -260,3 +260,23 @@ def test_unparsable_reference_is_handled(sim):
 def test_registry_builds_it():
     sim = make_simulator("offline", "backend", seed=5)
     assert isinstance(sim, OfflineBackendSimulator) and sim.seed == 5 and sim.kind == "backend"
+
+
+def test_plays_inside_the_backend_environment():
+    """The default simulator of ColBench-Backend-v0 answers in the observation, cut to 400 chars."""
+    import gymnasium as gym
+
+    import colbench_gym  # noqa: F401  (registers the environments)
+
+    task = load("gym_fee")
+    env = gym.make("ColBench-Backend-v0", tasks=[task.to_record()], simulator="offline",
+                   simulator_kwargs={"seed": 1})
+    try:
+        obs, info = env.reset(seed=0, options={"task": task.to_record()})
+        assert "gym_fee" in obs
+        obs, reward, terminated, truncated, info = env.step("What are the plan prices?")
+        assert not terminated and "35" in obs and "'pro'" in obs and len(obs) <= 400
+        obs, *_ = env.step("thinking about visits OUTPUT: What happens when visits is 0?")
+        assert "half" in obs
+    finally:
+        env.close()
