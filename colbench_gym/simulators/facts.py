@@ -332,6 +332,13 @@ class Speaker:
                     any(isinstance(e, ast.Name) and e.id == node.elt.id for e in gen.target.elts):
                 pos = [e.id if isinstance(e, ast.Name) else "" for e in gen.target.elts].index(node.elt.id)
                 return f"just the {humanise(node.elt.id)} ({ordinal(pos)} part) of each item in {self.say(gen.iter, 5)}"
+            if isinstance(node.elt, ast.Name) and isinstance(gen.target, ast.Name) and node.elt.id == gen.target.id:
+                noun = self._target_noun(gen.target, gen.iter)
+                conds = [self.cond(c) for c in gen.ifs]
+                plural = noun + ("es" if noun.endswith(("s", "x", "ch", "sh")) else "s")
+                where = f" where {join_and(conds)}" if conds else ""
+                head = "the distinct " if isinstance(node, ast.SetComp) else "the "
+                return f"{head}{plural} of {self.say(gen.iter, 5)}{where}"
             elt = self.say(node.elt)
             src = f"each {self._target_noun(gen.target, gen.iter)} in {self.say(gen.iter, 5)}"
             conds = [self.cond(c) for c in gen.ifs]
@@ -392,6 +399,9 @@ class Speaker:
             return "text like " + fmt_string(node.left.value)
         word, p = _BINOP.get(op, ("combined with", 1))
         left_c, right_c = _const_key(node.left), _const_key(node.right)
+        if op is ast.Add and any(isinstance(x, ast.Name) and self.param_kinds.get(x.id, "").startswith("a list")
+                                 for x in (node.left, node.right)):
+            return f"{self.say(node.left, 5)} followed by {self.say(node.right, 5)}"
         if op is ast.Mult and (right_c == 0.5 or left_c == 0.5):
             other = node.left if right_c == 0.5 else node.right
             self.numbers.add(0.5)
@@ -403,6 +413,8 @@ class Speaker:
             left = self.say(node.left, p)
             right = self.say(node.right, p + (1 if op in (ast.Sub, ast.Div, ast.FloorDiv, ast.Mod) else 0))
             text = f"{left} {word} {right}"
+            if op is ast.FloorDiv:
+                text = f"{left} divided by {right} (rounded down)"
         return f"({text})" if p < prec else text
 
     def _call(self, node: ast.Call) -> str:  # noqa: C901
@@ -491,6 +503,8 @@ class Speaker:
                 default = self.say(args[1]) if len(args) > 1 else "None"
                 return what if self.brief else f"{what} ({default} if missing)"
             if m == "join" and args and isinstance(base, ast.Constant):
+                if base.value == "":
+                    return f"{self.say(args[0], 5)}, joined together"
                 return f"{self.say(args[0], 5)} joined with {self.say(base)}"
             if m == "split":
                 x = self.say(base, 5)
@@ -548,6 +562,13 @@ class Speaker:
 
     def _key_part(self, node: ast.AST, arg: str) -> str:
         desc = ""
+        if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
+            saved = dict(self.aliases)
+            self.aliases[arg] = "the item"
+            try:
+                return f"the ones where {self.say(node.operand)} is true first"
+            finally:
+                self.aliases = saved
         if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
             node, desc = node.operand, " (largest first)"
         if isinstance(node, ast.Subscript) and isinstance(node.value, ast.Name):
@@ -654,9 +675,13 @@ class Speaker:
                 if isinstance(part.format_spec, ast.JoinedStr):
                     spec = "".join(str(v.value) for v in part.format_spec.values if isinstance(v, ast.Constant))
                 m = re.search(r"\.(\d+)f", spec)
+                pad = re.fullmatch(r"0(\d+)d?", spec)
                 if m:
                     self.numbers.add(float(m.group(1)))
                     label += f" with {m.group(1)} decimals"
+                elif pad:
+                    self.numbers.add(float(pad.group(1)))
+                    label += f" as {pad.group(1)} digits with leading zeros"
                 elif "%" in spec:
                     label += " as a percentage"
                 elif "," in spec:
@@ -781,6 +806,8 @@ class Speaker:
 def element_noun(var: str, iterable: ast.AST) -> str:
     """What one item of a loop is called: the loop variable if it is a word, else the
     collection's name made singular ("scores" -> "score")."""
+    if var in ("ch", "c", "char", "chr", "letter", "character"):
+        return "character"
     if var and len(var) >= 3 and var not in ("idx", "val", "elem", "obj", "tmp"):
         return humanise(var)
     if isinstance(iterable, ast.Call) and isinstance(iterable.func, ast.Name) and iterable.func.id == "range":
@@ -996,7 +1023,12 @@ class _FunctionReader:
         for name, value in self.top_assigns.items():
             if name in self.aliases or name in self.constants or is_trivial_init(value) or is_table(value):
                 continue
-            if isinstance(value, (ast.Compare, ast.BoolOp)) or (isinstance(value, ast.UnaryOp) and isinstance(value.op, ast.Not)):
+            predicate = isinstance(value, ast.Call) and (
+                (isinstance(value.func, ast.Attribute) and (value.func.attr in ("startswith", "endswith")
+                                                            or value.func.attr.startswith("is")))
+                or (isinstance(value.func, ast.Name) and value.func.id in ("isinstance", "any", "all", "bool")))
+            if isinstance(value, (ast.Compare, ast.BoolOp)) or predicate or \
+                    (isinstance(value, ast.UnaryOp) and isinstance(value.op, ast.Not)):
                 self.speaker.cond_defs[name] = value
             elif isinstance(value, (ast.BinOp, ast.Call)):
                 self.speaker.explain[name] = value
@@ -1785,8 +1817,11 @@ class _FunctionReader:
                 kw = {k.arg: k.value for k in node.keywords if k.arg}
                 rev = "reverse" in kw and _const_key(kw["reverse"]) is True
                 key = sp._key_phrase(kw.get("key"))
-                self.add("sort", f"sort {sp.say(f.value, 5)}{' by ' + key if key else ''}, "
-                         f"{'largest' if rev else 'smallest'} first", "the order", tags={"order", "sort"}, priority=6.5)
+                k = kw.get("key")
+                multi = isinstance(k, ast.Lambda) and isinstance(k.body, ast.Tuple)
+                order = "" if multi else f", {'largest' if rev else 'smallest'} first"
+                self.add("sort", f"sort {sp.say(f.value, 5)}{' by ' + key if key else ''}{order}", "the order",
+                         tags={"order", "sort"}, priority=6.5)
                 self._tie_fact(kw.get("key"), f.value)
             elif isinstance(f, ast.Name) and f.id in ("max", "min") and len(node.args) == 1 and node.keywords:
                 src = node.args[0]
