@@ -84,7 +84,7 @@ class _Draft:
     function_name: str
     description: str
     lines: list[str]
-    tests: list[str]
+    tests: _Tests
     hidden: dict[str, Any]
     hidden_strings: list[str] = field(default_factory=list)
 
@@ -105,24 +105,73 @@ def _call(fn: str, *args: Any) -> str:
     return f"{fn}({', '.join(repr(a) for a in args)})"
 
 
-def _ten(fn: str, calls: Sequence[tuple], filler: Callable[[], tuple]) -> list[str]:
-    """The first ten distinct calls (priority order), topped up from ``filler`` when short."""
-    out: list[str] = []
-    for args in calls:
-        text = _call(fn, *args)
-        if text not in out:
-            out.append(text)
-        if len(out) == 10:
-            return out
-    for _ in range(500):
-        if len(out) == 10:
-            break
-        text = _call(fn, *filler())
-        if text not in out:
-            out.append(text)
-    if len(out) != 10:
-        raise RuntimeError(f"generator produced only {len(out)} distinct tests for {fn}")
-    return out
+@dataclass
+class _Tests:
+    """Candidate test calls in priority order (boundaries first) plus a filler for top-ups.
+
+    Kept lazy so the generator can drop a call whose expected value sits exactly on a rounding
+    tie (e.g. ``round(14.945, 2)``): two correct answers that add the same numbers in another
+    order may land on either side of such a tie, and the test would be unfair.
+    """
+
+    fn: str
+    calls: Sequence[tuple]
+    filler: Callable[[], tuple]
+
+    def pick(self, accept: Callable[[str], bool]) -> list[str]:
+        """The first ten distinct accepted calls, topped up from ``filler`` when short."""
+        out: list[str] = []
+        for args in self.calls:
+            text = _call(self.fn, *args)
+            if text not in out and accept(text):
+                out.append(text)
+            if len(out) == 10:
+                return out
+        for _ in range(500):
+            if len(out) == 10:
+                break
+            text = _call(self.fn, *self.filler())
+            if text not in out and accept(text):
+                out.append(text)
+        if len(out) != 10:
+            raise RuntimeError(f"generator produced only {len(out)} usable tests for {self.fn}")
+        return out
+
+
+def _ten(fn: str, calls: Sequence[tuple], filler: Callable[[], tuple]) -> _Tests:
+    return _Tests(fn, calls, filler)
+
+
+class _RoundingTie(Exception):
+    pass
+
+
+def _tie_checking_round(number: Any, ndigits: int | None = None) -> Any:
+    if isinstance(number, float):
+        scaled = abs(number) * 10 ** (ndigits or 0)
+        if abs(scaled - int(scaled) - 0.5) < 1e-6:
+            raise _RoundingTie
+    return round(number) if ndigits is None else round(number, ndigits)
+
+
+def _no_rounding_tie(source: str) -> Callable[[str], bool]:
+    """``accept(call)`` for :meth:`_Tests.pick`: False when the call rounds an exact half.
+
+    Runs our own template code (trusted, deterministic) with a ``round`` that spots ties.
+    """
+    namespace: dict[str, Any] = {"round": _tie_checking_round}
+    exec(compile(source, "<generated reference>", "exec"), namespace)  # noqa: S102 - our own template
+
+    def accept(call: str) -> bool:
+        try:
+            eval(compile(call, "<generated test>", "eval"), namespace)
+        except _RoundingTie:
+            return False
+        except Exception:  # noqa: BLE001 - an expected error (e.g. ValueError) is a fine test
+            return True
+        return True
+
+    return accept
 
 
 _TEMPLATES = (
@@ -468,11 +517,11 @@ def _shipping(rng: random.Random) -> _Draft:
         ("courier_price", "order_value", "same_day", "I run a courier service for local shops", "prices a delivery"),
     ])
     free_min = rng.randrange(25, 151, 5)
-    base = rng.choice([2.99, 3.5, 3.99, 4.5, 4.99, 5.95, 6.5])
+    base = rng.choice([2.98, 3.5, 3.98, 4.5, 4.98, 5.96, 6.5])  # even cents: fewer half-cent ties
     included = rng.choice([0.5, 1, 2, 3, 5])
     per_kg = rng.choice([0.5, 0.75, 1, 1.25, 1.5, 2, 2.5])
     mode = rng.choice(["surcharge", "multiplier"])
-    fast_value = rng.choice([3, 4.5, 6, 7.5, 10]) if mode == "surcharge" else rng.choice([1.5, 1.75, 2, 2.5])
+    fast_value = rng.choice([3, 4.5, 6, 7.5, 10]) if mode == "surcharge" else rng.choice([1.5, 2, 2.5])
     free_fast = rng.choice([True, False])
     ceil = rng.choice([True, False])
     lines = [f"def {fn}(weight_kg, {total}, {fast}):"]
@@ -578,7 +627,7 @@ def _tickets(rng: random.Random) -> _Draft:
     prices = {"child": _money(rng, 3, 8, 0.5), "adult": adult, "senior": min(_money(rng, 5, 10, 0.5), adult - 1)}
     early_end = rng.randint(11, 18)
     mode = rng.choice(["minus", "percent"])
-    off = rng.choice([1, 1.5, 2, 2.5]) if mode == "minus" else rng.choice([0.1, 0.2, 0.25, 0.3])
+    off = rng.choice([1, 1.5, 2, 2.5]) if mode == "minus" else rng.choice([0.1, 0.2, 0.3])
     lines = [f"def {fn}(age, hour):", "    if age < 0 or hour < 0 or hour > 23:", '        raise ValueError("invalid age or hour")']
     if free_under:
         lines += [f"    if age < {free_under!r}:", "        return 0.0"]
@@ -632,8 +681,9 @@ def generate_backend_spec(index: int, split: str = "train") -> GeneratedSpec:
         if split_of_key(structural_key(family, draft.variant, draft.hidden)) != split:
             continue
         source = "\n".join(draft.lines) + "\n"
+        tests = draft.tests.pick(_no_rounding_tie(source))
         return GeneratedSpec(family, draft.variant, split, index, draft.function_name, draft.description, source,
-                             tuple(draft.tests), draft.hidden, tuple(draft.hidden_strings))
+                             tuple(tests), draft.hidden, tuple(draft.hidden_strings))
     raise RuntimeError(f"no {split} task found for index {index} in {_MAX_ATTEMPTS} draws (generator bug)")
 
 

@@ -134,6 +134,37 @@ def mutants(source: str) -> list[tuple[str, str]]:
     return out
 
 
+class _Tie(Exception):
+    pass
+
+
+def _tie_round(number: Any, ndigits: int | None = None) -> Any:
+    if isinstance(number, float):
+        scaled = abs(number) * 10 ** (ndigits or 0)
+        if abs(scaled - int(scaled) - 0.5) < 1e-6:
+            raise _Tie(f"round({number!r}, {ndigits!r})")
+    return round(number) if ndigits is None else round(number, ndigits)
+
+
+def rounding_ties(records: list[dict[str, Any]]) -> list[str]:
+    """Test calls whose expected value rounds an exact half (unfair: float order decides it).
+
+    Runs in this process: the references are our own trusted code.
+    """
+    found = []
+    for record in records:
+        namespace: dict[str, Any] = {"round": _tie_round}
+        exec(compile(record["ground_truth"], FILENAME, "exec"), namespace)  # noqa: S102
+        for call in record["test_cases"].values():
+            try:
+                eval(compile(call, "<test>", "eval"), namespace)
+            except _Tie as tie:
+                found.append(f"{call}: {tie}")
+            except Exception:  # noqa: BLE001, S110 - expected errors are fine here
+                pass
+    return found
+
+
 def function_name(source: str) -> str:
     """Name of the last top-level function (the one the task asks for)."""
     names = [n.name for n in ast.parse(source).body if isinstance(n, ast.FunctionDef)]

@@ -10,7 +10,7 @@ import pytest
 from colbench_gym.tasks.embedded import available_embedded, load_embedded
 from colbench_gym.tasks.records import BackendTask, TaskFormatError
 from colbench_gym.tasks.sources import resolve_task_source
-from tests.tasks.refcheck import audit, function_name
+from tests.tasks.refcheck import audit, function_name, rounding_ties
 
 SPLITS = ("train", "test")
 
@@ -100,6 +100,12 @@ def test_descriptions_do_not_give_away_returned_labels(embedded, split):
             if f"'{word}'" in desc:
                 continue  # the request names an input key, e.g. dicts with 'name' and 'email'
             assert not re.search(rf"(?<!\w){re.escape(word)}(?!\w)", desc, re.IGNORECASE), (word, desc)
+
+
+def test_no_test_rounds_an_exact_half(embedded):
+    """round(14.945, 2) may go either way depending on how a correct answer adds things up."""
+    for split in SPLITS:
+        assert rounding_ties([t.to_record() for t in embedded[split]]) == []
 
 
 def test_train_and_test_splits_are_disjoint(embedded):
