@@ -154,6 +154,20 @@ def child_main(w, workdir, req, start):
         while view:
             view = view[write(w, view):]
 
+    drop = req.get("drop_uid")
+    if drop is not None:
+        # Without a PID/user namespace a root child could kill(-1) the whole machine: run the
+        # answer as an unprivileged user instead (this also makes RLIMIT_NPROC enforceable).
+        try:
+            os.setgroups([])
+            os.setresgid(drop, drop, drop)
+            os.setresuid(drop, drop, drop)
+        except OSError:
+            pass
+        if os.getuid() == 0 or os.geteuid() == 0 or os.getgid() == 0:
+            emit({"t": "import_error", "x": "SandboxError", "m": "could not drop root privileges"})
+            os._exit(0)
+
     sys.argv = ["solution"]
     ns = {"__name__": "solution", "__builtins__": builtins}
     try:
@@ -250,6 +264,8 @@ def run_child(req, start, t_end, base, cap):
     call_timeout = float(req["call_timeout"])
     workdir = os.path.join(base, "w%d" % start)
     os.mkdir(workdir, 0o700)
+    if req.get("drop_uid") is not None:
+        os.chown(workdir, req["drop_uid"], req["drop_uid"])
     r, w = os.pipe()
     pid = os.fork()
     if pid == 0:
@@ -351,7 +367,8 @@ def main():
             continue
         counter += 1
         base = os.path.join(root, "s%d" % counter)
-        os.mkdir(base, 0o700)
+        os.mkdir(base, 0o711 if req.get("drop_uid") is not None else 0o700)
+        os.chmod(base, 0o711 if req.get("drop_uid") is not None else 0o700)  # umask-proof
         segments = handle(req, base)
         clean = wipe(root)  # every file the answer wrote anywhere it could goes away
         stdout.write((json.dumps({"segments": segments, "clean": clean}) + "\n").encode())

@@ -225,6 +225,7 @@ class BackendGrader:
     def _request(self, code: str, calls: list[str], preamble: str) -> dict[str, Any]:
         cpu = max(1, math.ceil(self.total_timeout)) + 1
         return {"code": code, "preamble": preamble, "calls": calls, "call_timeout": self.call_timeout,
+                "drop_uid": self.isolation.drop_uid,
                 "total_timeout": self.total_timeout, "cap": self.output_cap,
                 "limits": {"as": self.memory_mb << 20, "cpu": cpu, "fsize": self.file_size_mb << 20,
                            "nofile": 64, "nproc": 64 if self.isolation.nproc_rlimit else None}}

@@ -60,6 +60,12 @@ class Isolation:
     pids_cgroup_root: str | None = None
     nproc_rlimit: bool = False
     missing: list[str] = field(default_factory=list)
+    #: the worker is PID 1 of its own PID namespace (kill(-1) from a child stays inside)
+    pid_namespace: bool = False
+    #: rlimits-only: command prefix giving PID/network namespaces without a filesystem view
+    unshare: list[str] = field(default_factory=list)
+    #: rlimits-only as root without a user namespace: children run as this uid (nobody)
+    drop_uid: int | None = None
 
     def describe(self) -> str:
         lines = [f"isolation level : {self.level}", f"interpreter     : {self.python}"]
@@ -67,6 +73,11 @@ class Isolation:
             lines.append(f"bubblewrap      : {self.bwrap}")
             lines.append(f"filesystem view : {self.view}, {len(self.binds)} read-only paths + empty tmpfs /tmp")
             lines.append("namespaces      : user, network (loopback only), mount, PID (worker is init), IPC, UTS")
+        elif self.unshare:
+            lines.append(f"namespaces      : {' '.join(a for a in self.unshare[1:] if a.startswith('--'))}"
+                         " (no filesystem view)")
+        if self.drop_uid is not None:
+            lines.append(f"answers run as  : uid {self.drop_uid} (root is dropped)")
         if self.pids_cgroup_root:
             lines.append(f"process limit   : pids cgroup under {self.pids_cgroup_root}")
         elif self.nproc_rlimit:
@@ -228,23 +239,65 @@ def _sweep_stale_cgroups(root: str) -> None:
                 pass
 
 
-def _smoke(cmd: list[str]) -> bool:
+def _smoke(cmd: list[str], want_init: bool = False, drop_uid: int | None = None) -> bool:
     """Start a worker with ``cmd`` and check that it answers and runs a trivial answer."""
+    tmp = tempfile.mkdtemp(prefix="colbench-probe-")
     try:
+        os.chmod(tmp, 0o711)
         proc = subprocess.run(
             cmd, input=(json.dumps({"op": "ping"}) + "\n" + json.dumps(
                 {"code": "import math, json, re, collections, decimal, hashlib, random, datetime\n"
-                         "def f(x):\n    return math.sqrt(x)", "calls": ["f(4.0)"],
+                         "def f(x):\n    return math.sqrt(x)", "calls": ["f(4.0)"], "drop_uid": drop_uid,
                  "call_timeout": 5, "total_timeout": 10, "limits": {}, "cap": 1 << 16}) + "\n").encode(),
-            capture_output=True, timeout=30)
+            capture_output=True, timeout=30, env={"TMPDIR": tmp}, cwd=tmp)
     except (OSError, subprocess.SubprocessError):
         return False
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
     lines = proc.stdout.decode("utf-8", "replace").splitlines()
     try:
+        pong = json.loads(lines[0])
         seg = json.loads(lines[1])["segments"][0]
-        return '"pong"' in lines[0] and seg["end"] == "done" and "0x1.0000000000000p+1" in seg["lines"][1]
+        return ("pong" in pong and (pong.get("init") is True or not want_init) and seg["end"] == "done"
+                and "0x1.0000000000000p+1" in seg["lines"][1])
     except (IndexError, KeyError, TypeError, ValueError):
         return False
+
+
+NOBODY = 65534
+
+
+def _rlimits_only(python: str, cg: str | None) -> Isolation:
+    """The fallback, hardened as far as the machine allows.
+
+    Root never runs answers as root here (a root child without a PID namespace could
+    ``kill(-1)`` every process on the machine): children drop to ``nobody``. PID and network
+    namespaces come from util-linux ``unshare`` when it works (as root without a user
+    namespace, else with one).
+    """
+    root = os.geteuid() == 0
+    unshare = shutil.which("unshare")
+    prefixes: list[list[str]] = []
+    if unshare:
+        base = ["--pid", "--net", "--ipc", "--uts", "--fork", "--kill-child"]
+        if root:
+            prefixes.append([unshare, *base])
+        prefixes.append([unshare, "--user", "--map-root-user", *base])
+    for prefix in prefixes:
+        userns = "--user" in prefix
+        drop = NOBODY if root and not userns else None
+        if _smoke(prefix + _python_args(python), want_init=True, drop_uid=drop):
+            iso = Isolation("rlimits-only", python, None, [], [], "host", cg, False, pid_namespace=True,
+                            unshare=prefix, drop_uid=drop)
+            iso.nproc_rlimit = cg is None and (drop is not None or not root)  # kuid != 0
+            if cg is None and not iso.nproc_rlimit:
+                iso.missing.append("a process limit (no pids cgroup, RLIMIT_NPROC not enforceable)")
+            return iso
+    drop = NOBODY if root else None
+    iso = Isolation("rlimits-only", python, None, [], [], "host", cg, cg is None, drop_uid=drop)
+    iso.missing.append("PID and network namespaces (answers can signal this user's processes and open "
+                       "connections)")
+    return iso
 
 
 @functools.lru_cache(maxsize=None)
@@ -267,7 +320,8 @@ def probe_isolation(level: str = "auto") -> Isolation:
                 except SandboxUnavailable as exc:
                     missing.append(str(exc))
                     continue
-                iso = Isolation("namespaces", python, bwrap, binds, hidden, view_name, cg, nproc)
+                iso = Isolation("namespaces", python, bwrap, binds, hidden, view_name, cg, nproc,
+                                pid_namespace=True)
                 if _smoke(bwrap_command(iso, 1 << 24) + _python_args(python)):
                     if cg is None and not nproc:
                         iso.missing.append("a pids cgroup (running as root: RLIMIT_NPROC is not enforced); "
@@ -276,11 +330,8 @@ def probe_isolation(level: str = "auto") -> Isolation:
             missing.append(f"{bwrap} cannot create user/PID/network/mount namespaces here")
         if level == "namespaces":
             raise SandboxUnavailable("namespace isolation unavailable: " + "; ".join(missing))
-    iso = Isolation("rlimits-only", python, None, [], [], "host", cg, nproc)
-    iso.missing = missing + ["filesystem isolation (answers can read files this user can read)",
-                             "network isolation (answers can open connections)"]
-    if cg is None and not nproc:
-        iso.missing.append("a process limit (root without a pids cgroup)")
+    iso = _rlimits_only(python, cg)
+    iso.missing = missing + ["filesystem isolation (answers can read files the sandbox user can read)"] + iso.missing
     if level == "auto":
         warnings.warn("colbench grading sandbox falls back to rlimits only; missing: "
                       + "; ".join(iso.missing), RuntimeWarning, stacklevel=2)
@@ -346,10 +397,11 @@ class Worker:
             cmd = bwrap_command(self.iso, self.tmpfs_bytes) + _python_args(self.iso.python)
         else:
             self._tmp = tempfile.mkdtemp(prefix="colbench-sandbox-")
-            os.chmod(self._tmp, 0o700)
+            # children that run as `nobody` must be able to reach their own directory in here
+            os.chmod(self._tmp, 0o711 if self.iso.drop_uid is not None else 0o700)
             env = {"TMPDIR": self._tmp}
             cwd = self._tmp
-            cmd = _python_args(self.iso.python)
+            cmd = [*self.iso.unshare, *_python_args(self.iso.python)]
         if self.iso.pids_cgroup_root:
             with Worker._seq_lock:
                 Worker._seq += 1
