@@ -132,7 +132,7 @@ class BackendGrader:
     def __init__(self, *, call_timeout: float = 2.0, total_timeout: float = 10.0, memory_mb: int = 512,
                  isolation: str = "auto", workers: int = 1, cache_dir: str | os.PathLike[str] | None = None,
                  rel_tol: float = REL_TOL, abs_tol: float = ABS_TOL, output_cap_bytes: int = 4 << 20,
-                 pids_max: int = 32, file_size_mb: int = 8) -> None:
+                 pids_max: int = 16, file_size_mb: int = 8) -> None:
         if call_timeout <= 0 or total_timeout <= 0:
             raise ValueError("call_timeout and total_timeout must be positive")
         if workers < 1:

@@ -376,7 +376,7 @@ class Worker:
     _seq = 0
     _seq_lock = threading.Lock()
 
-    def __init__(self, iso: Isolation, tmpfs_bytes: int = 64 << 20, pids_max: int = 32) -> None:
+    def __init__(self, iso: Isolation, tmpfs_bytes: int = 64 << 20, pids_max: int = 16) -> None:
         self.iso = iso
         self.tmpfs_bytes = tmpfs_bytes
         self.pids_max = pids_max
