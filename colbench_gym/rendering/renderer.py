@@ -40,11 +40,15 @@ CHROMIUM_ARGS = (
     "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
     "--disable-background-networking", "--disable-component-update", "--disable-sync",
     "--disable-dev-shm-usage", "--hide-scrollbars", "--mute-audio", "--font-render-hinting=none",
+    # pooled pages are all "background" tabs but one: never throttle their timers or frames
+    "--disable-renderer-backgrounding", "--disable-background-timer-throttling",
+    "--disable-backgrounding-occluded-windows", "--disable-extensions",
 )
 #: Bumped when rendering changes in a way that invalidates cached screenshots.
 RENDER_VERSION = "1"
 _DOM_JS = (Path(__file__).with_name("dom.js")).read_text(encoding="utf-8")
-_SETTLE_JS = "() => new Promise(r => requestAnimationFrame(() => requestAnimationFrame(() => r(true))))"
+#: One animation frame after "load": lets script-driven styling (Tailwind play/v4 builds) land.
+_SETTLE_JS = "() => new Promise(r => requestAnimationFrame(() => r(true)))"
 
 
 class RendererError(RuntimeError):
