@@ -1121,6 +1121,22 @@ class _FunctionReader:
         sp.start()
 
     def read(self) -> list[Fact]:
+        """All facts; a step that trips over unusual code is skipped, never fatal."""
+        steps = [self._signature, self._tables, lambda: self._walk(self.body, [], []), self._results,
+                 self._rounding, self._raises, self._sorting, self._params, self._docstring]
+        try:
+            self._param_kinds()
+        except Exception:  # noqa: BLE001 - a reader of arbitrary code must not crash the episode
+            pass
+        for step in steps:
+            try:
+                step()
+            except Exception:  # noqa: BLE001
+                self.speaker.start()
+                continue
+        return self.facts
+
+    def _param_kinds(self) -> None:
         scratch = Speaker(self.params, self.aliases)
         scratch.constants = dict(self.constants)
         for p in self.params:
@@ -1130,16 +1146,6 @@ class _FunctionReader:
                 text = ""
             if text.startswith(f"{p} is "):
                 self.speaker.param_kinds[p] = text[len(p) + 4:].split(";")[0]
-        self._signature()
-        self._tables()
-        self._walk(self.body, [], [])
-        self._results()
-        self._rounding()
-        self._raises()
-        self._sorting()
-        self._params()
-        self._docstring()
-        return self.facts
 
     def _signature(self) -> None:
         sp = self.speaker
@@ -1153,6 +1159,9 @@ class _FunctionReader:
             if d is not None:
                 with_default[a.arg] = d
         names = list(self.params)
+        if len(names) > 8:
+            names = names[:8] + [f"{len(self.params) - 8} more"]
+            with_default = {}
         if self.varargs:
             names.append(f"any number of extra values ({self.varargs})")
         if self.kwargs:
@@ -1169,6 +1178,8 @@ class _FunctionReader:
             text += "; " + join_and(opt)
         self.add("signature", text, "what to call the function and what it takes",
                  tags={"signature", "input", "name"}, priority=9, extra=[self.fn.name, *self.params])
+        if not self.facts or self.facts[-1].kind != "signature":
+            return
         fact = self.facts[-1]
         generic = keywords("name call parameter argument input signature order function takes")
         self.facts[-1] = Fact(fact.kind, fact.text, fact.topic, frozenset(keywords(self.fn.name) | generic),
@@ -1306,12 +1317,19 @@ class _FunctionReader:
         elif isinstance(st, ast.Try):
             self._walk(st.body, path, loops)
             for h in st.handlers:
-                exc = sp.say(h.type) if h.type is not None else "an error"
-                exc = exc.removeprefix("the ").replace(" ", "") if isinstance(h.type, ast.Name) else exc
+                if isinstance(h.type, ast.Name):
+                    exc = h.type.id
+                elif isinstance(h.type, ast.Attribute):
+                    exc = h.type.attr
+                elif isinstance(h.type, ast.Tuple):
+                    exc = " or ".join(e.id if isinstance(e, ast.Name) else getattr(e, "attr", "error") for e in h.type.elts)
+                else:
+                    exc = "error"
                 out = self._outcome(h.body)
                 if out:
                     pre = self._prefix(path, loops)
-                    self.add("raise", f"{pre + ', ' if pre else ''}if that fails with a {exc}, {out}",
+                    article = "an" if exc[:1].lower() in "aeiou" else "a"
+                    self.add("raise", f"{pre + ', ' if pre else ''}if that fails with {article} {exc}, {out}",
                              "what happens when something fails", tags={"error", "invalid", "edge"}, priority=6)
             self._walk(st.orelse, path, loops)
             self._walk(st.finalbody, path, loops)
@@ -2149,6 +2167,15 @@ def _called_names(calls: Iterable[str]) -> list[str]:
 
 
 def extract_facts(source: str, problem: str = "", test_calls: Iterable[str] = ()) -> FactSheet:
+    """Read a reference function into a :class:`FactSheet`; never raises (see :func:`_extract`)."""
+    try:
+        return _extract(source, problem, test_calls)
+    except Exception as exc:  # noqa: BLE001 - odd references must degrade to "I don't know", not crash
+        lines = [ln.strip() for ln in str(source).splitlines() if ln.strip()]
+        return FactSheet(None, [], [], lines, parse_error=f"{type(exc).__name__}: {exc}")
+
+
+def _extract(source: str, problem: str = "", test_calls: Iterable[str] = ()) -> FactSheet:
     """Read a reference function into a :class:`FactSheet` (never executes it).
 
     The main function is the one the test calls use, else one the problem description names,
