@@ -145,20 +145,45 @@ class BackendGrader:
         self.file_size_mb = int(file_size_mb)
         self.isolation: Isolation = probe_isolation(isolation)
         self.cache_dir = Path(cache_dir) if cache_dir is not None else None
-        self._pool = _Pool(lambda: Worker(self.isolation, pids_max=pids_max), workers)
+        self._options = dict(call_timeout=call_timeout, total_timeout=total_timeout, memory_mb=memory_mb,
+                             isolation=isolation, workers=workers, cache_dir=cache_dir, rel_tol=rel_tol,
+                             abs_tol=abs_tol, output_cap_bytes=output_cap_bytes, pids_max=pids_max,
+                             file_size_mb=file_size_mb)
+        self._refs: dict[str, list[Outcome]] = {}
+        self._closed = False
+        self._start_runtime()
+
+    def _start_runtime(self) -> None:
+        """Workers, locks and the pytest session: everything a forked process must not share."""
+        pids_max = self._options["pids_max"]
+        self._pid = os.getpid()
+        self._pool = _Pool(lambda: Worker(self.isolation, pids_max=pids_max), self._options["workers"])
         # References run in their own sandbox: an answer can never observe them being computed.
         self._ref_worker = Worker(self.isolation, pids_max=pids_max)
         self._ref_lock = threading.Lock()
-        self._refs: dict[str, list[Outcome]] = {}
         self._driver: PytestDriver | None = None
         self._driver_lock = threading.Lock()
-        self._closed = False
+
+    def _check_fork(self) -> None:
+        """After ``fork`` (e.g. a multiprocessing vector env) the child gets its own sandboxes.
+
+        The parent's workers, pipes and locks are left alone: they are the parent's.
+        """
+        if self._pid != os.getpid():
+            for w in [*self._pool.workers, self._ref_worker]:
+                w.disown()
+            self._start_runtime()
+
+    def __reduce__(self):
+        # Picklable (spawn-based multiprocessing): the copy starts its own sandboxes.
+        return (_rebuild, (self._options,))
 
     # ------------------------------------------------------------------ public API
     def grade(self, code: str, task: BackendTask | Mapping[str, Any]) -> GradeResult:
         """Grade ``code`` (Python source) against ``task``'s hidden tests. Never raises on bad code."""
         if self._closed:
             raise RuntimeError("this BackendGrader is closed")
+        self._check_fork()
         if not isinstance(task, BackendTask):
             task = BackendTask.from_record(task)
         names = list(task.test_cases)
@@ -175,6 +200,7 @@ class BackendGrader:
 
     def reference_outputs(self, task: BackendTask) -> list[Outcome]:
         """The reference's outcome per test call: computed once per task, then cached."""
+        self._check_fork()
         key = task.task_id
         cached = self._refs.get(key)
         if cached is not None:
@@ -200,6 +226,8 @@ class BackendGrader:
         if self._closed:
             return
         self._closed = True
+        if self._pid != os.getpid():  # a forked copy never kills its parent's sandboxes
+            return
         self._pool.close()
         self._ref_worker.close()
         if self._driver is not None:
@@ -289,6 +317,10 @@ class BackendGrader:
         os.replace(tmp, path)
 
 
+def _rebuild(options: dict[str, Any]) -> "BackendGrader":
+    return BackendGrader(**options)
+
+
 def _checker(expected: Outcome, actual: Outcome, rel_tol: float, abs_tol: float):
     return lambda: outcomes_match(expected, actual, rel_tol, abs_tol)
 
@@ -306,7 +338,7 @@ def get_default_grader() -> BackendGrader:
     """
     global _default
     with _default_lock:
-        if _default is None or _default._closed:
+        if _default is None or _default._closed or _default._pid != os.getpid():
             _default = BackendGrader(
                 workers=int(os.environ.get("COLBENCH_GRADER_WORKERS", "1")),
                 isolation=os.environ.get("COLBENCH_GRADER_ISOLATION", "auto"),
@@ -315,3 +347,10 @@ def get_default_grader() -> BackendGrader:
             atexit.register(_default.close)
         return _default
 
+
+def _after_fork_in_child() -> None:
+    global _default_lock
+    _default_lock = threading.Lock()  # another thread may have held it at fork time
+
+
+os.register_at_fork(after_in_child=_after_fork_in_child)

@@ -363,6 +363,15 @@ def _spawn(cmd: list[str], env: dict[str, str], cwd: str | None) -> subprocess.P
                            close_fds=True).result()
 
 
+def _after_fork_in_child() -> None:
+    # Threads do not survive fork: a child process needs its own spawner thread and lock.
+    global _spawner, _spawner_lock
+    _spawner, _spawner_lock = None, threading.Lock()
+
+
+os.register_at_fork(after_in_child=_after_fork_in_child)
+
+
 class WorkerFailed(RuntimeError):
     """The worker died, hung or sent something that is not a response."""
 
@@ -482,6 +491,10 @@ class Worker:
 
     def close(self) -> None:
         self.kill()
+
+    def disown(self) -> None:
+        """Forget the process without touching it (it belongs to the process we forked from)."""
+        self.proc, self._cgroup, self._tmp, self._buf = None, None, None, b""
 
     # -- requests
     def request(self, req: dict[str, Any], timeout: float, max_bytes: int) -> Any:

@@ -199,3 +199,28 @@ def test_a_test_call_that_is_not_an_expression_is_unpassable(grader):
     res = grader.grade("def u(x):\n    return x\n", task)
     assert res.per_test == {"test1": True, "test2": False, "test3": True}
     assert "not a Python expression" in res.reasons["test2"]
+
+
+def _grade_in_child(g, task, q):
+    q.put(g.grade("def t(x):\n    return 3 * x\n", task).passed)
+
+
+def test_fork_and_pickle_safe():
+    """A forked process (multiprocessing vector envs) gets its own sandboxes; the parent's live on."""
+    import multiprocessing
+    import pickle
+
+    task = make_task("def t(x):\n    return x * 3\n", [f"t({i})" for i in range(10)])
+    with BackendGrader() as g:
+        assert g.grade("def t(x):\n    return 3 * x\n", task).passed == 10
+        worker_pid = g._pool.workers[0].proc.pid
+        ctx = multiprocessing.get_context("fork")
+        q = ctx.Queue()
+        p = ctx.Process(target=_grade_in_child, args=(g, task, q))
+        p.start()
+        assert q.get(timeout=60) == 10
+        p.join(30)
+        assert g.grade("def t(x):\n    return 3 * x\n", task).passed == 10
+        assert g._pool.workers[0].proc.pid == worker_pid and g._pool.workers[0].restarts == 0
+        with pickle.loads(pickle.dumps(g)) as copy:
+            assert copy.grade("def t(x):\n    return x\n", task).passed == 1
