@@ -203,6 +203,7 @@ def test_a_test_call_that_is_not_an_expression_is_unpassable(grader):
 
 def _grade_in_child(g, task, q):
     q.put(g.grade("def t(x):\n    return 3 * x\n", task).passed)
+    g.close()  # closes the child's own sandboxes only
 
 
 def test_fork_and_pickle_safe():
