@@ -68,7 +68,11 @@ def run(args: argparse.Namespace) -> int:
     trainer.train(resume_from_checkpoint=last_checkpoint(args.output_dir) if args.resume else None)
     after = trainer.pairwise_accuracy() if held else None
     if args.critic_type == "regression":
-        trainer.save_model(args.output_dir)
+        critic = trainer.accelerator.unwrap_model(trainer.model)
+        if hasattr(critic.lm, "merge_and_unload"):  # LoRA: save a plain backbone + head
+            critic.lm = critic.lm.merge_and_unload()
+        critic.save_pretrained(args.output_dir)
+        tok.save_pretrained(args.output_dir)
     else:
         save_final(trainer, tok, args.output_dir)
     meta = {"reference_model": resolve_model(args.model), "critic_type": args.critic_type,

@@ -57,7 +57,7 @@ def test_bad_input_is_named(tmp_path, tiny_model_dir):
         main(["train-rft", "--data", str(tmp_path / "missing.jsonl"), "--output-dir", str(tmp_path / "o")])
 
 
-@pytest.mark.parametrize("extra", [["--lora-r", "4"], ["--critic-type", "regression"], ["--no-privileged-info", "--normalize", "trajectory"]])
+@pytest.mark.parametrize("extra", [["--lora-r", "4"], ["--critic-type", "regression"], ["--critic-type", "regression", "--lora-r", "4"], ["--no-privileged-info", "--normalize", "trajectory"]])
 def test_critic_variants_feed_the_actor(tmp_path, traj_file, tiny_model_dir, extra):
     critic_dir = tmp_path / "critic"
     assert main(["train-critic", "--data", str(traj_file), "--model", str(tiny_model_dir),
