@@ -259,6 +259,9 @@ class Speaker:
             text = self._say(node, prec)
         except RecursionError:
             text = "a calculation"
+        if prec >= 2 and ", " in text and isinstance(node, (ast.Call, ast.UnaryOp, ast.IfExp)) and \
+                not (text.startswith("(") and text.endswith(")")):
+            text = f"({text})"  # "(x, rounded to a whole number) divided by people"
         if len(text) > MAX_SAY:
             involved = sorted({n.id for n in ast.walk(node) if isinstance(n, ast.Name)}
                               & (self.params | set(self.aliases) | set(self.expansions)))
@@ -1447,6 +1450,11 @@ class _FunctionReader:
     def _value(self, node: ast.AST, speaker: Speaker | None = None) -> str:
         """A value as a person says it; a condition used as a value reads "true when ..."."""
         sp = speaker or self.speaker
+        if isinstance(node, ast.BoolOp) and isinstance(node.op, ast.Or) and \
+                not any(isinstance(v, (ast.Compare, ast.BoolOp, ast.UnaryOp)) for v in node.values):
+            # "slug or 'untitled'": a value with a fallback, not a true/false answer
+            first, *rest = node.values
+            return f"{sp.say(first)}, or {join_and([sp.say(v) for v in rest], 'or')} if that is empty"
         if isinstance(node, (ast.Compare, ast.BoolOp)) or (isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not)):
             return f"true when {sp.cond(node)}, otherwise false"
         return sp.say(node)

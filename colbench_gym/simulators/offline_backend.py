@@ -14,6 +14,7 @@ import ast
 import math
 import random
 import re
+import warnings
 from collections import OrderedDict
 from collections.abc import Mapping
 from typing import Any
@@ -114,8 +115,13 @@ class OfflineBackendSimulator(HumanSimulator):
         rng = random.Random(f"{self.seed}|{self._episode_seed}|{task.task_id}|{len(dialogue or [])}|{last}")
         if last is None or not str(last).strip():
             return self._nudge(sheet, history, rng)
-        msg = analyse(str(last))
-        reply = self._reply(sheet, msg, history, rng)
+        try:
+            msg = analyse(str(last))
+            reply = self._reply(sheet, msg, history, rng)
+        except Exception as exc:  # noqa: BLE001 - a rollout must survive a simulator bug
+            warnings.warn(f"offline simulator could not answer ({type(exc).__name__}: {exc}); replying 'I don't know'",
+                          RuntimeWarning, stacklevel=2)
+            reply = rng.choice(_IDK)
         return self._fit(reply, sheet)
 
     def facts_for(self, task: Any) -> FactSheet:
@@ -148,7 +154,7 @@ class OfflineBackendSimulator(HumanSimulator):
             return self._code_feedback(sheet, msg.code, rng)
         return self._nudge(sheet, history, rng, greeting=bool(re.match(r"\s*(hi|hello|hey|good (morning|afternoon|evening))\b", msg.text, re.I)))
 
-    def _answer(self, sheet: FactSheet, questions: list[Question], history: list[str],
+    def _answer(self, sheet: FactSheet, questions: list[Question], history: list[str],  # noqa: C901
                 rng: random.Random) -> str | None:
         picks: list[tuple[float, int, str, Fact | None]] = []  # (score, question index, text, fact)
         unanswered = 0
@@ -158,8 +164,14 @@ class OfflineBackendSimulator(HumanSimulator):
                 continue
             ranked = self.rank(sheet, q)
             if not ranked or ranked[0][0] < MIN_SCORE:
-                unanswered += 1
+                if q.keywords:
+                    unanswered += 1
                 continue
+            told = " ".join(history)
+            # a repeated question gets the next best fact when the best one was already told
+            ranked = sorted(ranked, key=lambda sf: -(sf[0] - (1.2 if sf[1].text in told else 0.0)))
+            if ranked[0][0] < MIN_SCORE:
+                ranked = self.rank(sheet, q)
             best_score, best = ranked[0]
             picks.append((best_score, qi, self._say_fact(q, best, sheet), best))
             if len(questions) == 1 and len(ranked) > 1:
@@ -286,10 +298,23 @@ class OfflineBackendSimulator(HumanSimulator):
         nums: set[float] = set()
         strs: set[str] = set()
         calls: set[str] = set()
+        names: set[str] = set()
+        raises = False
         for node in ast.walk(tree):
+            if isinstance(node, ast.Name):
+                names.add(node.id)
+            elif isinstance(node, ast.arg):
+                names.add(node.arg)
+            elif isinstance(node, ast.Raise):
+                raises = True
             if isinstance(node, ast.Constant):
                 if isinstance(node.value, (int, float)) and not isinstance(node.value, bool):
-                    nums |= {float(node.value), float(node.value) / 100, float(node.value) * 100}
+                    v = float(node.value)
+                    nums.add(v)
+                    if 0 < abs(v) < 1:
+                        nums.add(v * 100)  # 0.08 in the code for "8%"
+                    elif abs(v) > 1:
+                        nums.add(v / 100)
                 elif isinstance(node.value, str):
                     strs.add(node.value.lower())
             elif isinstance(node, ast.Call):
@@ -297,10 +322,23 @@ class OfflineBackendSimulator(HumanSimulator):
                 calls.add(f.id if isinstance(f, ast.Name) else getattr(f, "attr", ""))
             elif isinstance(node, ast.FormattedValue) and node.format_spec is not None:
                 calls.add("round")
-        for fact in sorted(sheet.facts, key=lambda f: -f.priority):
+        ranked = sorted(sheet.facts, key=lambda f: -f.priority)
+        # a parameter the reference relies on but the draft never reads: its rule is missing
+        mine_fn = next((d for d in defs if d.name == sheet.func_name), None)
+        used = {n.id for n in ast.walk(mine_fn) if isinstance(n, ast.Name)} if mine_fn else names
+        for p in sheet.params:
+            if p in used:
+                continue
+            about = [f for f in ranked if f.polarity != "no" and f.kind not in ("signature", "param", "params", "doc")
+                     and re.search(rf"(?<![\w']){re.escape(p)}(?![\w'])", f.text)]
+            if about:
+                return rng.choice(_CODE_FIX).format(fact=_lower_first(about[0].text, sheet))
+        for fact in ranked:
             if fact.polarity == "no" or fact.kind in ("signature", "doc"):
                 continue
-            if fact.kind == "round" and not ({"round", "floor", "ceil"} & calls):
+            if fact.kind == "round" and not ({"round", "floor", "ceil", "int"} & calls):
+                return rng.choice(_CODE_FIX).format(fact=_lower_first(fact.text, sheet))
+            if "it should raise" in fact.text and not raises:
                 return rng.choice(_CODE_FIX).format(fact=_lower_first(fact.text, sheet))
             missing_n = [x for x in fact.numbers if x not in (0.0, 1.0) and not any(math.isclose(x, y) for y in nums)]
             missing_s = [s for s in fact.strings if s.strip() and s not in strs and len(s) <= 40]

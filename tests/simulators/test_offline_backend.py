@@ -207,7 +207,10 @@ def test_code_feedback_points_at_what_is_missing(sim):
     task = load("gym_fee")
     wrong_name = ask(sim, task, "```python\ndef fee(v, p):\n    return 20.0\n```")
     assert "gym_fee" in wrong_name and "visits" in wrong_name
-    no_table = ask(sim, task, "```python\ndef gym_fee(visits, plan):\n    return 20.0\n```")
+    ignores_plan = ask(sim, task, "```python\ndef gym_fee(visits, plan):\n    return 20.0 if visits else 10.0\n```")
+    assert "plan" in ignores_plan and "'basic'" in ignores_plan  # the draft never reads plan
+    no_table = ask(sim, task, "```python\ndef gym_fee(visits, plan):\n    if visits == 0:\n"
+                              "        return round(10.0, 2)\n    return 20.0 + len(plan)\n```")
     assert "35" in no_table and "50" in no_table
     draft = ("```python\ndef gym_fee(visits, plan):\n    base = {'basic': 20, 'plus': 35, 'pro': 50}.get(plan, 25)\n"
              "    if visits == 0:\n        return round(base * 0.5, 2)\n    return float(base)\n```")
@@ -215,6 +218,10 @@ def test_code_feedback_points_at_what_is_missing(sim):
     full = task.ground_truth
     reply = ask(sim, task, f"Here is my code:\n```python\n{full}```")
     assert "as far as i can tell" in reply.lower()
+    no_raise = ask(sim, load("shipping"), "```python\ndef shipping_cost(weight_kg, express=False):\n"
+                                           "    cost = 4.5 if weight_kg <= 2 else 9.0 if weight_kg <= 10 else "
+                                           "9.0 + 0.75 * (weight_kg - 10)\n    return round(cost * (1.6 if express else 1), 2)\n```")
+    assert "ValueError" in no_raise
     broken = ask(sim, task, "```python\ndef gym_fee(visits, plan:\n```")
     assert "code" in broken.lower()
 
@@ -280,3 +287,15 @@ def test_plays_inside_the_backend_environment():
         assert "half" in obs
     finally:
         env.close()
+
+
+def test_a_repeated_question_brings_the_next_fact(sim):
+    task = load("gym_fee")
+    dialogue = [{"role": "user", "content": task.problem_description}]
+    replies = []
+    for _ in range(2):
+        dialogue.append({"role": "assistant", "content": "What are the rules for visits?"})
+        replies.append(sim.respond(task, dialogue))
+        dialogue.append({"role": "user", "content": replies[-1]})
+    assert replies[0] != replies[1] and not any(is_idk(r) for r in replies)
+    assert "12" in replies[0] and "half" in replies[0]
