@@ -10,5 +10,5 @@ See :class:`BackendGrader` for options and docs/sections/grading.md for the sema
 from colbench_gym.grading.grader import BackendGrader, GradeResult, get_default_grader
 from colbench_gym.grading.sandbox import Isolation, SandboxUnavailable, probe_isolation
 
-__all__ = ["BackendGrader", "GradeResult", "get_default_grader", "Isolation", "SandboxUnavailable",
+__all__ = ["BackendGrader", "GradeResult", "Isolation", "SandboxUnavailable", "get_default_grader",
            "probe_isolation"]

@@ -241,7 +241,7 @@ def _kill_children():
         return
     for p in pids:
         try:
-            with open("/proc/%s/stat" % p, "rb") as fh:
+            with open("/proc/" + p + "/stat", "rb") as fh:
                 stat = fh.read().decode("ascii", "replace")
             ppid = stat.rsplit(")", 1)[1].split()[1]
         except (OSError, IndexError):
@@ -262,7 +262,7 @@ def run_child(req, start, t_end, base, cap):
     n = len(req["calls"])
     want = 1 + (n - start)
     call_timeout = float(req["call_timeout"])
-    workdir = os.path.join(base, "w%d" % start)
+    workdir = os.path.join(base, "w" + str(start))
     os.mkdir(workdir, 0o700)
     if req.get("drop_uid") is not None:
         os.chown(workdir, req["drop_uid"], req["drop_uid"])
@@ -366,7 +366,7 @@ def main():
             stdout.flush()
             continue
         counter += 1
-        base = os.path.join(root, "s%d" % counter)
+        base = os.path.join(root, "s" + str(counter))
         os.mkdir(base, 0o711 if req.get("drop_uid") is not None else 0o700)
         os.chmod(base, 0o711 if req.get("drop_uid") is not None else 0o700)  # umask-proof
         segments = handle(req, base)

@@ -111,7 +111,7 @@ def _ldd_closure(files: list[str]) -> list[str] | None:
     if not ldd:
         return None
     try:
-        out = subprocess.run([ldd, *files], capture_output=True, text=True, timeout=30).stdout
+        out = subprocess.run([ldd, *files], capture_output=True, text=True, timeout=30, check=False).stdout
     except (OSError, subprocess.SubprocessError):
         return None
     libs: set[str] = set()
@@ -249,7 +249,7 @@ def _smoke(cmd: list[str], want_init: bool = False, drop_uid: int | None = None)
                 {"code": "import math, json, re, collections, decimal, hashlib, random, datetime\n"
                          "def f(x):\n    return math.sqrt(x)", "calls": ["f(4.0)"], "drop_uid": drop_uid,
                  "call_timeout": 5, "total_timeout": 10, "limits": {}, "cap": 1 << 16}) + "\n").encode(),
-            capture_output=True, timeout=30, env={"TMPDIR": tmp}, cwd=tmp)
+            capture_output=True, timeout=30, env={"TMPDIR": tmp}, cwd=tmp, check=False)
     except (OSError, subprocess.SubprocessError):
         return False
     finally:

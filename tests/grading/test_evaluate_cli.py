@@ -89,11 +89,11 @@ def test_console_entry_point_and_sandbox_info(tmp_path):
     src, out = tmp_path / "in.jsonl", tmp_path / "out.jsonl"
     _write_input(src)
     proc = subprocess.run([sys.executable, "-m", "colbench_gym.cli", "evaluate", "backend", str(src), "-o", str(out),
-                           "--no-progress"], capture_output=True, text=True, timeout=120)
+                           "--no-progress"], capture_output=True, text=True, timeout=120, check=False)
     assert proc.returncode == 0, proc.stderr
     assert "success rate: 33.3%" in proc.stdout and "grading" not in proc.stderr
     info = subprocess.run([sys.executable, "-m", "colbench_gym.cli", "sandbox-info", "--json"],
-                          capture_output=True, text=True, timeout=120)
+                          capture_output=True, text=True, timeout=120, check=False)
     assert info.returncode == 0, info.stderr
     data = json.loads(info.stdout)
     assert data["level"] in ("namespaces", "rlimits-only") and data["self_test"]["ok"] is True

@@ -9,7 +9,15 @@ import pytest
 
 from colbench_gym.grading.compare import outcomes_match, values_equal
 from colbench_gym.grading.pytest_driver import Case, PytestDriver
-from colbench_gym.grading.wire import READY, Outcome, WireError, decode, encode, loads, parse_segments
+from colbench_gym.grading.wire import (
+    READY,
+    Outcome,
+    WireError,
+    decode,
+    encode,
+    loads,
+    parse_segments,
+)
 
 
 @pytest.mark.parametrize("a,b,equal", [
