@@ -1756,6 +1756,7 @@ class _FunctionReader:
     def _rounding(self) -> None:
         sp = self.speaker
         found = False
+        floor_div_seen = False
         for node in ast.walk(ast.Module(body=self.body, type_ignores=[])):
             if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "round" and node.args:
                 found = True
@@ -1795,6 +1796,16 @@ class _FunctionReader:
                     what = "the result"
                 self.add("round", f"{what} is cut to a whole number (the decimals are dropped, not rounded)",
                          "rounding", tags={"round"}, priority=7)
+            elif isinstance(node, ast.BinOp) and isinstance(node.op, ast.FloorDiv) and not floor_div_seen:
+                floor_div_seen = True
+                found = True
+                sp.start()
+                ceil = isinstance(node.left, ast.UnaryOp) and isinstance(node.left.op, ast.USub)
+                what = sp.say(node.left.operand if ceil else node.left, 2)  # type: ignore[attr-defined]
+                if len(what) > 80 or what.startswith("a calculation"):
+                    what = "the value"
+                self.add("round", f"{what} divided by {sp.say(node.right, 3)} is rounded "
+                         f"{'up' if ceil else 'down'} to a whole number", "rounding", tags={"round"}, priority=6.5)
             elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in ("floor", "ceil") \
                     and isinstance(node.func.value, ast.Name) and node.func.value.id == "math" and node.args:
                 found = True
@@ -1819,7 +1830,7 @@ class _FunctionReader:
                          tags={"error"}, priority=6)
         if not any_raise and self.main:
             self.speaker.start()
-            self.add("raise", "it doesn't need to raise any errors or check for bad input", "errors",
+            self.add("raise", "it doesn't need to raise any errors", "errors",
                      tags={"error", "invalid"}, priority=0.5, polarity="no")
 
     def _sorting(self) -> None:

@@ -75,7 +75,9 @@ def test_generic_questions_on_every_task(index):
     rounding = ask(sim, task, "Should I round the result?")
     if re.search(r"\bround\(|:\.\d+f", source):
         assert re.search(r"decimal|whole number", rounding), rounding
-    elif not re.search(r"\bint\(|math\.(floor|ceil)|//", source):
+    elif "//" in source:
+        assert re.search(r"rounded (down|up)", rounding), rounding
+    elif not re.search(r"\bint\(|math\.(floor|ceil)", source):
         assert rounding.startswith("No"), rounding
     errors = ask(sim, task, "Should it raise an error on invalid input?")
     raised = re.findall(r"raise (\w+)", source)
