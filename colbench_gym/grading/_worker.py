@@ -371,7 +371,8 @@ def main():
         os.chmod(base, 0o711 if req.get("drop_uid") is not None else 0o700)  # umask-proof
         segments = handle(req, base)
         clean = wipe(root)  # every file the answer wrote anywhere it could goes away
-        stdout.write((json.dumps({"segments": segments, "clean": clean}) + "\n").encode())
+        resp = {"id": req.get("id"), "segments": segments, "clean": clean}
+        stdout.write((json.dumps(resp) + "\n").encode())
         stdout.flush()
         if not clean:
             return

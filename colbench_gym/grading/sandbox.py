@@ -394,6 +394,7 @@ class Worker:
         self._cgroup: str | None = None
         self._buf = b""
         self.restarts = 0
+        self._next_id = 0
 
     # -- life cycle
     def start(self) -> None:
@@ -508,6 +509,8 @@ class Worker:
                 self.restarts += 1
             self.start()
         assert self.proc and self.proc.stdin and self.proc.stdout
+        self._next_id += 1
+        req = {**req, "id": self._next_id}
         try:
             self.proc.stdin.write((json.dumps(req) + "\n").encode())
             self.proc.stdin.flush()
@@ -516,12 +519,20 @@ class Worker:
             self.kill()
             self.restarts += 1
             raise WorkerFailed(str(exc) or "sandbox crashed") from None
+        except BaseException:
+            # Interrupted mid-request (KeyboardInterrupt...): its response must never be read
+            # as the answer to the next request.
+            self.kill()
+            raise
         try:
             resp = json.loads(line, parse_constant=lambda name: None)
         except (ValueError, RecursionError):
             self.kill()
             raise WorkerFailed("malformed response from the sandbox") from None
-        if type(resp) is dict and resp.get("clean") is False:
+        if type(resp) is not dict or resp.get("id") != self._next_id:
+            self.kill()
+            raise WorkerFailed("response does not answer this request")
+        if resp.get("clean") is False:
             self.kill()  # the answer left an undeletable directory: next request gets a fresh one
         return resp
 
