@@ -476,6 +476,8 @@ class Speaker:
                 return f"{'any' if f == 'any' else 'all'} of {a[0]}"
             if f == "isinstance" and len(args) == 2:
                 return f"{a[0]} is {self._type_phrase(args[1])}"
+            if f == "dict" and args:
+                return f"{a[0]} as a dict"
             if f == "dict" and not args and kw:
                 return "a dict with " + join_and([f"'{k}' ({self.say(v)})" for k, v in kw.items()])
             if f in _TYPE_WORDS and not args:
@@ -578,7 +580,7 @@ class Speaker:
             k = _const_key(node.slice)
             if node.value.id == arg and isinstance(k, int) and not isinstance(k, bool):
                 if self._item_names and k in (0, 1):
-                    return f"the {self._item_names[k]}{desc or ' (smallest first)'}"
+                    return f"the {self._item_names[k]}{desc or (' (smallest first)' if self._in_tuple else '')}"
                 return f"the {ordinal(k)} value{desc or (' (smallest first)' if self._in_tuple else '')}"
             if node.value.id == arg and isinstance(k, str):
                 self.strings.add(k.lower())
@@ -660,6 +662,8 @@ class Speaker:
             if index.upper is None and lo is not _NOT_CONST and isinstance(lo, int):
                 return f"the last {-lo} of {owner}" if lo < 0 else f"{owner} from position {lo} on"
             return f"part of {owner}"
+        if isinstance(value, ast.Name) and value.id not in self.tables and value.id not in self.params:
+            return f"{owner} entry for {self.say(index)}"
         noun = singular(owner.removeprefix("the ")) if isinstance(value, ast.Name) else owner
         return f"the {noun} for {self.say(index)}"
 

@@ -60,6 +60,7 @@ _INTENT_BONUS: dict[str, list[tuple[str, float]]] = {
     "error": [("raise", 2.5), ("#error", 1.5)],
     "unknown": [("#unknown", 2.5), ("#invalid", 1.0)],
     "order": [("#order", 2.0)],
+    "numbers": [("#values", 1.3)],
     "tie": [("#tie", 3.0)],
     "how": [("assign", 0.8), ("accumulate", 0.8), ("result", 0.8), ("case", 0.8), ("branch", 0.5),
             ("table", 0.5)],
@@ -215,7 +216,8 @@ class OfflineBackendSimulator(HumanSimulator):
         strict_kinds: set[str] = set()
         if "round" in q.intents and ({"round", "rounded", "rounding", "decimal", "decimals", "precision"} & lower_words):
             strict_kinds.add("round")
-        if "error" in q.intents and ({"error", "errors", "exception", "exceptions", "raise", "throw"} & lower_words):
+        if "error" in q.intents and ({"error", "errors", "exception", "exceptions", "raise", "throw", "invalid",
+                                     "bad", "wrong", "validate", "validation"} & lower_words):
             strict_kinds.add("raise")
         scored: list[tuple[float, Fact]] = []
         df: dict[str, int] = {}
@@ -225,7 +227,8 @@ class OfflineBackendSimulator(HumanSimulator):
         # a parameter's name in the question is a strong topic signal, however many facts mention it
         param_words = {w for p in sheet.params for w in keywords(p)} | {stem(p.lower()) for p in sheet.params}
         for fact in facts:
-            if strict_kinds and fact.kind not in strict_kinds and not ("raise" in strict_kinds and "error" in fact.tags):
+            if strict_kinds and fact.kind not in strict_kinds and \
+                    not ("raise" in strict_kinds and {"error", "invalid"} & fact.tags):
                 continue
             if fact.polarity == "no" and fact.kind not in strict_kinds:
                 continue  # "no rounding needed" answers only a question about rounding

@@ -54,6 +54,8 @@ _INTENT_WORDS: dict[str, tuple[str, ...]] = {
     "unknown": ("something else", "don't know", "do not know", "not one of", "unknown", "unrecognized",
                 "unrecognised", "other value", "anything else", "not listed", "not in the list", "any other", "other than", "isn't one", "is not one", "none of", "unexpected"),
     "error": ("error", "exception", "raise", "throw", "invalid", "fail", "crash", "valid"),
+    "numbers": ("value", "values", "number", "numbers", "constant", "constants", "threshold", "thresholds",
+                "amount", "amounts", "points", "weights", "cutoff", "cutoffs", "limit", "limits", "exact"),
     "order": ("sort", "order", "ascending", "descending", "first", "last", "rank", "arrange"),
     "tie": ("tie", "ties", "same", "equal", "draw", "tied"),
     "how": ("how", "calculate", "compute", "formula", "work", "determine", "figure",
