@@ -908,7 +908,15 @@ def _chain(node: ast.If) -> tuple[list[tuple[ast.expr, list[ast.stmt]]], list[as
         return arms, cur.orelse
 
 
-def _cond_tags(node: ast.AST) -> set[str]:
+def _cond_tags(node: ast.AST, inputs: set[str] | None = None, bools: set[str] | None = None) -> set[str]:
+    """Topic tags of a condition: which edge cases (zero, empty, negative, ...) it is about.
+
+    ``inputs`` are names that stand for the caller's data (parameters, their items): only a
+    test like ``pages > 0`` on those says something about negative input. ``bools`` are
+    true/false parameters: ``not rush`` is not about emptiness.
+    """
+    inputs = inputs or set()
+    bools = bools or set()
     tags: set[str] = {"condition"}
     for sub in ast.walk(node):
         if isinstance(sub, ast.Compare):
@@ -924,7 +932,9 @@ def _cond_tags(node: ast.AST) -> set[str]:
                     if c <= 0 and isinstance(op, (ast.Lt, ast.LtE)):
                         tags |= {"negative", "edge"}
                     if c == 0 and isinstance(op, ast.Gt):
-                        tags |= {"positive", "negative", "zero", "edge"}
+                        tags |= {"positive", "zero"}
+                        if _names_in(left) & inputs:
+                            tags |= {"negative", "edge"}
                     if isinstance(op, (ast.Gt, ast.GtE, ast.Lt, ast.LtE)):
                         tags |= {"threshold"}
                 if isinstance(left, ast.Call) and isinstance(left.func, ast.Name) and left.func.id == "len" \
@@ -937,7 +947,8 @@ def _cond_tags(node: ast.AST) -> set[str]:
                 if isinstance(op, ast.NotIn):
                     tags |= {"unknown", "invalid", "edge"}
         if isinstance(sub, ast.UnaryOp) and isinstance(sub.op, ast.Not) and \
-                isinstance(sub.operand, (ast.Name, ast.Subscript, ast.Attribute)):
+                isinstance(sub.operand, (ast.Name, ast.Subscript, ast.Attribute)) and \
+                not (isinstance(sub.operand, ast.Name) and sub.operand.id in bools):
             tags |= {"empty", "missing", "edge"}
         if isinstance(sub, ast.Call) and isinstance(sub.func, ast.Name) and sub.func.id == "isinstance":
             tags |= {"type", "invalid", "edge"}
@@ -1039,6 +1050,14 @@ class _FunctionReader:
                 self.speaker.cond_defs[name] = value
             elif isinstance(value, (ast.BinOp, ast.Call)):
                 self.speaker.explain[name] = value
+
+    def _inputs(self) -> set[str]:
+        from_params = {v for v, src in self.loop_of.items() if isinstance(src, ast.Name) and src.id in self.all_params}
+        accessors = {n for n in self.aliases if n not in self.loop_of}
+        return set(self.all_params) | from_params | accessors
+
+    def _bools(self) -> set[str]:
+        return {p for p, k in self.speaker.param_kinds.items() if k == "true or false"}
 
     def _topic_name(self, name: str) -> str:
         if name in self.all_params:
@@ -1491,7 +1510,7 @@ class _FunctionReader:
             self.consumed.add(id(nxt))
         tags: set[str] = set()
         for test, _ in arms:
-            tags |= _cond_tags(test)
+            tags |= _cond_tags(test, self._inputs(), self._bools())
         if any(isinstance(s, ast.Raise) for _, b in arms for s in b):
             tags |= {"error", "invalid"}
         pre = self._prefix(path, loops)
@@ -1526,7 +1545,7 @@ class _FunctionReader:
                 for test, body in arms:
                     out = self._outcome(body)
                     if out:
-                        t = _cond_tags(test)
+                        t = _cond_tags(test, self._inputs(), self._bools())
                         self.add("branch", f"{lead}if {sp.cond(test)}, {out}", topic, tags=t,
                                  priority=7 if "edge" in t else 6.5, extra=subject_names)
                 if else_out:
@@ -1891,7 +1910,9 @@ class _FunctionReader:
             finally:
                 sp._in_tuple = False
                 sp._item_names = saved
-            self.add("tie", f"when two have the same {first.removeprefix('the ')}, order them by {rest}", "ties",
+            text = f"{first}; after that, order them by {rest}" if first.startswith("the ones where") else \
+                f"when two have the same {first.removeprefix('the ')}, order them by {rest}"
+            self.add("tie", text, "ties",
                      tags={"tie", "order"}, priority=6)
         else:
             self.add("tie", "when two are equal, they keep the order they came in", "ties",
