@@ -68,3 +68,17 @@ def test_critic_variants_feed_the_actor(tmp_path, traj_file, tiny_model_dir, ext
                  "--output-dir", str(tmp_path / "actor"), "--num-candidates", "4", "--turn-fraction", "0.2",
                  "--max-new-tokens", "6", *COMMON]) == 0
     assert (tmp_path / "actor" / "config.json").exists()
+
+
+def test_critic_resumes_from_checkpoint(tmp_path, traj_file, tiny_model_dir):
+    out = tmp_path / "critic"
+    base = ["train-critic", "--data", str(traj_file), "--model", str(tiny_model_dir), "--output-dir", str(out),
+            "--batch-size", "2", "--learning-rate", "1e-3", "--max-length", "256", "--save-steps", "1"]
+    assert main([*base, "--max-steps", "1"]) == 0
+    assert (out / "checkpoint-1").is_dir()
+    stamp = (out / "checkpoint-1" / "trainer_state.json").stat().st_mtime_ns
+    assert main([*base, "--max-steps", "2", "--resume"]) == 0
+    # Resumed, not restarted: step 1 was not redone (its checkpoint is untouched).
+    assert (out / "checkpoint-1" / "trainer_state.json").stat().st_mtime_ns == stamp
+    state = json.loads((out / "checkpoint-2" / "trainer_state.json").read_text())
+    assert state["global_step"] == 2
