@@ -33,6 +33,8 @@ _IDK = (
     "Hmm, I don't know about that.",
     "I don't know, to be honest.",
 )
+# a little seeded variety in how a person starts an answer (facts are never changed)
+_OPENERS = ("", "", "", "", "Sure, ", "Well, ", "OK, ")
 _IDK_REST = ("I don't know about the rest.", "The other part I don't know.")
 _NUDGE = (
     "Do you have any questions for me, maybe about {a} or {b}?",
@@ -90,13 +92,19 @@ class OfflineBackendSimulator(HumanSimulator):
     nudges:
         When the agent asks nothing (greets, or states a plan), suggest topics it has not asked
         about yet (default) or just acknowledge.
+    max_facts:
+        Facts per reply: 2 (default, the paper's two sentences) or 1 (a terser person).
     """
 
     kind = "backend"
 
-    def __init__(self, seed: int | None = 0, max_chars: int = 380, nudges: bool = True, **_: Any):
+    def __init__(self, seed: int | None = 0, max_chars: int = 380, nudges: bool = True, max_facts: int = 2,
+                 **_: Any):
         if not isinstance(max_chars, int) or max_chars < 80:
             raise ValueError(f"max_chars must be an int of at least 80, got {max_chars!r}")
+        if max_facts not in (1, 2):
+            raise ValueError(f"max_facts must be 1 or 2 (a reply is at most two sentences), got {max_facts!r}")
+        self.max_facts = max_facts
         self.seed = 0 if seed is None else int(seed)
         self.max_chars = max_chars
         self.nudges = bool(nudges)
@@ -190,7 +198,7 @@ class OfflineBackendSimulator(HumanSimulator):
         for pick in sorted(picks, key=lambda p: (p[1], -p[0])):
             if pick[2] in seen:
                 continue
-            if len(chosen) == 2:
+            if len(chosen) == self.max_facts:
                 break
             if chosen and sum(len(c[2]) for c in chosen) + len(pick[2]) + 1 > self.max_chars:
                 continue
@@ -198,8 +206,11 @@ class OfflineBackendSimulator(HumanSimulator):
             seen.add(pick[2])
         chosen.sort(key=lambda p: p[1])
         parts = [c[2] for c in chosen]
-        if unanswered and len(parts) == 1 and len(parts[0]) < self.max_chars - 40:
+        if unanswered and len(parts) == 1 and self.max_facts == 2 and len(parts[0]) < self.max_chars - 40:
             parts.append(rng.choice(_IDK_REST))
+        opener = rng.choice(_OPENERS)
+        if opener and not parts[0].startswith(("Yes", "No", "I ")):
+            parts[0] = opener + _lower_first(parts[0], sheet)
         return " ".join(parts)
 
     def rank(self, sheet: FactSheet, q: Question) -> list[tuple[float, Fact]]:

@@ -299,3 +299,11 @@ def test_a_repeated_question_brings_the_next_fact(sim):
         dialogue.append({"role": "user", "content": replies[-1]})
     assert replies[0] != replies[1] and not any(is_idk(r) for r in replies)
     assert "12" in replies[0] and "half" in replies[0]
+
+
+def test_terse_person_gives_one_fact():
+    sim = OfflineBackendSimulator(max_facts=1)
+    reply = ask(sim, load("gym_fee"), "What type is visits? And what are the plan prices?")
+    assert sentences(reply) == 1 and not is_idk(reply)
+    with pytest.raises(ValueError, match="max_facts"):
+        OfflineBackendSimulator(max_facts=3)
