@@ -13,8 +13,8 @@ from __future__ import annotations
 
 import ast
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Iterable
 
 from colbench_gym.simulators.question import keywords, split_identifier
 
@@ -70,7 +70,7 @@ def singular(noun: str) -> str:
     return noun
 
 
-def fmt_number(value: float | int) -> str:
+def fmt_number(value: float) -> str:
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, int):
@@ -269,7 +269,7 @@ class Speaker:
                 else "a longer calculation"
         return text
 
-    def _say(self, node: ast.AST, prec: int) -> str:  # noqa: C901 - a dispatch table in disguise
+    def _say(self, node: ast.AST, prec: int) -> str:
         if isinstance(node, ast.Constant):
             return self.const(node.value)
         if isinstance(node, ast.Name):
@@ -420,7 +420,7 @@ class Speaker:
                 text = f"{left} divided by {right} (rounded down)"
         return f"({text})" if p < prec else text
 
-    def _call(self, node: ast.Call) -> str:  # noqa: C901
+    def _call(self, node: ast.Call) -> str:
         func, args = node.func, node.args
         kw = {k.arg: k.value for k in node.keywords if k.arg}
         if isinstance(func, ast.Name):
@@ -769,7 +769,7 @@ class Speaker:
         parts = [self._cmp(items[i], type(op), items[i + 1]) for i, op in enumerate(node.ops)]
         return " and ".join(parts)
 
-    def _cmp(self, left: ast.AST, op: type, right: ast.AST) -> str:  # noqa: C901
+    def _cmp(self, left: ast.AST, op: type, right: ast.AST) -> str:
         if is_const(left) and not is_const(right) and op in _CMP_FLIP:
             left, right, op = right, left, _CMP_FLIP[op]
         # x % 2 == 0 -> even
@@ -794,8 +794,7 @@ class Speaker:
             neg = op is ast.NotIn
             if isinstance(right, (ast.List, ast.Tuple, ast.Set)) and all(is_const(e) for e in right.elts):
                 opts = join_and([self.say(e) for e in right.elts], "or")
-                return f"{lhs} is {'not ' if neg else ''}{opts}" if len(right.elts) > 1 else \
-                    f"{lhs} is {'not ' if neg else ''}{opts}"
+                return f"{lhs} is {'not ' if neg else ''}{opts}"
             rhs = self.say(right, 5)
             if isinstance(left, ast.Constant) and isinstance(left.value, str):
                 return f"{rhs} {'does not contain' if neg else 'contains'} {lhs}"
@@ -1333,7 +1332,6 @@ class _FunctionReader:
                 continue
 
     def _statement(self, st: ast.stmt, path: list[str], loops: list[str]) -> None:
-        sp = self.speaker
         if isinstance(st, ast.If):
             self._if_chain(st, path, loops)
         elif isinstance(st, (ast.For, ast.AsyncFor, ast.While)):
@@ -1605,9 +1603,7 @@ class _FunctionReader:
             if len(orelse) != 1:
                 return None
             st = orelse[0]
-            if kind == "return" and isinstance(st, ast.Return) and st.value is not None:
-                else_val = st.value
-            elif kind == "assign" and isinstance(st, ast.Assign) and ast.dump(st.targets[0]) == target_dump:
+            if kind == "return" and isinstance(st, ast.Return) and st.value is not None or kind == "assign" and isinstance(st, ast.Assign) and ast.dump(st.targets[0]) == target_dump:
                 else_val = st.value
             else:
                 return None
@@ -1694,7 +1690,7 @@ class _FunctionReader:
             self.add("shape", "it doesn't give anything back (the result is None)", "what it should give back",
                      tags={"output", "type"}, priority=7.5)
 
-    def _shape(self, node: ast.AST | None, depth: int = 0) -> str | None:  # noqa: C901
+    def _shape(self, node: ast.AST | None, depth: int = 0) -> str | None:
         if node is None or depth > 3:
             return None
         c = _const_key(node)
@@ -1945,7 +1941,7 @@ class _FunctionReader:
             self.add("params", text, "what the inputs look like", tags={"input", "type"}, priority=5.8,
                      extra=list(self.params))
 
-    def _param_text(self, p: str, speaker: Speaker | None = None) -> str | None:  # noqa: C901
+    def _param_text(self, p: str, speaker: Speaker | None = None) -> str | None:
         sp = speaker or self.speaker
         sp.start()
         boolish = False

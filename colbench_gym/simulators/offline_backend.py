@@ -161,9 +161,9 @@ class OfflineBackendSimulator(HumanSimulator):
             return rng.choice(_IDK)
         if msg.code:
             return self._code_feedback(sheet, msg.code, rng)
-        return self._nudge(sheet, history, rng, greeting=bool(re.match(r"\s*(hi|hello|hey|good (morning|afternoon|evening))\b", msg.text, re.I)))
+        return self._nudge(sheet, history, rng, greeting=bool(re.match(r"\s*(hi|hello|hey|good (morning|afternoon|evening))\b", msg.text, re.IGNORECASE)))
 
-    def _answer(self, sheet: FactSheet, questions: list[Question], history: list[str],  # noqa: C901
+    def _answer(self, sheet: FactSheet, questions: list[Question], history: list[str],
                 rng: random.Random) -> str | None:
         picks: list[tuple[float, int, str, Fact | None]] = []  # (score, question index, text, fact)
         unanswered = 0
@@ -412,7 +412,7 @@ def _param_focus(text: str, params: list[str]) -> str | None:
     for p in params:
         pat = rf"(what|which)\s+(is|are|does|should)\s+(the\s+)?[`'\"]?{re.escape(p)}[`'\"]?(\s+(parameter|argument|input))?" \
               rf"(\s+(for|mean|represent|look like|contain|be))?\s*\??\s*$"
-        if re.search(pat, text.strip(), re.I) or re.search(rf"(format|type|shape|structure) of [`'\"]?{re.escape(p)}\b", text, re.I):
+        if re.search(pat, text.strip(), re.IGNORECASE) or re.search(rf"(format|type|shape|structure) of [`'\"]?{re.escape(p)}\b", text, re.IGNORECASE):
             return p
     return None
 

@@ -17,23 +17,10 @@ _WORD_RE = re.compile(r"[A-Za-z][A-Za-z0-9]*|\d+(?:\.\d+)?")
 _CAMEL_RE = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
 _NUMBER_RE = re.compile(r"(?<![A-Za-z_\d.])-?\d+(?:\.\d+)?(?:\s*(%|percent\b|per ?cent\b))?")
 _QUOTED_RE = re.compile(r"'([^'\n]{1,60})'|\"([^\"\n]{1,60})\"|`([^`\n]{1,60})`")
-_FENCE_RE = re.compile(r"```[^\n]*\n.*?(?:```|\Z)", re.S)
+_FENCE_RE = re.compile(r"```[^\n]*\n.*?(?:```|\Z)", re.DOTALL)
 
 STOPWORDS = frozenset(
-    """a an the and or but if then of to in on at by for from with without into onto about as
-    is are was were be been being am do does did done doing have has had having can could shall
-    should will would may might must i me my mine we us our you your yours it its it's this that
-    these those there here what which who whom whose when where why how whether not no yes so such
-    than too very just also only any all each every some both either neither more most less least
-    much many few same own up down out over under again further once please thanks
-    thank ok okay sure hi hello hey dear let lets let's get got give gives given tell know knows
-    want wants need needs like likes make makes made use used using uses one ones thing things
-    something anything everything way ways kind kinds sort function functions code python
-    program write writing written implement implementation method def return returns returned
-    value values question questions clarify clarification mean means meant exactly specific
-    specifically actually really right correct would wouldn't should shouldn't i'd i'll i'm i've
-    you'd you'll you're don't doesn't isn't aren't can't won't go going happen happens
-    case cases example examples their them they result results output outputs""".split()
+    ["a", "an", "the", "and", "or", "but", "if", "then", "of", "to", "in", "on", "at", "by", "for", "from", "with", "without", "into", "onto", "about", "as", "is", "are", "was", "were", "be", "been", "being", "am", "do", "does", "did", "done", "doing", "have", "has", "had", "having", "can", "could", "shall", "should", "will", "would", "may", "might", "must", "i", "me", "my", "mine", "we", "us", "our", "you", "your", "yours", "it", "its", "it's", "this", "that", "these", "those", "there", "here", "what", "which", "who", "whom", "whose", "when", "where", "why", "how", "whether", "not", "no", "yes", "so", "such", "than", "too", "very", "just", "also", "only", "any", "all", "each", "every", "some", "both", "either", "neither", "more", "most", "less", "least", "much", "many", "few", "same", "own", "up", "down", "out", "over", "under", "again", "further", "once", "please", "thanks", "thank", "ok", "okay", "sure", "hi", "hello", "hey", "dear", "let", "lets", "let's", "get", "got", "give", "gives", "given", "tell", "know", "knows", "want", "wants", "need", "needs", "like", "likes", "make", "makes", "made", "use", "used", "using", "uses", "one", "ones", "thing", "things", "something", "anything", "everything", "way", "ways", "kind", "kinds", "sort", "function", "functions", "code", "python", "program", "write", "writing", "written", "implement", "implementation", "method", "def", "return", "returns", "returned", "value", "values", "question", "questions", "clarify", "clarification", "mean", "means", "meant", "exactly", "specific", "specifically", "actually", "really", "right", "correct", "would", "wouldn't", "should", "shouldn't", "i'd", "i'll", "i'm", "i've", "you'd", "you'll", "you're", "don't", "doesn't", "isn't", "aren't", "can't", "won't", "go", "going", "happen", "happens", "case", "cases", "example", "examples", "their", "them", "they", "result", "results", "output", "outputs"]
 )
 # "value", "case" and "example" are stop words for topic matching but drive intents below.
 
@@ -141,7 +128,7 @@ def numbers_in(text: str) -> set[float]:
         if m.group(1) or "%" in num:
             out.add(round(value / 100, 10))
     for word, value in _NUMBER_WORDS.items():
-        if re.search(rf"\b{word}\b", text, re.I):
+        if re.search(rf"\b{word}\b", text, re.IGNORECASE):
             out.add(value)
     return out
 
@@ -233,7 +220,7 @@ def find_code(text: str) -> str | None:
     blocks = _FENCE_RE.findall(text)
     if blocks:
         return "\n".join(re.sub(r"^```[^\n]*\n|```$", "", b) for b in blocks)
-    m = re.search(r"^\s*def \w+\s*\(", text, re.M)
+    m = re.search(r"^\s*def \w+\s*\(", text, re.MULTILINE)
     return text[m.start():] if m else None
 
 
@@ -252,5 +239,17 @@ def analyse(text: str) -> Message:
     return Message(text=text, questions=questions[:8], code=code, greeting=greeting)
 
 
-__all__ = ["Message", "Question", "STOPWORDS", "analyse", "find_code", "keywords", "make_question",
-           "numbers_in", "quoted_in", "split_identifier", "stem", "words_match"]
+__all__ = [
+    "STOPWORDS",
+    "Message",
+    "Question",
+    "analyse",
+    "find_code",
+    "keywords",
+    "make_question",
+    "numbers_in",
+    "quoted_in",
+    "split_identifier",
+    "stem",
+    "words_match",
+]

@@ -281,7 +281,7 @@ def test_plays_inside_the_backend_environment():
     try:
         obs, info = env.reset(seed=0, options={"task": task.to_record()})
         assert "gym_fee" in obs
-        obs, reward, terminated, truncated, info = env.step("What are the plan prices?")
+        obs, _reward, terminated, _truncated, _info = env.step("What are the plan prices?")
         assert not terminated and "35" in obs and "'pro'" in obs and len(obs) <= 400
         obs, *_ = env.step("thinking about visits OUTPUT: What happens when visits is 0?")
         assert "half" in obs
