@@ -24,10 +24,10 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-import torch  # noqa: E402
+import torch
 
-from sweet_agent.actor.candidates import sample_candidates  # noqa: E402
-from sweet_agent.critic.advantages import (  # noqa: E402
+from sweet_agent.actor.candidates import sample_candidates
+from sweet_agent.critic.advantages import (
     assistant_token_spans,
     token_logratios,
     turn_advantages,
@@ -135,8 +135,8 @@ def bench_critic(model, ref, tok, turns_list, repeats):
         msgs = trajectory(turns)
         n_tok = len(assistant_token_spans(tok, with_privileged(msgs, PRIV))[0])
         res = {}
-        for name, fn in (("one", lambda: turn_advantages(model, ref, tok, msgs, PRIV)),
-                         ("per", lambda: per_turn_scoring(model, ref, tok, msgs, PRIV))):
+        for name, fn in (("one", lambda m=msgs: turn_advantages(model, ref, tok, m, PRIV)),
+                         ("per", lambda m=msgs: per_turn_scoring(model, ref, tok, m, PRIV))):
             fn()  # warm-up
             c = Counter(model, ref)
             t0 = time.perf_counter()

@@ -69,7 +69,7 @@ def run(args: argparse.Namespace) -> int:
     )
     from sweet_agent.critic import records as R
 
-    step = dict(num_candidates=args.num_candidates, pairs_per_turn=args.pairs_per_turn,
+    step = dict(num_candidates=args.num_candidates, pairs_per_turn=args.pairs_per_turn,  # noqa: C408 - keyword form reads as a settings table
                 turn_fraction=args.turn_fraction, max_new_tokens=args.max_new_tokens,
                 temperature=args.temperature, top_p=args.top_p, system_prompt=args.system_prompt)
     policy, tok = load_model(args.model, args.dtype)

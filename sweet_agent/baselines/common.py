@@ -40,7 +40,7 @@ def training_kwargs(args: argparse.Namespace) -> dict[str, Any]:
     import torch
 
     cuda = torch.cuda.is_available()
-    kw = dict(
+    kw = dict(  # noqa: C408 - keyword form reads as a settings table
         output_dir=args.output_dir, learning_rate=args.learning_rate, num_train_epochs=args.epochs,
         per_device_train_batch_size=args.batch_size, per_device_eval_batch_size=args.batch_size,
         gradient_accumulation_steps=args.grad_accum, max_steps=args.max_steps, seed=args.seed,

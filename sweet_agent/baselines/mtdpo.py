@@ -138,7 +138,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from trl import DPOConfig
 
-    from sweet_agent.baselines.common import last_checkpoint, load_model, lora_config, save_final, training_kwargs
+    from sweet_agent.baselines.common import (
+        last_checkpoint,
+        load_model,
+        lora_config,
+        save_final,
+        training_kwargs,
+    )
 
     records = R.load_records(args.data)
     rows = mtdpo_rows(records, args.success_threshold, args.system_prompt)

@@ -53,7 +53,7 @@ class RegressionCritic(nn.Module):
         tmp.replace(path / HEAD_FILE)
 
     @classmethod
-    def from_pretrained(cls, path: str | Path, **kwargs) -> "RegressionCritic":
+    def from_pretrained(cls, path: str | Path, **kwargs) -> RegressionCritic:
         from transformers import AutoModelForCausalLM
 
         path = Path(path)

@@ -22,12 +22,12 @@ from datasets import Dataset
 from transformers import PreTrainedTokenizerBase, Trainer
 
 from sweet_agent.critic.advantages import (
+    _reference,
     aggregate_turns,
     assistant_token_spans,
     spans_to_turn_ids,
     token_logprobs,
     with_privileged,
-    _reference,
 )
 from sweet_agent.critic.config import CriticConfig
 from sweet_agent.critic.regression import RegressionCritic

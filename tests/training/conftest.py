@@ -13,7 +13,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 sys.path.insert(0, str(Path(__file__).parent))
 
-from tiny_model import build_tiny_model, build_tiny_tokenizer, save_tiny  # noqa: E402
+from tiny_model import build_tiny_model, build_tiny_tokenizer, save_tiny
 
 
 @pytest.fixture(scope="session")

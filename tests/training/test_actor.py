@@ -8,7 +8,12 @@ import random
 import pytest
 import torch
 
-from sweet_agent.actor.candidates import build_step_pairs, sample_candidates, score_candidates, select_pairs
+from sweet_agent.actor.candidates import (
+    build_step_pairs,
+    sample_candidates,
+    score_candidates,
+    select_pairs,
+)
 from sweet_agent.actor.config import ActorConfig
 from sweet_agent.actor.trainer import make_dpo_trainer
 from sweet_agent.critic.advantages import turn_advantages

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 import torch
+from tiny_model import CHATML_TEMPLATE, build_tiny_tokenizer
 
 from sweet_agent.critic.advantages import (
     aggregate_turns,
@@ -11,7 +12,6 @@ from sweet_agent.critic.advantages import (
     turn_advantages,
     with_privileged,
 )
-from tiny_model import CHATML_TEMPLATE, build_tiny_tokenizer
 
 MSGS = [
     {"role": "user", "content": "Write f(x) please."},
