@@ -845,7 +845,8 @@ __all__ = ["Fact", "FactSheet", "Speaker", "capitalise", "element_noun", "extrac
 
 # words every other fact uses ("a number", "text like"): they say nothing about the topic
 _FACT_GENERIC = frozenset(keywords("number numbers text decimal decimals whole true false pair tuple string "
-                                   "normal otherwise worked becomes times minus plus divided goes gets"))
+                                   "normal otherwise worked becomes times minus plus divided goes gets "
+                                   "list lists dict dicts"))
 
 # phrases in a fact's text -> extra (stemmed) words a person might use when asking about it
 _SYNONYMS: list[tuple[str, frozenset[str]]] = [

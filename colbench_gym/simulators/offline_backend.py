@@ -182,14 +182,14 @@ class OfflineBackendSimulator(HumanSimulator):
             if ranked[0][0] < MIN_SCORE:
                 ranked = self.rank(sheet, q)
             best_score, best = ranked[0]
-            picks.append((best_score, qi, self._say_fact(q, best, sheet), best))
+            picks.append((best_score, qi, self._say_fact(q, best, sheet), best))  # only the best gets a verdict
             if len(questions) == 1 and len(ranked) > 1:
                 s2, second = ranked[1]
                 pair = {best.kind, second.kind}
                 if s2 >= max(MIN_SCORE, 0.8 * best_score) and second.text != best.text and \
                         not pair <= {"result", "shape"} and not pair <= {"param", "params"} and \
                         len(best.text) + len(second.text) < self.max_chars - 10:
-                    picks.append((s2, qi, self._say_fact(q, second, sheet), second))
+                    picks.append((s2, qi, second.text, second))
         if not picks:
             return None
         chosen: list[tuple[float, int, str, Fact | None]] = []
@@ -295,6 +295,13 @@ class OfflineBackendSimulator(HumanSimulator):
             return "Yes" if ok else "No"
         if q.strings and fact.strings:
             return "Yes" if q.strings <= fact.strings else "No"
+        if fact.kind in ("shape", "param", "result"):
+            asked_types = {_TYPE_WORDS[w] for w in q.words if w in _TYPE_WORDS}
+            has = _fact_type(fact.text)
+            if len(asked_types) == 1 and has:
+                if has == "number" and asked_types == {"int"}:
+                    return None  # "a number" does not say whether it is whole
+                return "Yes" if asked_types == {has} or (has == "int" and asked_types == {"number"}) else "No"
         return None
 
     def _code_feedback(self, sheet: FactSheet, code: str, rng: random.Random) -> str:
@@ -407,12 +414,34 @@ def _as_task(task: Any) -> BackendTask:
     raise TypeError(f"the offline backend simulator needs a BackendTask or a backend record, got {type(task).__name__}")
 
 
+_TYPE_WORDS = {"dict": "dict", "dictionary": "dict", "dictionaries": "dict", "dicts": "dict", "list": "list",
+               "lists": "list", "array": "list", "tuple": "tuple", "tuples": "tuple", "pair": "tuple",
+               "string": "text", "strings": "text", "str": "text", "text": "text", "number": "number",
+               "numbers": "number", "float": "number", "integer": "int", "int": "int", "boolean": "bool",
+               "bool": "bool"}
+
+
+def _fact_type(text: str) -> str | None:
+    """The value type a shape/parameter fact states ("... is a list of dicts" -> "list")."""
+    m = re.search(r"(?:give back|is|are (?:both|all)) (a dict|a list|a pair|a tuple|text|one of these texts|"
+                  r"a whole number|a number|numbers|true or false)", text)
+    if not m:
+        return None
+    return {"a dict": "dict", "a list": "list", "a pair": "tuple", "a tuple": "tuple", "text": "text",
+            "one of these texts": "text", "a whole number": "int", "a number": "number", "numbers": "number",
+            "true or false": "bool"}[m.group(1)]
+
+
 def _param_focus(text: str, params: list[str]) -> str | None:
     """The parameter a question is about when it asks what a parameter is ("What is `plan`?")."""
     for p in params:
         pat = rf"(what|which)\s+(is|are|does|should)\s+(the\s+)?[`'\"]?{re.escape(p)}[`'\"]?(\s+(parameter|argument|input))?" \
               rf"(\s+(for|mean|represent|look like|contain|be))?\s*\??\s*$"
-        if re.search(pat, text.strip(), re.IGNORECASE) or re.search(rf"(format|type|shape|structure) of [`'\"]?{re.escape(p)}\b", text, re.IGNORECASE):
+        if re.search(pat, text.strip(), re.IGNORECASE) or \
+                re.search(rf"(format|type|shape|structure) of [`'\"]?{re.escape(p)}\b", text, re.IGNORECASE) or \
+                re.search(rf"\b(is|are|should)\s+[`'\"]?{re.escape(p)}[`'\"]?\s+(be\s+)?(a|an|always|just|only)?\s*"
+                          r"(list|dict|dictionary|string|str|text|number|integer|int|float|tuple|bool|boolean)",
+                          text, re.IGNORECASE):
             return p
     return None
 

@@ -53,7 +53,7 @@ _INTENT_WORDS: dict[str, tuple[str, ...]] = {
                "point", "tier", "level", "category", "categories", "option", "mapping", "table",
                "list of", "which"),
     "condition": ("when", "if ", "happen", "case", "condition", "situation", "rule", "scenario",
-                  "should it", "what about"),
+                  "what about"),
     "purpose": ("purpose", "goal", "what is it for", "what does it do", "supposed to do",
                 "point of", "trying to", "use case", "summary", "summarize", "describe"),
     "example": ("example", "sample", "instance", "test", "demonstrate"),

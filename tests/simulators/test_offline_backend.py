@@ -307,3 +307,14 @@ def test_terse_person_gives_one_fact():
     assert sentences(reply) == 1 and not is_idk(reply)
     with pytest.raises(ValueError, match="max_facts"):
         OfflineBackendSimulator(max_facts=3)
+
+
+@pytest.mark.parametrize("name,question,verdict,fact", [
+    ("reading_log", "Should it return a list?", "No", "a dict"),
+    ("reading_log", "Should it return a dictionary?", "Yes", "'total'"),
+    ("reading_log", "Is log a string?", "No", "list of dicts"),
+    ("grade", "Does it return a boolean?", "No", "'A'"),
+])
+def test_type_questions_get_a_verdict(sim, name, question, verdict, fact):
+    reply = ask(sim, load(name), question)
+    assert reply.startswith(verdict) and fact in reply, reply
