@@ -159,8 +159,9 @@ class BackendGrader:
         self._pid = os.getpid()
         self._pool = _Pool(lambda: Worker(self.isolation, pids_max=pids_max), self._options["workers"])
         # References run in their own sandbox: an answer can never observe them being computed.
-        self._ref_worker = Worker(self.isolation, pids_max=pids_max)
-        self._ref_lock = threading.Lock()
+        self._ref_pool = _Pool(lambda: Worker(self.isolation, pids_max=pids_max), self._options["workers"])
+        self._ref_locks: dict[str, threading.Lock] = {}
+        self._ref_locks_lock = threading.Lock()
         self._driver: PytestDriver | None = None
         self._driver_lock = threading.Lock()
 
@@ -170,7 +171,7 @@ class BackendGrader:
         The parent's workers, pipes and locks are left alone: they are the parent's.
         """
         if self._pid != os.getpid():
-            for w in [*self._pool.workers, self._ref_worker]:
+            for w in [*self._pool.workers, *self._ref_pool.workers]:
                 w.disown()
             self._start_runtime()
 
@@ -205,11 +206,13 @@ class BackendGrader:
         cached = self._refs.get(key)
         if cached is not None:
             return cached
-        with self._ref_lock:
+        with self._ref_locks_lock:  # one computation per task; different tasks in parallel
+            lock = self._ref_locks.setdefault(key, threading.Lock())
+        with lock:
             cached = self._refs.get(key) or self._load_disk(key, len(task.test_cases))
             if cached is None:
                 calls = list(task.test_cases.values())
-                cached, _ = self._execute(None, task.ground_truth, calls, "")
+                cached, _ = self._execute(self._ref_pool, task.ground_truth, calls, "")
                 # A test whose call is not an expression can be passed by nobody (not by
                 # "raising SyntaxError like the reference").
                 cached = [o if _is_expression(c) else Outcome.missing("the test call is not a Python expression")
@@ -229,7 +232,7 @@ class BackendGrader:
         if self._pid != os.getpid():  # a forked copy never kills its parent's sandboxes
             return
         self._pool.close()
-        self._ref_worker.close()
+        self._ref_pool.close()
         if self._driver is not None:
             self._driver.close()
 
@@ -258,13 +261,13 @@ class BackendGrader:
                 "limits": {"as": self.memory_mb << 20, "cpu": cpu, "fsize": self.file_size_mb << 20,
                            "nofile": 64, "nproc": 64 if self.isolation.nproc_rlimit else None}}
 
-    def _execute(self, pool: _Pool | None, code: str, calls: list[str], preamble: str) -> tuple[list[Outcome], str | None]:
+    def _execute(self, pool: _Pool, code: str, calls: list[str], preamble: str) -> tuple[list[Outcome], str | None]:
         req = self._request(code, calls, preamble)
         # The worker itself enforces the deadlines; this outer one catches a stuck or dead worker.
         outer = self.total_timeout + self.call_timeout + 5.0
         # Child bytes come back JSON-escaped (at most 6 bytes per byte, for U+FFFD).
         max_bytes = 6 * self.output_cap + 256 * len(calls) + (1 << 16)
-        worker = pool.acquire() if pool is not None else self._ref_worker
+        worker = pool.acquire()
         try:
             try:
                 resp = worker.request(req, outer, max_bytes)
@@ -272,8 +275,7 @@ class BackendGrader:
                 why = "timeout" if str(exc) == "timeout" else "sandbox crashed"
                 return [Outcome.missing(why)] * len(calls), why
         finally:
-            if pool is not None:
-                pool.release(worker)
+            pool.release(worker)
         segments = resp.get("segments") if type(resp) is dict else None
         return parse_segments(segments, len(calls))
 

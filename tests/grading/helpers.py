@@ -39,7 +39,7 @@ def descendants(root: int) -> set[int]:
 def cgroup_pids(g: BackendGrader) -> int | None:
     """Processes in the pids cgroups of the grader's sandboxes (None when there are none)."""
     total, found = 0, False
-    for w in [*g._pool.workers, g._ref_worker]:
+    for w in [*g._pool.workers, *g._ref_pool.workers]:
         if w._cgroup:
             found = True
             with open(os.path.join(w._cgroup, "cgroup.procs")) as fh:

@@ -185,7 +185,7 @@ def test_closed_grader_leaves_no_process():
     g = BackendGrader()
     g.grade("def z():\n    return 0\n", make_task("def z():\n    return 0\n", ["z()"]))
     assert len(descendants(os.getpid())) > len(before)
-    cgroups = [w._cgroup for w in [*g._pool.workers, g._ref_worker] if w._cgroup]
+    cgroups = [w._cgroup for w in [*g._pool.workers, *g._ref_pool.workers] if w._cgroup]
     g.close()
     assert descendants(os.getpid()) <= before
     for cg in cgroups:
