@@ -2268,7 +2268,7 @@ def _extract(source: str, problem: str = "", test_calls: Iterable[str] = ()) -> 
             unique.append(fact)
     nums: set[float] = set()
     strs: set[str] = set()
-    for node in ast.walk(main):
+    for node in ast.walk(tree):
         c = _const_key(node)
         if isinstance(c, (int, float)) and not isinstance(c, bool):
             nums.add(float(c))

@@ -278,23 +278,35 @@ class OfflineBackendSimulator(HumanSimulator):
         return scored
 
     def _say_fact(self, q: Question, fact: Fact, sheet: FactSheet) -> str:
-        verdict = self._yes_no(q, fact) if q.yes_no else None
+        verdict = self._yes_no(q, fact, sheet) if q.yes_no else None
         if verdict:
             return f"{verdict}, {_lower_first(fact.text, sheet)}"
         return fact.text
 
     @staticmethod
-    def _yes_no(q: Question, fact: Fact) -> str | None:
+    def _yes_no(q: Question, fact: Fact, sheet: FactSheet) -> str | None:
+        """"Yes"/"No" when the facts settle it, else None (then the fact speaks for itself).
+
+        "No" needs a number or value the person never uses anywhere; "Yes" needs all of them in
+        this fact. A correct summary spanning several facts gets no verdict, never a wrong "No".
+        """
         if fact.polarity == "no":
             return "No"
         if fact.kind == "round" and q.numbers:
             return "Yes" if q.numbers & fact.numbers else "No"
+        known_numbers = set(sheet.numbers).union(*(f.numbers for f in sheet.facts))
+        known_strings = set(sheet.strings).union(*(f.strings for f in sheet.facts))
         asked = {x for x in q.numbers if x not in (0.0, 1.0) or x in fact.numbers}
         if asked and fact.numbers:
-            ok = all(any(math.isclose(a, b) for b in fact.numbers) for a in asked)
-            return "Yes" if ok else "No"
+            if all(any(math.isclose(a, b) for b in fact.numbers) for a in asked):
+                return "Yes"
+            if any(not any(math.isclose(a, b) for b in known_numbers) for a in asked):
+                return "No"
+            return None
         if q.strings and fact.strings:
-            return "Yes" if q.strings <= fact.strings else "No"
+            if q.strings <= fact.strings:
+                return "Yes"
+            return "No" if q.strings - known_strings else None
         if fact.kind in ("shape", "param", "result"):
             asked_types = {_TYPE_WORDS[w] for w in q.words if w in _TYPE_WORDS}
             has = _fact_type(fact.text)

@@ -181,7 +181,16 @@ def _intents(lower: str) -> set[str]:
     return found
 
 
+_CONFIRM_RE = re.compile(r"(,\s*(right|correct|yes|no|ok|okay)\s*\?$)|\b(is|was) (that|this|it) (right|correct|ok|okay)"
+                         r"|\bam i (right|correct)|\bdoes (that|this) (sound|look) (right|correct|good)"
+                         r"|^(right|correct|ok|okay)\s*\?$|\bdid i (get|understand) (that|this|it|everything)")
+
+
 def _is_yes_no(lower: str) -> bool:
+    stripped = lower.strip()
+    if _CONFIRM_RE.search(stripped) or (re.search(r"\b(right|correct)\s*\?$", stripped)
+                                        and not stripped.startswith(_QUESTION_WORDS)):
+        return True
     s = lower.lstrip("-*0123456789.) ").strip()
     s = re.sub(r"^(so|and|also|ok|okay|great|thanks|just to confirm|to confirm)[,:]?\s+", "", s)
     if not s.startswith(_YESNO_START):
@@ -233,7 +242,14 @@ def analyse(text: str) -> Message:
     if code and not _FENCE_RE.search(text):
         prose = text[: text.find(code)] if code in text else prose
     sentences = _split_sentences(prose)
-    questions = [make_question(s) for s in sentences if _is_question(s)]
+    questions = []
+    for i, sent in enumerate(sentences):
+        if not _is_question(sent):
+            continue
+        # "So it's 20 for basic. Is that right?": the confirmation is about the sentence before it
+        if i > 0 and _CONFIRM_RE.search(sent.lower()) and len(keywords(sent)) <= 1 and not _is_question(sentences[i - 1]):
+            sent = f"{sentences[i - 1]} {sent}"
+        questions.append(make_question(sent))
     lower = prose.lower().strip()
     greeting = not questions and (not lower or any(lower.startswith(g) for g in _GREETINGS))
     return Message(text=text, questions=questions[:8], code=code, greeting=greeting)

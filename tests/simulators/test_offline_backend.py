@@ -318,3 +318,13 @@ def test_terse_person_gives_one_fact():
 def test_type_questions_get_a_verdict(sim, name, question, verdict, fact):
     reply = ask(sim, load(name), question)
     assert reply.startswith(verdict) and fact in reply, reply
+
+
+def test_a_correct_summary_is_not_contradicted(sim):
+    task = load("gym_fee")
+    summary = ("So plans cost 20, 35 and 50, anything else 25, and basic members pay 2 per visit above 12. "
+               "Is that right?")
+    reply = ask(sim, task, summary)
+    assert not reply.startswith("No"), reply
+    wrong = ask(sim, task, "So plans cost 20, 30 and 50, right?")
+    assert wrong.startswith("No") and "35" in wrong, wrong
