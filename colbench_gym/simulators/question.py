@@ -200,8 +200,12 @@ def _is_yes_no(lower: str) -> bool:
     return not any(v in head for v in _REQUEST_VERBS)
 
 
+_ABBREVIATIONS = re.compile(r"\b(e\.g|i\.e|etc|vs|approx|incl|mr|mrs|ms|dr|no)\.", re.IGNORECASE)
+
+
 def _split_sentences(text: str) -> list[str]:
-    parts = re.split(r"(?<=[?!.])\s+|\n+|(?<=\?)(?=\S)", text)
+    text = _ABBREVIATIONS.sub(lambda m: m.group(0)[:-1] + "\u2024", text)  # "e.g." does not end a sentence
+    parts = [p.replace("\u2024", ".") for p in re.split(r"(?<=[?!.])\s+|\n+|(?<=\?)(?=\S)", text)]
     return [p.strip(" -*\t") for p in parts if p and p.strip(" -*\t")]
 
 
@@ -244,6 +248,8 @@ def analyse(text: str) -> Message:
     sentences = _split_sentences(prose)
     questions = []
     for i, sent in enumerate(sentences):
+        if len(questions) == 8:
+            break  # nobody answers more than a handful of questions in one go
         if not _is_question(sent):
             continue
         # "So it's 20 for basic. Is that right?": the confirmation is about the sentence before it
