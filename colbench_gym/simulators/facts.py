@@ -1957,6 +1957,7 @@ class _FunctionReader:
         tuple_elems: list[str] = []
         table_keys: list[str] = []
         elem_methods: set[str] = set()
+        elem_names: list[str] = []  # table keys the items are looked up by
         module = ast.Module(body=self.body, type_ignores=[])
 
         def is_p(n: ast.AST) -> bool:
@@ -2049,13 +2050,16 @@ class _FunctionReader:
                     if isinstance(k, str):
                         target = keys if is_p(owner) else elem_keys
                         target[k] = node.args[1] if len(node.args) > 1 else ast.Constant(None)
-                elif m == "get" and node.args and is_p(node.args[0]):
+                elif m == "get" and node.args and (is_p(node.args[0]) or is_e(node.args[0])):
                     table = owner if isinstance(owner, ast.Dict) else self.tables.get(getattr(owner, "id", ""))
                     if isinstance(table, ast.Dict):
                         for key in table.keys[:8]:
                             if key is not None and isinstance(_const_key(key), str):
-                                textual = True
-                                table_keys.append(sp.say(key))
+                                if is_p(node.args[0]):
+                                    textual = True
+                                    table_keys.append(sp.say(key))
+                                else:
+                                    elem_names.append(sp.say(key))
                 elif is_p(owner):
                     methods.add(m)
                     if m == "items":
@@ -2130,6 +2134,8 @@ class _FunctionReader:
                 desc = "a list of strings"
             elif "sum" in methods:
                 desc = "a list of numbers"
+            elif elem_names:
+                desc = f"a list of names like {join_and(list(dict.fromkeys(elem_names))[:6], 'or')}"
             else:
                 desc = "a list"
         elif textual:
