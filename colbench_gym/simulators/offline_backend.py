@@ -233,7 +233,7 @@ class OfflineBackendSimulator(HumanSimulator):
         scored: list[tuple[float, Fact]] = []
         df: dict[str, int] = {}
         focus = _param_focus(q.text, sheet.params)
-        for t in q.keywords:
+        for t in sorted(q.keywords):
             df[t] = sum(1 for f in facts if any(words_match(t, k) for k in f.keywords))
         # a parameter's name in the question is a strong topic signal, however many facts mention it
         param_words = {w for p in sheet.params for w in keywords(p)} | {stem(p.lower()) for p in sheet.params}
@@ -246,7 +246,7 @@ class OfflineBackendSimulator(HumanSimulator):
             if required and not strict_kinds and not (required & fact.tags) and not (q.numbers - {0.0}) & fact.numbers:
                 continue
             score = 0.0
-            for t in q.keywords:
+            for t in sorted(q.keywords):
                 if df[t] and any(words_match(t, k) for k in fact.keywords):
                     weight = math.log((n + 1) / (df[t] + 0.5))
                     if t in param_words:
@@ -257,7 +257,7 @@ class OfflineBackendSimulator(HumanSimulator):
             score += 2.0 * sum(1 for x in q.numbers if any(math.isclose(x, y) for y in fact.numbers))
             score += 2.0 * len(q.strings & fact.strings)
             score += 1.5 * sum(1 for s in fact.strings if s and s in lower_words and s not in q.strings)
-            for intent in q.intents:
+            for intent in sorted(q.intents):
                 for target, bonus in _INTENT_BONUS.get(intent, ()):
                     if (target.startswith("#") and target[1:] in fact.tags) or target == fact.kind:
                         if intent == "signature" and fact.kind == "signature" and q.intents & {"type", "values"}:

@@ -328,3 +328,33 @@ def test_a_correct_summary_is_not_contradicted(sim):
     assert not reply.startswith("No"), reply
     wrong = ask(sim, task, "So plans cost 20, 30 and 50, right?")
     assert wrong.startswith("No") and "35" in wrong, wrong
+
+
+def test_replies_do_not_depend_on_the_process(tmp_path):
+    """Same seed, same replies in fresh interpreters with different hash seeds (sets iterate
+    differently there): RL data made on one machine replays on another."""
+    import json
+    import os
+    import subprocess
+    import sys
+
+    script = tmp_path / "replies.py"
+    script.write_text(
+        "import json, sys\n"
+        "from pathlib import Path\n"
+        "from colbench_gym.simulators.offline_backend import OfflineBackendSimulator\n"
+        "from colbench_gym.tasks.embedded import load_embedded\n"
+        "sim = OfflineBackendSimulator(seed=7)\n"
+        "out = []\n"
+        "for t in load_embedded('backend', 'test')[:10]:\n"
+        "    for q in ['What should it return?', 'Any special cases?', 'Hello', 'What are the exact values?']:\n"
+        "        out.append(sim.respond(t, [{'role': 'user', 'content': t.problem_description},\n"
+        "                                   {'role': 'assistant', 'content': q}]))\n"
+        "print(json.dumps(out))\n")
+    runs = []
+    for hash_seed in ("1", "2"):
+        env = {**os.environ, "PYTHONHASHSEED": hash_seed, "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
+        done = subprocess.run([sys.executable, str(script)], env=env, capture_output=True, text=True, timeout=120)
+        assert done.returncode == 0, done.stderr
+        runs.append(json.loads(done.stdout))
+    assert runs[0] == runs[1]
