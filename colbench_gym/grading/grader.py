@@ -15,6 +15,7 @@ import ast
 import atexit
 import functools
 import json
+import logging
 import math
 import os
 import queue
@@ -29,6 +30,8 @@ from colbench_gym.grading.pytest_driver import Case, PytestDriver
 from colbench_gym.grading.sandbox import Isolation, Worker, WorkerFailed, probe_isolation
 from colbench_gym.grading.wire import Outcome, parse_segments
 from colbench_gym.tasks import BackendTask
+
+_log = logging.getLogger(__name__)
 
 #: Bumped whenever what the sandbox computes for a reference changes (invalidates disk caches).
 CACHE_VERSION = 1
@@ -144,6 +147,7 @@ class BackendGrader:
         self.output_cap = int(output_cap_bytes)
         self.file_size_mb = int(file_size_mb)
         self.isolation: Isolation = probe_isolation(isolation)
+        _log.info("backend grader sandbox:\n%s", self.isolation.describe())
         self.cache_dir = Path(cache_dir) if cache_dir is not None else None
         self._options = dict(call_timeout=call_timeout, total_timeout=total_timeout, memory_mb=memory_mb,
                              isolation=isolation, workers=workers, cache_dir=cache_dir, rel_tol=rel_tol,
