@@ -390,6 +390,20 @@ class Speaker:
             return [node]
         return None
 
+    def _per_unit(self, node: ast.BinOp) -> str | None:
+        """``2 * (visits - 12)`` -> "2 for each visit above 12": how people state tiered rates."""
+        for rate, diff in ((node.left, node.right), (node.right, node.left)):
+            if not (isinstance(diff, ast.BinOp) and isinstance(diff.op, ast.Sub) and is_const(diff.right)):
+                continue
+            if not (is_const(rate) or (isinstance(rate, ast.Name) and rate.id in self.constants)):
+                continue
+            amount = diff.left
+            if not isinstance(amount, ast.Name) or amount.id not in self.params:
+                continue  # "for each remaining above 9300" would not be English
+            unit = singular(humanise(amount.id).split()[-1])
+            return f"{self.say(rate)} for each {unit} above {self.say(diff.right)}"
+        return None
+
     def _binop(self, node: ast.BinOp, prec: int) -> str:
         op = type(node.op)
         if op is ast.Add:
@@ -405,6 +419,10 @@ class Speaker:
         if op is ast.Add and any(isinstance(x, ast.Name) and self.param_kinds.get(x.id, "").startswith("a list")
                                  for x in (node.left, node.right)):
             return f"{self.say(node.left, 5)} followed by {self.say(node.right, 5)}"
+        if op is ast.Mult:
+            per = self._per_unit(node)
+            if per:
+                return per
         if op is ast.Mult and (right_c == 0.5 or left_c == 0.5):
             other = node.left if right_c == 0.5 else node.right
             self.numbers.add(0.5)
