@@ -1692,6 +1692,8 @@ class _FunctionReader:
             if s and s not in shapes:
                 shapes.append(s)
         bare = final is not None and isinstance(final.value, ast.Name) and final.value.id not in self.top_assigns
+        if len(shapes) > 1 and all(x.startswith(("a number", "a whole number")) for x in shapes):
+            shapes = [max(shapes, key=len)]  # 0.0 in one branch, round(x, 1) in another: a number
         has_content = (any(f.kind == "result" for f in self.facts) and not bare) or bool(self.consumed)
         if has_content and len(shapes) == 1 and shapes[0] in ("text", "a number", "a list", "a whole number"):
             return  # "the result is the cost, rounded to 2 decimals" already says it is a number
@@ -2167,6 +2169,9 @@ class _FunctionReader:
         compares.sort(key=lambda c: (c.startswith("its "), compare_keys.get(c, 0.0)))
         compares = [c if i == 0 or not c.startswith("it is ") else c[6:] for i, c in enumerate(compares)] \
             if all(c.startswith("it is ") for c in compares) else compares
+        annotated = _annotation_phrase(self._annotation(p))
+        if annotated and (not desc or desc in ("a list", "a number", "a dict") and annotated.startswith(desc)):
+            desc = annotated  # the reference's type hints say it outright
         values = list(dict.fromkeys(str_values + table_keys))
         extras = []
         if values:
@@ -2187,6 +2192,13 @@ class _FunctionReader:
             return f"{p} " + "; ".join(extras)
         return f"for {p}, " + "; ".join(extras)
 
+    def _annotation(self, p: str) -> ast.AST | None:
+        a = self.fn.args
+        for arg in (*a.posonlyargs, *a.args, *a.kwonlyargs, *(x for x in (a.vararg, a.kwarg) if x)):
+            if arg.arg == p:
+                return arg.annotation
+        return None
+
     def _docstring(self) -> None:
         if not self.doc:
             return
@@ -2196,6 +2208,50 @@ class _FunctionReader:
             self.speaker.start()
             self.add("doc", f"in short: {first[0].lower() + first[1:]}", "what it is for",
                      tags={"purpose"}, priority=2)
+
+
+_ANNOTATION_WORDS = {"int": "a whole number", "float": "a number", "str": "text", "bool": "true or false",
+                     "list": "a list", "List": "a list", "Sequence": "a list", "Iterable": "a list",
+                     "dict": "a dict", "Dict": "a dict", "Mapping": "a dict", "tuple": "a tuple", "Tuple": "a tuple",
+                     "set": "a set", "Set": "a set"}
+_ANNOTATION_PLURALS = {"a whole number": "whole numbers", "a number": "numbers", "text": "strings",
+                       "true or false": "true/false values", "a list": "lists", "a dict": "dicts", "a tuple": "tuples"}
+
+
+def _annotation_phrase(node: ast.AST | None, depth: int = 0) -> str | None:
+    """A type hint in words: ``List[str]`` -> "a list of strings", ``Optional[int]`` -> "a whole
+    number or None"."""
+    if node is None or depth > 2:
+        return None
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        try:
+            return _annotation_phrase(ast.parse(node.value, mode="eval").body, depth + 1)
+        except SyntaxError:
+            return None
+    if isinstance(node, ast.Name):
+        return _ANNOTATION_WORDS.get(node.id)
+    if isinstance(node, ast.Attribute):
+        return _ANNOTATION_WORDS.get(node.attr)
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.BitOr):
+        left, right = _annotation_phrase(node.left, depth + 1), _annotation_phrase(node.right, depth + 1)
+        if isinstance(node.right, ast.Constant) and node.right.value is None and left:
+            return f"{left} or None"
+        return f"{left} or {right}" if left and right else None
+    if isinstance(node, ast.Subscript):
+        outer = node.value.id if isinstance(node.value, ast.Name) else getattr(node.value, "attr", "")
+        inner = node.slice
+        if outer == "Optional":
+            base = _annotation_phrase(inner, depth + 1)
+            return f"{base}, or None" if base else None
+        head = _ANNOTATION_WORDS.get(outer)
+        if head in ("a list", "a set"):
+            item = _annotation_phrase(inner, depth + 1)
+            return f"{head} of {_ANNOTATION_PLURALS.get(item, item)}" if item else head
+        if head == "a dict" and isinstance(inner, ast.Tuple) and len(inner.elts) == 2:
+            k, v = (_annotation_phrase(e, depth + 1) for e in inner.elts)
+            return f"a dict from {k} to {_ANNOTATION_PLURALS.get(v, v)}" if k and v else head
+        return head
+    return None
 
 
 def _chunk(entries: list[str], limit: int) -> list[list[str]]:

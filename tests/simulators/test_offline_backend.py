@@ -34,6 +34,8 @@ PROBLEMS = {
     "tip": ("I want a python function tip_amount(bill, service, split=1) to work out tips.", "tip_amount(10, 'good')"),
     "plant_water": ("Write watering_schedule(plants, temperature) in python for my balcony garden.",
                     "watering_schedule([], 20)"),
+    "typed_average": ("Write average_rating(ratings, weights=None, label='avg') in python for my reviews page.",
+                      "average_rating([4, 5])"),
 }
 
 
@@ -99,6 +101,10 @@ ANSWERS = [
     ("plant_water", "What if the temperature is high?", ["30", "2"]),
     ("plant_water", "What does each plant look like?", ["'type'", "'name'"]),
     ("plant_water", "In what order should the schedule be?", ["second value", "smallest first"]),
+    ("typed_average", "What is weights?", ["dict from text to numbers", "none"]),
+    ("typed_average", "What are the inputs?", ["ratings is a list of numbers", "label is text"]),
+    ("typed_average", "What if there are no ratings?", ["0.0"]),
+    ("typed_average", "How precise should the average be?", ["1 decimal"]),
 ]
 
 
