@@ -74,8 +74,9 @@ class Isolation:
             lines.append(f"filesystem view : {self.view}, {len(self.binds)} read-only paths + empty tmpfs /tmp")
             lines.append("namespaces      : user, network (loopback only), mount, PID (worker is init), IPC, UTS")
         elif self.unshare:
-            lines.append(f"namespaces      : {' '.join(a for a in self.unshare[1:] if a.startswith('--'))}"
-                         " (no filesystem view)")
+            kinds = [name for flag, name in (("--user", "user"), ("--net", "network"), ("--pid", "PID (worker is init)"),
+                                              ("--ipc", "IPC"), ("--uts", "UTS")) if flag in self.unshare]
+            lines.append(f"namespaces      : {', '.join(kinds)} via unshare (no filesystem view)")
         if self.drop_uid is not None:
             lines.append(f"answers run as  : uid {self.drop_uid} (root is dropped)")
         if self.pids_cgroup_root:
