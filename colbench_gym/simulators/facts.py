@@ -676,6 +676,9 @@ class Speaker:
             if index.lower is None and hi is not _NOT_CONST and isinstance(hi, int):
                 return f"the first {hi} of {owner}" if hi >= 0 else f"{owner} without the last {-hi}"
             if index.lower is None and index.step is None and isinstance(index.upper, ast.Name):
+                limit = self.constants.get(index.upper.id)
+                if isinstance(limit, int) and not isinstance(limit, bool):
+                    return f"the first {self.const(limit)} of {owner}"
                 return f"the first {self.say(index.upper)} of {owner}"
             if index.upper is None and lo is not _NOT_CONST and isinstance(lo, int):
                 return f"the last {-lo} of {owner}" if lo < 0 else f"{owner} from position {lo} on"
@@ -1533,8 +1536,10 @@ class _FunctionReader:
         pre = self._prefix(path, loops)
         lead = f"{pre}, " if pre else ""
         subject_names = sorted(set().union(*(_names_in(t) for t, _ in arms)) & (self.all_params | set(self.aliases) | set(self.top_assigns)))
-        topic = "the rules for " + join_and([self._topic_name(n) for n in subject_names][:2], "and") \
-            if subject_names else "the special cases"
+        inputs = [n for n in subject_names if n in self._inputs() or n in self.loop_of]
+        named = inputs or subject_names
+        topic = "the rules for " + join_and(list(dict.fromkeys(self._topic_name(n) for n in named))[:2], "and") \
+            if named else "the special cases"
         sp.start()
         ladder = self._ladder(arms, orelse)
         if ladder:
