@@ -47,6 +47,13 @@ CHROMIUM_ARGS = (
 #: Bumped when rendering changes in a way that invalidates cached screenshots.
 RENDER_VERSION = "1"
 _DOM_JS = (Path(__file__).with_name("dom.js")).read_text(encoding="utf-8")
+#: Freeze CSS animations/transitions at their end state and hide the caret before a screenshot
+#: (deterministic screenshots). Playwright's own ``animations="disabled"`` does this too but was
+#: measured to cost up to seconds per screenshot on pages whose styles were injected by script.
+_FREEZE_JS = """() => { const s = document.createElement('style'); s.setAttribute('data-colbench', 'freeze');
+  s.textContent = '*, *::before, *::after { animation-duration: 0s !important; animation-delay: 0s !important;'
+    + ' transition-duration: 0s !important; transition-delay: 0s !important; caret-color: transparent !important; }';
+  (document.head || document.documentElement).append(s); return true; }"""
 #: One animation frame after "load": lets script-driven styling (Tailwind play/v4 builds) land.
 _SETTLE_JS = "() => new Promise(r => requestAnimationFrame(() => r(true)))"
 
@@ -188,12 +195,14 @@ class Renderer:
     def __init__(self, *, viewport: tuple[int, int] = (1280, 800), pool_size: int = 2, max_height: int = 4000,
                  timeout: float = 10.0, executable_path: str | None = None,
                  web_assets: str | os.PathLike[str] | WebAssets | bool | None = None,
-                 cache: ScreenshotCache | None = None, max_dom_nodes: int = 400):
+                 cache: ScreenshotCache | None = None, max_dom_nodes: int = 400, precompile: bool = True):
         if pool_size < 1:
             raise ValueError("pool_size must be >= 1")
         self.viewport = (int(viewport[0]), int(viewport[1]))
         self.pool_size, self.max_height, self.timeout = pool_size, int(max_height), float(timeout)
         self.max_dom_nodes = max_dom_nodes
+        self.precompile = precompile
+        self._compiler = None
         self.executable_path = find_chromium(executable_path)
         if web_assets is False:
             self.assets: WebAssets | None = None
@@ -209,7 +218,7 @@ class Renderer:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
         self._start_lock = threading.Lock()
-        self._pw = self._browser = self._context = None
+        self._pw = self._browser = None
         self._pages: asyncio.Queue | None = None
         self._generation = 0
         self._closed = False
@@ -260,18 +269,29 @@ class Renderer:
                 "Chromium/Chrome binary; `playwright install chromium` also works where downloads are allowed."
             ) from exc
         self.browser_version = self._browser.version
-        self._context = await self._browser.new_context(
-            viewport={"width": self.viewport[0], "height": self.viewport[1]}, device_scale_factor=1,
-            java_script_enabled=True, bypass_csp=True, service_workers="block",
-        )
-        await self._context.route("**/*", self._route)
+        if self.precompile and self.assets is not None:
+            from colbench_gym.rendering.precompile import PlayCompiler  # noqa: PLC0415
+
+            self._compiler = PlayCompiler(await self._new_context(), timeout=self.timeout)
         self._generation += 1
         self._pages = asyncio.Queue()
         for _ in range(self.pool_size):
             self._pages.put_nowait(await self._new_page())
 
+    async def _new_context(self):
+        # One context (one window) per page: a page sharing its window with a busy tab was
+        # measured to wait whole seconds for its screenshot frame.
+        context = await self._browser.new_context(
+            viewport={"width": self.viewport[0], "height": self.viewport[1]}, device_scale_factor=1,
+            java_script_enabled=True, bypass_csp=True, service_workers="block",
+        )
+        await context.route("**/*", self._route)
+        return context
+
     async def _new_page(self):
-        page = await self._context.new_page()
+        context = await self._new_context()
+        page = await context.new_page()
+        page._colbench_context = context  # noqa: SLF001 - closed with the page when it is replaced
         page.set_default_timeout(self.timeout * 1000)
         page._colbench_crashed = False  # noqa: SLF001 - flag set by the crash event below
         page._colbench_generation = self._generation  # noqa: SLF001
@@ -289,16 +309,63 @@ class Renderer:
         if url.startswith(("data:", "blob:", "about:")):
             await route.continue_()
             return
-        resp = routing.respond(url, req.resource_type, self.assets)
+        resp = None
+        if self.precompile and self.assets is not None:
+            if self._compiler is not None and url.startswith("https://cdn.tailwindcss.com"):
+                resp = await self._precompiled(route)
+            elif req.resource_type == "stylesheet":
+                resp = self._purged(route)
+        if resp is None:
+            resp = routing.respond(url, req.resource_type, self.assets)
         try:
+            # Static files may be cached by the browser; per-page answers (precompiled CSS) never.
+            caching = "no-store" if resp.kind == "precompiled" else "public, max-age=31536000"
             await route.fulfill(status=resp.status, body=resp.body,
                                 headers={"content-type": resp.content_type, "access-control-allow-origin": "*",
-                                         "cache-control": "public, max-age=31536000"})
+                                         "cache-control": caching})
         except Exception:  # noqa: BLE001 - the page went away while we answered; nothing to do
             pass
 
+    @staticmethod
+    def _page_html(route) -> str | None:
+        """The HTML being rendered by the (top-level) page that made this request."""
+        try:
+            frame = route.request.frame
+            page = frame.page
+        except Exception:  # noqa: BLE001 - a worker or a detached frame
+            return None
+        if frame.parent_frame is not None or getattr(page, "_colbench_compiler", False):
+            return None
+        return getattr(page, "_colbench_html", None)
+
+    def _purged(self, route) -> routing.LocalResponse | None:
+        """A Tailwind v2 stylesheet cut to the rules the page can use (see rendering.purge)."""
+        from colbench_gym.rendering.purge import eligible, index_for  # noqa: PLC0415
+        from colbench_gym.rendering.precompile import page_classes  # noqa: PLC0415
+
+        hit = routing.tailwind_file(route.request.url, self.assets)
+        if hit is None or hit[1] != "text/css" or "tailwindcss-2" not in hit[0]:
+            return None
+        html = self._page_html(route)
+        if html is None or not eligible(html):
+            return None
+        css = index_for(hit[0]).purge(page_classes(html))
+        return routing.LocalResponse(css.encode("utf-8"), "text/css", kind="precompiled")
+
+    async def _precompiled(self, route) -> routing.LocalResponse | None:
+        """The play script replaced by CSS from the compiler page, when provably equivalent."""
+        from colbench_gym.rendering.precompile import eligible, page_classes  # noqa: PLC0415
+
+        html = self._page_html(route)
+        if html is None or not eligible(html, route.request.url):
+            return None
+        css = await self._compiler.css_for(page_classes(html))
+        if css is None:
+            return None
+        return routing.LocalResponse(self._compiler.script_for(css), "application/javascript", kind="precompiled")
+
     async def _shutdown_browser(self) -> None:
-        browser, self._browser, self._context = self._browser, None, None
+        browser, self._browser, self._compiler = self._browser, None, None
         if browser is not None:
             try:
                 await asyncio.wait_for(browser.close(), 5)
@@ -413,7 +480,7 @@ class Renderer:
             return
         self.page_replacements += 1
         try:
-            await asyncio.wait_for(page.close(), 3)
+            await asyncio.wait_for(page._colbench_context.close(), 3)  # noqa: SLF001 - closes the page too
         except Exception:  # noqa: BLE001
             pass
         try:
@@ -450,6 +517,7 @@ class Renderer:
 
         error = None
         try:
+            page._colbench_html = html  # noqa: SLF001 - read by the router (precompiled Tailwind)
             await page.set_content(html, wait_until="load", timeout=self.timeout * 1000)
             await self._eval(page, _SETTLE_JS)
         except (PWTimeout, asyncio.TimeoutError):
@@ -463,8 +531,9 @@ class Renderer:
                 " document.body ? document.body.scrollHeight : 0)]")
             height = max(self.viewport[1], min(int(size[1]) if size else 0, self.max_height))
             clip = {"x": 0, "y": 0, "width": self.viewport[0], "height": height}
-            png = await page.screenshot(full_page=True, clip=clip, timeout=grace * 1000, animations="disabled",
-                                        caret="hide", type="png")
+            if not error:
+                await self._eval(page, _FREEZE_JS, timeout=grace)
+            png = await page.screenshot(full_page=True, clip=clip, timeout=grace * 1000, type="png")
             summary = await self._eval(page, _DOM_JS, self.max_dom_nodes, timeout=grace) if dom else None
         except Exception as exc:  # noqa: BLE001 - a hung or broken page: give a blank page and replace it
             if page._colbench_crashed or "crash" in str(exc).lower():  # noqa: SLF001

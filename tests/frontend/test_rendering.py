@@ -81,7 +81,9 @@ def test_pool_pages_are_reused(renderer):
 
 
 async def _pages_of(renderer):
-    return sorted(id(p) for p in renderer._context.pages)
+    """The pool's pages (the Tailwind compiler page is not part of the pool)."""
+    return sorted(id(p) for c in renderer._browser.contexts for p in c.pages
+                  if not getattr(p, "_colbench_compiler", False))
 
 
 @pytest.mark.parametrize("html", ["", "<<<not html <div><p>unclosed", "\x00\x01 binary \ufffd junk </html></body>",
@@ -221,3 +223,33 @@ def test_render_cli(browser_ready, tmp_path):
     missing = subprocess.run([sys.executable, "-m", "colbench_gym.cli", "render", str(tmp_path / "nope.html"),
                               "--output", str(out)], capture_output=True, text=True, timeout=60)
     assert missing.returncode == 2 and "no such file" in missing.stderr
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("form", ["tailwind.min.css", "cdn.tailwindcss.com"])
+def test_tailwind_shortcuts_render_pixel_identical_pages(browser_ready, form):
+    """Precompiled play-CDN CSS and purged v2 stylesheets must not change a single pixel."""
+    from colbench_gym.tasks.frontend_generator import generate_frontend_task
+    htmls = [h for h in (generate_frontend_task(i, "test").ground_truth for i in range(40)) if form in h][:10]
+    # include a page whose classes use escapes (fractions, variants, arbitrary values on v3)
+    extra = '<div class="w-1/2 md:w-1/3 hover:bg-red-500 space-x-4 py-0.5 bg-gray-200"><span>a</span><span>b</span></div>'
+    head = ('<link href="https://cdn.jsdelivr.net/npm/tailwindcss@2.2.19/dist/tailwind.min.css" rel="stylesheet">'
+            if form.endswith(".css") else '<script src="https://cdn.tailwindcss.com"></script>')
+    htmls.append(f'<html><head>{head}</head><body class="p-4">{extra}<p class="text-[13px] text-[#123456]">x</p></body></html>')
+    with Renderer(pool_size=2, precompile=False, cache=ScreenshotCache(None)) as plain, \
+            Renderer(pool_size=2, precompile=True, cache=ScreenshotCache(None)) as fast:
+        slow_shots = plain.render_many(htmls)
+        fast_shots = fast.render_many(htmls)
+        if form == "cdn.tailwindcss.com":
+            assert fast._compiler is not None and fast._compiler.compiles >= 5 and fast._compiler.failures == 0
+    assert all(s.ok for s in slow_shots + fast_shots)
+    assert [s.png == f.png for s, f in zip(slow_shots, fast_shots)] == [True] * len(htmls)
+
+
+def test_pages_with_scripts_get_the_real_tailwind(renderer):
+    # page JavaScript adds a class after load: only the real play script can style it
+    html = ('<html><head><script src="https://cdn.tailwindcss.com"></script></head><body>'
+            '<div id="x" class="h-24"></div><script>document.getElementById("x").classList.add("bg-fuchsia-600")</script>'
+            '</body></html>')
+    res = renderer.render(html)
+    assert _close(_px(res, 640, 40), (192, 38, 211))
