@@ -181,6 +181,9 @@ class OfflineBackendSimulator(HumanSimulator):
             ranked = sorted(ranked, key=lambda sf: -(sf[0] - (1.2 if sf[1].text in told else 0.0)))
             if ranked[0][0] < MIN_SCORE:
                 ranked = self.rank(sheet, q)
+            taken = {p[2] for p in picks}
+            if len(ranked) > 1 and ranked[0][1].text in taken and ranked[1][0] >= MIN_SCORE:
+                ranked = ranked[1:]  # an earlier question already gets that fact
             best_score, best = ranked[0]
             picks.append((best_score, qi, self._say_fact(q, best, sheet), best))  # only the best gets a verdict
             if len(questions) == 1 and len(ranked) > 1:
@@ -209,7 +212,8 @@ class OfflineBackendSimulator(HumanSimulator):
         if unanswered and len(parts) == 1 and self.max_facts == 2 and len(parts[0]) < self.max_chars - 40:
             parts.append(rng.choice(_IDK_REST))
         opener = rng.choice(_OPENERS)
-        if opener and not parts[0].startswith(("Yes", "No", "I ")):
+        if opener and not parts[0].startswith(("Yes", "No", "I ")) and \
+                sum(len(p) + 1 for p in parts) + len(opener) <= self.max_chars:
             parts[0] = opener + _lower_first(parts[0], sheet)
         return " ".join(parts)
 
