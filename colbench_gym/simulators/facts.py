@@ -358,7 +358,7 @@ class _FunctionReader:
         for phrase, syns in _SYNONYMS:
             if phrase in low:
                 kw |= syns
-        if "the result is" in low or "give back" in low:
+        if kind in ("result", "shape") or (kind == "branch" and low.startswith("if") and "otherwise the result is" in low):
             extra = [*extra, self.fn.name]  # "the name tag" in a question names the output
         for n in (*sp.names, *extra):
             kw |= keywords(n)

@@ -189,7 +189,7 @@ class OfflineBackendSimulator(HumanSimulator):
             if len(questions) == 1 and len(ranked) > 1:
                 s2, second = ranked[1]
                 pair = {best.kind, second.kind}
-                if s2 >= max(MIN_SCORE, 0.8 * best_score) and second.text != best.text and \
+                if s2 >= max(MIN_SCORE, 0.75 * best_score) and second.text != best.text and \
                         not pair <= {"result", "shape"} and not pair <= {"param", "params"} and \
                         len(best.text) + len(second.text) < self.max_chars - 10:
                     picks.append((s2, qi, second.text, second))
