@@ -43,9 +43,10 @@ _INTENT_WORDS: dict[str, tuple[str, ...]] = {
     "error": ("error", "exception", "raise", "throw", "invalid", "fail", "crash", "valid"),
     "numbers": ("value", "values", "number", "numbers", "constant", "constants", "threshold", "thresholds",
                 "amount", "amounts", "points", "weights", "cutoff", "cutoffs", "limit", "limits", "exact"),
-    "order": ("sort", "order", "ascending", "descending", "first", "last", "rank", "arrange"),
+    "order": ("sort", "order", "ascending", "descending", "rank", "arrange", "highest first", "lowest first",
+              "largest first", "smallest first", "alphabetical"),
     "tie": ("tie", "ties", "same", "equal", "draw", "tied"),
-    "how": ("how", "calculate", "compute", "formula", "work", "determine", "figure",
+    "how": ("how", "calculate", "calculation", "compute", "computation", "formula", "work", "determine", "figure",
             "logic", "rule", "rules", "process", "handle", "treat", "deal with", "count"),
     "values": ("what are", "price", "rate", "cost", "fee", "amount", "value", "much",
                "threshold", "limit", "cutoff", "cut-off", "percentage", "percent", "discount",
@@ -175,7 +176,7 @@ def _intents(lower: str) -> set[str]:
                 if trig in padded:
                     found.add(intent)
                     break
-            elif re.search(rf"\b{re.escape(trig)}", lower):
+            elif re.search(rf"\b{re.escape(trig)}(s|es|ed|d|ing|ly)?\b", lower):  # "int" is not "interval"
                 found.add(intent)
                 break
     return found

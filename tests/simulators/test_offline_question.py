@@ -77,3 +77,9 @@ def test_huge_or_odd_messages_are_handled():
     msg = analyse("?" * 100000)
     assert len(msg.questions) <= 8
     assert analyse("").questions == [] and analyse("").greeting
+
+
+def test_short_trigger_words_need_a_word_boundary():
+    assert "type" not in analyse("What is the interval between waterings?").questions[0].intents
+    assert "order" not in analyse("What goes into the first name field?").questions[0].intents
+    assert "order" in analyse("Should the list be sorted?").questions[0].intents
