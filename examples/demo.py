@@ -43,12 +43,14 @@ def main(argv: list[str] | None = None) -> int:
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--tasks", type=int, default=4, help="embedded test tasks to play (default: %(default)s)")
     ap.add_argument("--k", type=int, default=1, help="samples per task (default: %(default)s)")
-    ap.add_argument("--max-new-tokens", type=int, default=320, help="per agent turn (default: %(default)s)")
+    ap.add_argument("--max-new-tokens", type=int, default=256, help="per agent turn (default: %(default)s)")
     ap.add_argument("--temperature", type=float, default=0.3, help="(default: %(default)s)")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--output", default="runs/demo/trajectories.jsonl")
     ap.add_argument("--policy", default="default", help="policy spec (see `sweet-agent rollout --help`)")
     args = ap.parse_args(argv)
+
+    from transformers.utils import logging as hf_logging
 
     from sweet_agent.evaluation import format_summary, summarize
     from sweet_agent.policies import SamplingParams, load_policy
@@ -56,6 +58,7 @@ def main(argv: list[str] | None = None) -> int:
     from sweet_agent.rollout.collector import RolloutConfig, collect
     from sweet_agent.trajectories import read_trajectories, to_hf_dataset
 
+    hf_logging.disable_progress_bar()
     print("[demo] loading the policy ...", flush=True)
     t0 = time.perf_counter()
     try:

@@ -74,17 +74,54 @@ class SeededSampler:
             kth = torch.topk(scores, sp.top_k, dim=-1).values[..., -1:]
             scores = scores.masked_fill(scores < kth, float("-inf"))
         if sp.top_p < 1.0:
-            sorted_scores, order = torch.sort(scores, descending=True, dim=-1)
-            cum = torch.softmax(sorted_scores, dim=-1).cumsum(dim=-1)
-            # keep the smallest prefix whose mass reaches top_p (always keep the best token)
-            drop_sorted = (cum - torch.softmax(sorted_scores, dim=-1)) >= sp.top_p
-            drop = torch.zeros_like(drop_sorted).scatter(-1, order, drop_sorted)
-            scores = scores.masked_fill(drop, float("-inf"))
-        noise = torch.empty_like(scores)
+            scores = self._top_p(scores, sp.top_p)
+        return self._add_gumbel(scores)
+
+    #: candidates examined first for top-p; the full sort runs only when they hold < top_p mass
+    TOP_P_CANDIDATES = 512
+
+    @classmethod
+    def _top_p(cls, scores, top_p: float):
+        """Keep, per row, the smallest set of best tokens whose probability reaches ``top_p``.
+
+        Exact, but cheap for large vocabularies: the nucleus almost always lies within the best
+        few hundred tokens, so we look there first (``topk``) and fall back to a full sort only
+        for rows where those candidates do not reach ``top_p``.
+        """
+        import torch  # noqa: PLC0415
+
+        vocab = scores.shape[-1]
+        k = min(cls.TOP_P_CANDIDATES, vocab)
+        log_z = torch.logsumexp(scores, dim=-1, keepdim=True)
+        top_vals, top_idx = torch.topk(scores, k, dim=-1)
+        probs = torch.exp(top_vals - log_z)
+        before = probs.cumsum(dim=-1) - probs  # mass of the better tokens
+        enough = (probs.sum(dim=-1) >= top_p) | (k == vocab)
+        keep = torch.zeros_like(scores, dtype=torch.bool)
+        keep.scatter_(-1, top_idx, before < top_p)  # always keeps the best token (before = 0)
+        if not bool(enough.all()):
+            rows = (~enough).nonzero(as_tuple=True)[0]
+            sub = scores[rows]
+            sorted_vals, order = torch.sort(sub, descending=True, dim=-1)
+            p = torch.exp(sorted_vals - log_z[rows])
+            keep_rows = torch.zeros_like(sub, dtype=torch.bool).scatter(-1, order, (p.cumsum(-1) - p) < top_p)
+            keep[rows] = keep_rows
+        return scores.masked_fill(~keep, float("-inf"))
+
+    def _add_gumbel(self, scores):
+        import torch  # noqa: PLC0415
+
+        vocab = scores.shape[-1]
+        out = torch.full_like(scores, float("-inf"))
+        finite = torch.isfinite(scores)
         for i, g in enumerate(self.generators):
+            # draw for the whole vocabulary so each row's stream advances the same way every step,
+            # but transform only the candidates that survived top-k / top-p (usually a handful)
             u = torch.rand(vocab, generator=g, dtype=torch.float32)
-            noise[i] = -torch.log(-torch.log(u.clamp_(1e-20, 1.0 - 1e-7)))
-        return scores + noise
+            idx = finite[i].nonzero().squeeze(1)
+            gumbel = -torch.log(-torch.log(u[idx].clamp_(1e-20, 1.0 - 1e-7)))
+            out[i, idx] = scores[i, idx] + gumbel
+        return out
 
 
 class TransformersPolicy(Policy):
@@ -128,7 +165,10 @@ class TransformersPolicy(Policy):
         model = AutoModelForCausalLM.from_pretrained(path, dtype=_torch_dtype(dtype))
         model.to(device)
         model.eval()
-        name = kwargs.pop("name", None) or (str(spec) if spec not in (None, "default") else "default")
+        from sweet_agent.policies.default_model import ALIASES  # noqa: PLC0415
+
+        text = "default" if spec is None else os.fspath(spec)
+        name = kwargs.pop("name", None) or (ALIASES[text].hub_id if text in ALIASES else text)
         return cls(model, tokenizer, name=name, max_batch_size=max_batch_size, **kwargs)
 
     def _end_of_turn_ids(self) -> list[int]:

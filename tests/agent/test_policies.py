@@ -123,3 +123,24 @@ def test_derive_seed_is_stable():
     assert derive_seed(0, "policy", 3, 1, 2) == derive_seed(0, "policy", 3, 1, 2)
     assert derive_seed(0, "policy", 3, 1, 2) != derive_seed(0, "policy", 3, 1, 3)
     assert 0 <= derive_seed("x") < 2**63
+
+
+def test_top_p_fast_path_equals_the_full_sort(monkeypatch):
+    """The top-k shortcut for top-p must keep exactly the nucleus a full sort keeps."""
+    import torch
+
+    torch.manual_seed(0)
+    scores = torch.randn(6, 3000) * torch.tensor([[0.5], [1.0], [2.0], [4.0], [8.0], [0.1]])
+
+    def reference(s, p):
+        sv, order = torch.sort(s, descending=True, dim=-1)
+        probs = torch.softmax(sv, -1)
+        keep = torch.zeros_like(s, dtype=torch.bool).scatter(-1, order, (probs.cumsum(-1) - probs) < p)
+        return s.masked_fill(~keep, float("-inf"))
+
+    for p in (0.5, 0.9, 0.99):
+        want = reference(scores, p)
+        assert torch.equal(SeededSampler._top_p(scores, p), want)  # mixed: some rows need the fallback
+        monkeypatch.setattr(SeededSampler, "TOP_P_CANDIDATES", 3)
+        assert torch.equal(SeededSampler._top_p(scores, p), want)  # every row takes the full sort
+        monkeypatch.setattr(SeededSampler, "TOP_P_CANDIDATES", 512)
