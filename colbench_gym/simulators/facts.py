@@ -1215,6 +1215,9 @@ class _FunctionReader:
                     if is_p(left) or (isinstance(left, ast.Call) and isinstance(left.func, ast.Name)
                                       and left.func.id in ("len", "abs") and left.args and is_p(left.args[0])):
                         prefix = "it is " if is_p(left) else ("its length is " if left.func.id == "len" else "its size is ")  # type: ignore[union-attr]
+                        if is_p(left) and isinstance(op, (ast.Gt, ast.GtE, ast.Lt, ast.LtE)) and \
+                                not isinstance(_const_key(right), str):
+                            numeric = True  # compared by size with anything: a number
                         if isinstance(right, ast.Name) and right.id in self.constants and is_p(left):
                             c = self.constants[right.id]
                             if isinstance(c, (int, float)) and not isinstance(c, bool):
@@ -1345,6 +1348,9 @@ class _FunctionReader:
             return join_and(names), notes
 
         notes: list[str] = []
+        iterated = iterated or bool(elems)  # zip(answers, key) iterates both
+        if methods & {"values", "keys", "items"}:
+            items = True
         if methods & str_methods and not elem_keys:
             desc = "text"
         elif items or (keys and not iterated):
