@@ -172,3 +172,19 @@ def test_record_meta_is_json_and_carries_the_system_prompt(tiny_policy):
     meta = json.loads(json.dumps(rec["meta"]))
     assert "I WANT TO ANSWER:" in meta["system_prompt"]
     assert meta["sampling"]["max_new_tokens"] == 10 and meta["policy"] == tiny_policy.name
+
+
+def test_rollout_with_the_offline_simulator_by_name(tiny_policy, tmp_path):
+    """The default set-up of `sweet-agent rollout` (offline simulator, embedded tasks), tiny policy."""
+    cfg = _cfg(simulator="offline", num_tasks=2, samples_per_task=1, max_turns=2)
+    res = collect(tiny_policy, cfg, tmp_path / "off.jsonl", progress=False)
+    recs = read_trajectories(tmp_path / "off.jsonl")
+    assert len(recs) == 2 == len(res.records)
+    source = resolve_task_source("embedded:test", "backend")
+    for rec in recs:
+        task = source[rec["meta"]["task_index"]]
+        hist = rec["dialogue_history"]
+        assert rec["task"] == task.to_record() and hist[0]["content"] == task.problem_description
+        assert [t["role"] for t in hist] == ["user", "assistant", "user", "assistant"]
+        assert hist[2]["content"] and len(hist[2]["content"]) <= 400  # the person's reply, capped as in the paper
+        assert task.ground_truth not in hist[2]["content"]
