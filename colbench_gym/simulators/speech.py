@@ -332,8 +332,11 @@ class Speaker:
                 return self.aliases[target.id].removeprefix("the ")
             return element_noun(target.id, iterable)
         if isinstance(target, ast.Tuple):
-            return " and ".join(element_noun(e.id, iterable) if isinstance(e, ast.Name) else "item"
-                                for e in target.elts)
+            if isinstance(iterable, ast.Call) and isinstance(iterable.func, ast.Attribute) and \
+                    iterable.func.attr == "items" and len(target.elts) == 2:
+                return "key and value"
+            return " and ".join(self.aliases.get(e.id, "the " + element_noun(e.id, iterable)).removeprefix("the ")
+                                if isinstance(e, ast.Name) else "item" for e in target.elts)
         return "item"
 
     def _concat_parts(self, node: ast.AST) -> list[ast.AST] | None:
@@ -759,6 +762,9 @@ class Speaker:
         if is_const(left) and not is_const(right) and op in _CMP_FLIP:
             left, right, op = right, left, _CMP_FLIP[op]
         # x % 2 == 0 -> even
+        if isinstance(left, ast.BinOp) and isinstance(left.op, ast.Mod) and _const_key(left.right) == 2 \
+                and _const_key(right) == 1 and op in (ast.Eq, ast.NotEq):
+            return f"{self.say(left.left, 5)} is {'odd' if op is ast.Eq else 'even'}"
         if isinstance(left, ast.BinOp) and isinstance(left.op, ast.Mod) and _const_key(right) == 0 \
                 and op in (ast.Eq, ast.NotEq):
             d = _const_key(left.right)
@@ -779,8 +785,14 @@ class Speaker:
         if op in (ast.In, ast.NotIn):
             neg = op is ast.NotIn
             if isinstance(right, (ast.List, ast.Tuple, ast.Set)) and all(is_const(e) for e in right.elts):
-                opts = join_and([self.say(e) for e in right.elts], "or")
-                return f"{lhs} is {'not ' if neg else ''}{opts}"
+                said = [self.say(e) for e in right.elts]
+                if not neg:
+                    return f"{lhs} is {join_and(said, 'or')}"
+                if len(said) == 1:
+                    return f"{lhs} is not {said[0]}"
+                if len(said) == 2:
+                    return f"{lhs} is neither {said[0]} nor {said[1]}"
+                return f"{lhs} is none of {join_and(said, 'or')}"
             rhs = self.say(right, 5)
             if isinstance(left, ast.Constant) and isinstance(left.value, str):
                 return f"{rhs} {'does not contain' if neg else 'contains'} {lhs}"
