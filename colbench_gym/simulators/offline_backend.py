@@ -21,11 +21,21 @@ from typing import Any
 
 from colbench_gym.simulators.base import Dialogue, HumanSimulator
 from colbench_gym.simulators.facts import Fact, FactSheet, extract_facts
-from colbench_gym.simulators.question import Message, Question, analyse, keywords, stem, words_match
+from colbench_gym.simulators.question import (
+    Message,
+    Question,
+    analyse,
+    keywords,
+    make_question,
+    stem,
+    words_match,
+)
 from colbench_gym.tasks.records import BackendTask
 
 #: Below this relevance score a fact does not answer the question ("I don't know").
 MIN_SCORE = 1.2
+#: A message that asks nothing is answered only when it clearly names a topic ("Plan prices.").
+STATEMENT_SCORE = 2.5
 
 _IDK = (
     "I don't know, sorry.",
@@ -161,6 +171,12 @@ class OfflineBackendSimulator(HumanSimulator):
             return rng.choice(_IDK)
         if msg.code:
             return self._code_feedback(sheet, msg.code, rng)
+        if not msg.greeting and len(msg.text) <= 300:
+            # "Plan prices." from a terse agent: a person answers what is clearly meant
+            q = make_question(msg.text)
+            ranked = self.rank(sheet, q)
+            if q.keywords and ranked and ranked[0][0] >= STATEMENT_SCORE:
+                return self._say_fact(q, ranked[0][1], sheet)
         return self._nudge(sheet, history, rng, greeting=bool(re.match(r"\s*(hi|hello|hey|good (morning|afternoon|evening))\b", msg.text, re.IGNORECASE)))
 
     def _answer(self, sheet: FactSheet, questions: list[Question], history: list[str],

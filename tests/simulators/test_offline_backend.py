@@ -364,3 +364,10 @@ def test_replies_do_not_depend_on_the_process(tmp_path):
         assert done.returncode == 0, done.stderr
         runs.append(json.loads(done.stdout))
     assert runs[0] == runs[1]
+
+
+def test_terse_statements_that_name_a_topic_are_answered(sim):
+    task = load("gym_fee")
+    assert "35" in ask(sim, task, "Plan prices.")
+    nudge = ask(sim, task, "I will now write the function.")
+    assert "?" in nudge and not is_idk(nudge)
