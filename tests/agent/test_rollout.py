@@ -188,3 +188,37 @@ def test_rollout_with_the_offline_simulator_by_name(tiny_policy, tmp_path):
         assert [t["role"] for t in hist] == ["user", "assistant", "user", "assistant"]
         assert hist[2]["content"] and len(hist[2]["content"]) <= 400  # the person's reply, capped as in the paper
         assert task.ground_truth not in hist[2]["content"]
+
+
+@pytest.mark.browser
+def test_frontend_rollout_records_similarity(tmp_path, monkeypatch):
+    """The collector is env-generic: ColBench-Frontend-v0 episodes get the frontend prompt, a
+    rendered draft per turn and the page similarity as reward."""
+    from colbench_gym.rendering import find_chromium
+
+    if find_chromium() is None:
+        pytest.skip("no Chromium")
+    monkeypatch.setenv("COLBENCH_CACHE_DIR", str(tmp_path / "cache"))
+    page = '<html><body class="bg-blue-600 p-8"><h1 class="text-white text-3xl">Welcome</h1></body></html>'
+
+    def agent(body):
+        msgs = body["messages"]
+        assert "OUTPUT:" in msgs[0]["content"] and "<html>" in msgs[0]["content"]
+        if len(msgs) == 2:
+            return f"A first draft. OUTPUT: Is this close? {page}"
+        return f"Done. OUTPUT: I WANT TO ANSWER: {page}"
+
+    with LocalOpenAIServer(agent) as server:
+        cfg = RolloutConfig(env_id="ColBench-Frontend-v0", num_tasks=2, concurrency=2,
+                            env_kwargs={"scorer": "fallback"}, sampling=SamplingParams(max_new_tokens=64))
+        res = collect(OpenAIPolicy("scripted", base_url=server.base_url), cfg, tmp_path / "front.jsonl", progress=False)
+    recs = read_trajectories(tmp_path / "front.jsonl")
+    assert len(recs) == 2 == len(res.records)
+    for rec in recs:
+        assert "test_cases" not in rec["task"] and rec["success"] is None
+        assert 0.0 <= rec["reward"] <= 1.0 and rec["answer"].strip().startswith("<html>")
+        assert rec["meta"]["turns"] == 2 and rec["dialogue_history"][1]["content"].startswith("Is this close?")
+    from sweet_agent.evaluation import summarize
+
+    s = summarize(recs, reference=recs)
+    assert s.kind == "frontend" and s.win_rate == 0.5 and s.similarity == pytest.approx(sum(r["reward"] for r in recs) / 2)
