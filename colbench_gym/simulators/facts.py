@@ -638,9 +638,15 @@ class _FunctionReader:
                 text = f"{lead}{tname} {word} {sp.say(st.value)}"
             self.add("accumulate", text, f"how {tname} is built", tags={"how"}, priority=5,
                      extra=_assigned_names(st.target))
+        elif isinstance(st, ast.Expr) and isinstance(st.value, ast.Yield) and st.value.value is not None:
+            self.add("accumulate", f"{lead}{sp.say(st.value.value)} is handed out", "what it hands out",
+                     tags={"how", "output"}, priority=5)
         elif isinstance(st, ast.Expr) and isinstance(st.value, ast.Call):
             call = st.value
-            if isinstance(call.func, ast.Attribute) and call.func.attr in ("append", "add", "extend") and call.args:
+            if isinstance(call.func, ast.Name) and call.func.id == "print" and call.args:
+                self.add("accumulate", f"{lead}{join_and([sp.say(a) for a in call.args])} is printed",
+                         "what it prints", tags={"how", "output"}, priority=5)
+            elif isinstance(call.func, ast.Attribute) and call.func.attr in ("append", "add", "extend") and call.args:
                 self.add("accumulate", f"{lead}{sp.say(call.args[0])} is added to {sp.say(call.func.value, 5)}",
                          f"what goes into {sp.say(call.func.value, 5)}", tags={"how"}, priority=4.5)
             elif isinstance(call.func, ast.Attribute) and call.func.attr == "sort":
@@ -680,10 +686,14 @@ class _FunctionReader:
                 parts.append(acc or f"{sp.target(st.targets[0])} is {sp.say(st.value)}")
             elif isinstance(st, ast.AugAssign):
                 parts.append(f"{sp.target(st.target)} {_AUG_WORDS.get(type(st.op), 'is updated by')} {sp.say(st.value)}")
+            elif isinstance(st, ast.Expr) and isinstance(st.value, ast.Yield) and st.value.value is not None:
+                parts.append(f"{sp.say(st.value.value)} is handed out")
             elif isinstance(st, ast.Expr) and isinstance(st.value, ast.Call):
                 call = st.value
                 if isinstance(call.func, ast.Attribute) and call.func.attr in ("append", "add", "extend") and call.args:
                     parts.append(f"{sp.say(call.args[0])} is added to {sp.say(call.func.value, 5)}")
+                elif isinstance(call.func, ast.Name) and call.func.id == "print" and call.args:
+                    parts.append(f"{join_and([sp.say(a) for a in call.args])} is printed")
             elif isinstance(st, ast.Raise):
                 parts.append(f"it should raise {self._exc_phrase(st)}")
                 break
@@ -921,6 +931,9 @@ class _FunctionReader:
                     f"it gives back {join_and(shapes, 'or')}, depending on the case"
             self.add("shape", text, "what it should give back", tags={"output", "type"}, priority=7.5,
                      extra=[self.fn.name])
+        elif any(isinstance(n, (ast.Yield, ast.YieldFrom)) for n in ast.walk(ast.Module(body=self.body, type_ignores=[]))):
+            self.add("shape", "it hands out its values one at a time (a generator)", "what it should give back",
+                     tags={"output", "type"}, priority=7.5)
         elif not returns:
             self.add("shape", "it doesn't give anything back (the result is None)", "what it should give back",
                      tags={"output", "type"}, priority=7.5)
