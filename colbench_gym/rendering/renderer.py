@@ -64,10 +64,11 @@ class RendererError(RuntimeError):
 
 @dataclass
 class RenderResult:
-    """One screenshot. ``error`` is set when the page failed to load fully (then ``png`` holds
-    what was on screen at the deadline, or a blank page when nothing could be captured)."""
+    """One screenshot. ``data`` is the encoded image (``format``: PNG, or JPEG when the renderer
+    was built with ``image_format="jpeg"``). ``error`` is set when the page failed to load fully
+    (then ``data`` holds what was on screen at the deadline, or a blank page)."""
 
-    png: bytes
+    data: bytes
     width: int
     height: int
     dom: dict[str, Any] | None = None
@@ -75,6 +76,7 @@ class RenderResult:
     elapsed: float = 0.0
     cached: bool = False
     key: str = ""
+    format: str = "png"
     _image: Any = field(default=None, repr=False, compare=False)
 
     @property
@@ -86,13 +88,23 @@ class RenderResult:
         if self._image is None:
             from PIL import Image  # noqa: PLC0415
 
-            self._image = Image.open(io.BytesIO(self.png)).convert("RGB")
+            self._image = Image.open(io.BytesIO(self.data)).convert("RGB")
         return self._image
 
+    @property
+    def png(self) -> bytes:
+        """The screenshot as PNG bytes (re-encoded when it was captured as JPEG)."""
+        if self.format == "png":
+            return self.data
+        buf = io.BytesIO()
+        self.image().save(buf, format="PNG")
+        return buf.getvalue()
+
     def save(self, path: str | os.PathLike[str]) -> None:
+        """Write the screenshot atomically; a ``.png`` path always gets PNG bytes."""
         path = Path(path)
         tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-        tmp.write_bytes(self.png)
+        tmp.write_bytes(self.png if path.suffix.lower() == ".png" else self.data)
         os.replace(tmp, path)
 
 
@@ -132,11 +144,12 @@ class ScreenshotCache:
                 self._mem.move_to_end(key)
                 return hit
         if self.directory:
-            png, meta = self.directory / f"{key}.png", self.directory / f"{key}.json"
-            if png.is_file() and meta.is_file():
+            img, meta = self.directory / f"{key}.img", self.directory / f"{key}.json"
+            if img.is_file() and meta.is_file():
                 try:
                     info = json.loads(meta.read_text(encoding="utf-8"))
-                    result = RenderResult(png.read_bytes(), info["width"], info["height"], info.get("dom"), key=key)
+                    result = RenderResult(img.read_bytes(), info["width"], info["height"], info.get("dom"), key=key,
+                                          format=info.get("format", "png"))
                 except (OSError, ValueError, KeyError):
                     return None
                 self._remember(key, result)
@@ -148,8 +161,8 @@ class ScreenshotCache:
             return  # never cache failures: the next try may succeed
         self._remember(key, result)
         if self.directory:
-            for suffix, data in (("png", result.png),
-                                 ("json", json.dumps({"width": result.width, "height": result.height, "dom": result.dom}).encode())):
+            meta = {"width": result.width, "height": result.height, "format": result.format, "dom": result.dom}
+            for suffix, data in (("img", result.data), ("json", json.dumps(meta).encode())):
                 path = self.directory / f"{key}.{suffix}"
                 tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
                 tmp.write_bytes(data)
@@ -190,17 +203,27 @@ class Renderer:
             ``False`` renders without them (Tailwind pages come out unstyled).
         cache: a :class:`ScreenshotCache` for :meth:`render` calls with ``cache=True``;
             default: in memory plus :func:`default_cache_dir` on disk.
+        max_dom_nodes: elements described in the DOM summary (``dom=True``).
+        precompile: serve play-CDN pages CSS from a warm compiler page and v2 stylesheets
+            purged to the page's classes (pixel-identical, much cheaper); ``False`` serves the
+            Tailwind files as they are.
+        image_format: ``"png"`` (lossless, default) or ``"jpeg"`` (cheaper to encode;
+            ``jpeg_quality``), for bulk scoring where a few levels of colour noise do not matter.
     """
 
     def __init__(self, *, viewport: tuple[int, int] = (1280, 800), pool_size: int = 2, max_height: int = 4000,
                  timeout: float = 10.0, executable_path: str | None = None,
                  web_assets: str | os.PathLike[str] | WebAssets | bool | None = None,
-                 cache: ScreenshotCache | None = None, max_dom_nodes: int = 400, precompile: bool = True):
+                 cache: ScreenshotCache | None = None, max_dom_nodes: int = 400, precompile: bool = True,
+                 image_format: str = "png", jpeg_quality: int = 92):
         if pool_size < 1:
             raise ValueError("pool_size must be >= 1")
         self.viewport = (int(viewport[0]), int(viewport[1]))
         self.pool_size, self.max_height, self.timeout = pool_size, int(max_height), float(timeout)
         self.max_dom_nodes = max_dom_nodes
+        if image_format not in ("png", "jpeg"):
+            raise ValueError(f"image_format must be 'png' or 'jpeg', got {image_format!r}")
+        self.image_format, self.jpeg_quality = image_format, int(jpeg_quality)
         self.precompile = precompile
         self._compiler = None
         self.executable_path = find_chromium(executable_path)
@@ -414,7 +437,8 @@ class Renderer:
     # ---------------------------------------------------------------- rendering
     def cache_key(self, html: str) -> str:
         h = hashlib.sha256()
-        for part in (RENDER_VERSION, f"{self.viewport}", str(self.max_height), str(self.assets is not None), html):
+        for part in (RENDER_VERSION, f"{self.viewport}", str(self.max_height), str(self.assets is not None),
+                     self.image_format, str(self.jpeg_quality if self.image_format == "jpeg" else ""), html):
             h.update(part.encode("utf-8", "surrogatepass"))
             h.update(b"\x00")
         return h.hexdigest()[:32]
@@ -434,7 +458,8 @@ class Renderer:
             if cache:
                 hit = self.cache.get(self.cache_key(html))
                 if hit is not None and (hit.dom is not None or not dom):
-                    results[i] = RenderResult(hit.png, hit.width, hit.height, hit.dom, cached=True, key=hit.key)
+                    results[i] = RenderResult(hit.data, hit.width, hit.height, hit.dom, cached=True, key=hit.key,
+                                              format=hit.format)
                     continue
             todo.append(i)
         if todo:
@@ -533,7 +558,10 @@ class Renderer:
             clip = {"x": 0, "y": 0, "width": self.viewport[0], "height": height}
             if not error:
                 await self._eval(page, _FREEZE_JS, timeout=grace)
-            png = await page.screenshot(full_page=True, clip=clip, timeout=grace * 1000, type="png")
+            shot: dict[str, Any] = {"type": self.image_format}
+            if self.image_format == "jpeg":
+                shot["quality"] = self.jpeg_quality
+            png = await page.screenshot(full_page=True, clip=clip, timeout=grace * 1000, **shot)
             summary = await self._eval(page, _DOM_JS, self.max_dom_nodes, timeout=grace) if dom else None
         except Exception as exc:  # noqa: BLE001 - a hung or broken page: give a blank page and replace it
             if page._colbench_crashed or "crash" in str(exc).lower():  # noqa: SLF001
@@ -544,7 +572,7 @@ class Renderer:
             page._colbench_crashed = True  # noqa: SLF001 - the page may still be running a loop: replace it
         if dom and summary is None:
             summary = {"title": "", "width": self.viewport[0], "height": height, "body": None, "nodes": [], "truncated": False}
-        return RenderResult(png, self.viewport[0], height, summary, error=error)
+        return RenderResult(png, self.viewport[0], height, summary, error=error, format=self.image_format)
 
 
 _shared: Renderer | None = None

@@ -175,7 +175,7 @@ def test_reference_cache_by_content_hash(browser_ready, tmp_path):
         second = r.render(html, dom=True, cache=True)
         assert not first.cached and second.cached and second.png == first.png
         assert r.renders == 1
-        assert len(list((tmp_path / "shots").glob("*.png"))) == 1
+        assert len(list((tmp_path / "shots").glob("*.img"))) == 1
     # a fresh process-level cache over the same folder hits on disk
     again = ScreenshotCache(tmp_path / "shots").get(first.key)
     assert again is not None and again.png == first.png and again.dom == first.dom
@@ -253,3 +253,14 @@ def test_pages_with_scripts_get_the_real_tailwind(renderer):
             '</body></html>')
     res = renderer.render(html)
     assert _close(_px(res, 640, 40), (192, 38, 211))
+
+
+def test_jpeg_screenshots_for_bulk_scoring(browser_ready, tmp_path):
+    with Renderer(pool_size=1, image_format="jpeg", cache=ScreenshotCache(None)) as r:
+        res = r.render(page(V2, "bg-red-500", "<p>x</p>"))
+    assert res.format == "jpeg" and res.data[:2] == b"\xff\xd8"
+    assert _close(_px(res, 640, 600), (239, 68, 68), tol=6)
+    res.save(tmp_path / "shot.png")
+    assert (tmp_path / "shot.png").read_bytes()[:4] == b"\x89PNG"
+    with pytest.raises(ValueError, match="image_format"):
+        Renderer(image_format="gif")
