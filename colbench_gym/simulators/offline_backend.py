@@ -108,8 +108,7 @@ class OfflineBackendSimulator(HumanSimulator):
 
     kind = "backend"
 
-    def __init__(self, seed: int | None = 0, max_chars: int = 380, nudges: bool = True, max_facts: int = 2,
-                 **_: Any):
+    def __init__(self, seed: int | None = 0, max_chars: int = 380, nudges: bool = True, max_facts: int = 2):
         if not isinstance(max_chars, int) or max_chars < 80:
             raise ValueError(f"max_chars must be an int of at least 80, got {max_chars!r}")
         if max_facts not in (1, 2):

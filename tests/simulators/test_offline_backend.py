@@ -260,6 +260,8 @@ def test_accepts_records_and_rejects_other_tasks(sim):
         sim.respond("not a task", [])
     with pytest.raises(ValueError, match="max_chars"):
         OfflineBackendSimulator(max_chars=5)
+    with pytest.raises(TypeError, match="verbosityy"):
+        make_simulator("offline", "backend", verbosityy=2)  # a typo is an error, not silently ignored
 
 
 def test_unparsable_reference_is_handled(sim):
