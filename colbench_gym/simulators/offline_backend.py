@@ -425,8 +425,8 @@ class OfflineBackendSimulator(HumanSimulator):
     def _fit(self, reply: str, sheet: FactSheet) -> str:
         """Keep replies short and free of reference lines."""
         for line in sheet.source_lines:
-            if len(line) >= 12 and line in reply:
-                reply = reply.replace(line, "that")
+            if len(line) >= 12 and line in reply and _CODE_LINE.search(line):
+                reply = reply.replace(line, "that")  # never echo code (docstring prose may be paraphrased)
         if len(reply) <= self.max_chars:
             return reply
         cut = reply[: self.max_chars]
@@ -435,6 +435,9 @@ class OfflineBackendSimulator(HumanSimulator):
             if idx > self.max_chars // 2:
                 return cut[:idx].rstrip() + "."
         return cut.rstrip() + "."
+
+
+_CODE_LINE = re.compile(r"[=()\[\]{}]|^(if|for|while|return|def|elif|else|try|except|with|import|from|raise)\b")
 
 
 def _as_task(task: Any) -> BackendTask:
