@@ -19,6 +19,7 @@ that died is relaunched and the render retried once — all transparently to the
 from __future__ import annotations
 
 import asyncio
+import atexit
 import hashlib
 import io
 import json
@@ -585,4 +586,5 @@ def shared_renderer(**kwargs: Any) -> Renderer:
     with _shared_lock:
         if _shared is None or _shared._closed:  # noqa: SLF001
             _shared = Renderer(**kwargs)
+            atexit.register(_shared.close)  # close the browser politely at interpreter exit
         return _shared
