@@ -336,9 +336,8 @@ class OfflineBackendSimulator(HumanSimulator):
         return None
 
     def _code_feedback(self, sheet: FactSheet, code: str, rng: random.Random) -> str:
-        try:
-            tree = ast.parse(code[:50000])
-        except (SyntaxError, ValueError, RecursionError, MemoryError):
+        tree = _parse_lenient(code)
+        if tree is None:
             return rng.choice(_CODE_BAD)
         defs = [n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))]
         signature = next((f for f in sheet.facts if f.kind == "signature"), None)
@@ -438,6 +437,18 @@ class OfflineBackendSimulator(HumanSimulator):
 
 
 _CODE_LINE = re.compile(r"[=()\[\]{}]|^(if|for|while|return|def|elif|else|try|except|with|import|from|raise)\b")
+
+
+def _parse_lenient(code: str) -> ast.Module | None:
+    """Parse the code an agent shows the way a reader would: ignore stray ``` markers and any
+    trailing prose that is not Python. Only parsed, never run."""
+    lines = [ln for ln in code[:50000].splitlines() if not re.fullmatch(r"\s*```[\w+-]*\s*", ln)]
+    for end in range(len(lines), max(len(lines) - 60, 0), -1):
+        try:
+            return ast.parse("\n".join(lines[:end]))
+        except (SyntaxError, ValueError, RecursionError, MemoryError):
+            continue
+    return None
 
 
 def _as_task(task: Any) -> BackendTask:

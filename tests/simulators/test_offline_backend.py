@@ -373,3 +373,11 @@ def test_terse_statements_that_name_a_topic_are_answered(sim):
     assert "35" in ask(sim, task, "Plan prices.")
     nudge = ask(sim, task, "I will now write the function.")
     assert "?" in nudge and not is_idk(nudge)
+
+
+def test_code_with_stray_fences_and_trailing_prose_is_still_read(sim):
+    task = load("gym_fee")
+    draft = ("def gym_fee(visits, plan):\n    return 20.0 if visits else 10.0\n\n"
+             "print(gym_fee(3, 'basic'))  # Output: 20.0\n```\nThis should work for all plans.")
+    reply = ask(sim, task, draft)
+    assert "'basic'" in reply and "make sense" not in reply
