@@ -103,3 +103,21 @@ def test_aggregate_normalisations():
     assert score.item() == pytest.approx(2.0)
     with pytest.raises(ValueError, match="normalize"):
         aggregate_turns(per_token, turns, 2, "bogus")
+
+
+def test_spans_with_the_real_qwen_template():
+    """The default policy's own (marker-less) Qwen2.5 template: spans by prefix rendering."""
+    from sweet_agent.policies.default_model import default_model_status
+
+    status = default_model_status()
+    if not status.get("ready"):
+        pytest.skip("default model not prepared (sweet-agent fetch-model)")
+    from transformers import AutoTokenizer
+
+    tok = AutoTokenizer.from_pretrained(status["path"])
+    msgs = with_privileged(MSGS, PRIV)
+    ids, spans = assistant_token_spans(tok, msgs)
+    assert [tok.decode(ids[s:e]) for s, e in spans] == [MSGS[1]["content"] + "<|im_end|>",
+                                                        MSGS[3]["content"] + "<|im_end|>"]
+    # The privileged info sits before the dialogue, inside the first (system) message.
+    assert tok.decode(ids[: spans[0][0]]).index(PRIV.strip()) < tok.decode(ids[: spans[0][0]]).index("Write f(x)")
