@@ -231,10 +231,11 @@ def make_question(text: str) -> Question:
 
 def find_code(text: str) -> str | None:
     """Code the agent shows: fenced blocks, else everything from the first ``def`` line."""
-    blocks = _FENCE_RE.findall(text)
-    if blocks:
-        return "\n".join(re.sub(r"^```[^\n]*\n|```$", "", b) for b in blocks)
+    blocks = [re.sub(r"^```[^\n]*\n|```$", "", b) for b in _FENCE_RE.findall(text)]
     m = re.search(r"^\s*def \w+\s*\(", text, re.MULTILINE)
+    if blocks and (any("def " in b for b in blocks) or not m):
+        return "\n".join(blocks)
+    # no fence, or a lone closing fence after bare code: the code starts at the first def
     return text[m.start():] if m else None
 
 
