@@ -245,8 +245,8 @@ def analyse(text: str) -> Message:
     text = text[:20000]
     code = find_code(text)
     prose = _FENCE_RE.sub(" ", text)
-    if code and not _FENCE_RE.search(text):
-        prose = text[: text.find(code)] if code in text else prose
+    if code and code in prose:
+        prose = prose.replace(code, " ")  # questions live in the prose, not in the code
     sentences = _split_sentences(prose)
     questions = []
     for i, sent in enumerate(sentences):
