@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -89,7 +89,7 @@ class ColBenchFrontendEnv(ColBenchEnv):
 
     kind = "frontend"
     reply_chars = FRONTEND_REPLY_CHARS
-    metadata = {"render_modes": ["ansi", "human", "rgb_array"], "render_fps": 1}
+    metadata: ClassVar[dict[str, Any]] = {"render_modes": ["ansi", "human", "rgb_array"], "render_fps": 1}
 
     def __init__(
         self,

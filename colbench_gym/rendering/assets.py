@@ -130,7 +130,7 @@ def install(target: str | os.PathLike[str] | None = None, *, quiet: bool = False
                 print(f"[web-assets] fetching {spec}", file=sys.stderr)
             proc = subprocess.run(
                 [npm, "pack", spec, "--pack-destination", tmp, "--silent", "--no-audit", "--no-fund"],
-                capture_output=True, text=True, timeout=300,
+                check=False, capture_output=True, text=True, timeout=300,
             )
             tgz = [p for p in Path(tmp).glob("*.tgz")]
             if proc.returncode != 0 or not tgz:

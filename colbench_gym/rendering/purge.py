@@ -78,7 +78,7 @@ class PurgeIndex:
         css = re.sub(r"/\*.*?\*/", "", css, flags=re.S)
         self.rules: list[_Rule] = []
         for prelude, body in _blocks(css):
-            if prelude.startswith("@media") or prelude.startswith("@supports"):
+            if prelude.startswith(("@media", "@supports")):
                 for sel, inner in _blocks(body):
                     self._add(prelude, sel, inner)
             elif prelude.startswith("@"):

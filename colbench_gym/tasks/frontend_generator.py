@@ -352,9 +352,12 @@ def render_draw(d: Draw, rng: random.Random) -> tuple[str, str]:
     parts = [_nav(d.nav, b, name, s), _hero(d.hero, b, name, s, rng)]
     for m in d.middle:
         kind, _, v = m.partition(":")
-        parts.append({"features": lambda: _features(v, b, s, rng), "gallery": lambda: _gallery(v, b, s, rng),
-                      "pricing": lambda: _pricing(b, s), "quote": lambda: _quote(b, s), "stats": lambda: _stats(b, s),
-                      "cta": lambda: _cta(b, s), "contact": lambda: _contact(b, s)}[kind]())
+        if kind == "features":
+            parts.append(_features(v, b, s, rng))
+        elif kind == "gallery":
+            parts.append(_gallery(v, b, s, rng))
+        else:
+            parts.append({"pricing": _pricing, "quote": _quote, "stats": _stats, "cta": _cta, "contact": _contact}[kind](b, s))
     if d.footer != "none":
         parts.append(_footer(d.footer, b, name, s))
     head = TAILWIND_V2 if s.tw == "v2" else TAILWIND_V3

@@ -10,11 +10,11 @@ from colbench_gym.simulators.offline_frontend import (
     compare_pages,
     font_kind,
 )
-from tests.frontend.conftest import V2, V3
+from tests.frontend.conftest import V3
 
 pytestmark = pytest.mark.browser
 
-REFERENCE = V2 and f"""<html><head>{V3}</head><body class="bg-white font-sans">
+REFERENCE = f"""<html><head>{V3}</head><body class="bg-white font-sans">
 <header class="bg-yellow-800 text-white px-8 py-4 flex justify-between"><span class="text-2xl font-bold">Crumb &amp; Co.</span>
 <nav class="space-x-6"><a>Breads</a><a>Cakes</a><a>Visit</a></nav></header>
 <section class="text-center py-24"><h1 class="text-5xl font-extrabold text-yellow-900">Baked before sunrise</h1>
@@ -23,13 +23,6 @@ REFERENCE = V2 and f"""<html><head>{V3}</head><body class="bg-white font-sans">
 <div class="p-6 shadow">Rye</div><div class="p-6 shadow">Spelt</div><div class="p-6 shadow">Seeded</div></div></section>
 <footer class="bg-yellow-900 text-yellow-100 text-center py-6">Open daily 6am to 2pm</footer>
 </body></html>"""
-
-
-def _variant(**kw):
-    html = REFERENCE
-    for old, new in kw.items():
-        html = html.replace(*new)
-    return html
 
 
 @pytest.fixture(scope="module")

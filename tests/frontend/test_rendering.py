@@ -215,13 +215,13 @@ def test_render_cli(browser_ready, tmp_path):
     out = tmp_path / "shot.png"
     proc = subprocess.run([sys.executable, "-m", "colbench_gym.cli", "render", str(src), "--output", str(out),
                            "--width", "800", "--height", "600", "--dom", str(tmp_path / "dom.json")],
-                          capture_output=True, text=True, timeout=120)
+                          check=False, capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
     im = Image.open(out)
     assert im.size == (800, 600) and _close(im.convert("RGB").getpixel((400, 500)), (225, 29, 72))
     assert (tmp_path / "dom.json").read_text().startswith("{")
     missing = subprocess.run([sys.executable, "-m", "colbench_gym.cli", "render", str(tmp_path / "nope.html"),
-                              "--output", str(out)], capture_output=True, text=True, timeout=60)
+                              "--output", str(out)], check=False, capture_output=True, text=True, timeout=60)
     assert missing.returncode == 2 and "no such file" in missing.stderr
 
 
