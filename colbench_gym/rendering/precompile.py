@@ -44,6 +44,15 @@ _COLLECT_JS = """(classes) => new Promise((resolve) => {
   document.body.append(el);
 })"""
 
+_BASE_JS = """() => new Promise((resolve) => {
+  // The play script's first build (preflight only) once it exists.
+  const current = () => { const s = [...document.head.querySelectorAll('style:not([type])')]; return s.length ? s[s.length - 1] : null; };
+  if (current()) { resolve(current().textContent); return; }
+  const obs = new MutationObserver(() => { if (current()) { obs.disconnect(); resolve(current().textContent); } });
+  obs.observe(document.head, { childList: true, subtree: true });
+  setTimeout(() => { obs.disconnect(); resolve(current() ? current().textContent : null); }, 3000);
+})"""
+
 _INJECT = ("(()=>{const css=%s;const add=()=>{const s=document.createElement('style');s.textContent=css;"
            "(document.head||document.documentElement).append(s)};"
            "document.readyState==='loading'?document.addEventListener('DOMContentLoaded',add):add()})();")
@@ -92,9 +101,9 @@ class PlayCompiler:
         await page.set_content('<html><head><script src="https://cdn.tailwindcss.com"></script></head><body></body></html>',
                                wait_until="load", timeout=self.timeout * 1000)
         self._page, self._known, self._css = page, set(), None
-        # first build (preflight + nothing): gives the baseline style element
-        self._css = await asyncio.wait_for(self._page.evaluate(_COLLECT_JS, "colbench-warmup"), self.timeout)
-        self._known.add("colbench-warmup")
+        self._css = await asyncio.wait_for(self._page.evaluate(_BASE_JS), self.timeout)
+        if self._css is None:
+            raise RuntimeError("the play script did not build its stylesheet")
 
     async def css_for(self, classes: set[str]) -> str | None:
         """CSS covering ``classes`` (plus earlier pages' classes), or None when unavailable."""
