@@ -899,7 +899,8 @@ class _FunctionReader:
                 rsp.start()
                 content = self._value(final.value, rsp)
             lead = "the result is" if len(returns) == 1 else "in the normal case, the result is"
-            if not content.startswith("a calculation"):
+            bare_name = isinstance(final.value, ast.Name) and content == f"the {humanise(final.value.id)}"
+            if not content.startswith("a calculation") and not bare_name:  # "the result is the scaled" says nothing
                 self.add("result", f"{lead} {content}", "what it should give back",
                          tags={"output", "how"}, priority=8.5, speaker=rsp, extra=[self.fn.name])
         consts = [_const_key(r.value) for r in returns if r.value is not None]

@@ -381,3 +381,13 @@ def test_code_with_stray_fences_and_trailing_prose_is_still_read(sim):
              "print(gym_fee(3, 'basic'))  # Output: 20.0\n```\nThis should work for all plans.")
     reply = ask(sim, task, draft)
     assert "'basic'" in reply and "make sense" not in reply
+
+
+@pytest.mark.parametrize("name,question,must,must_not", [
+    ("gym_fee", "What is the expected input format for the function?", "visits is a number", "decimal"),
+    ("shipping", "Are there any specific requirements for the output format?", "2 decimals", ""),
+    ("tip", "Is there a specific formula you would like me to use?", "divided by split", ""),
+])
+def test_common_llm_agent_questions(sim, name, question, must, must_not):
+    reply = ask(sim, load(name), question)
+    assert must in reply and (not must_not or must_not not in reply), reply
