@@ -240,10 +240,14 @@ class Speaker:
         if isinstance(node, ast.Name):
             if node.id in self.expansions and node.id not in self._expanding:
                 self._expanding.add(node.id)
+                saved = (set(self.numbers), set(self.strings), set(self.names))
                 try:
-                    return self.say(self.expansions[node.id], prec)
+                    text = self.say(self.expansions[node.id], prec)
                 finally:
                     self._expanding.discard(node.id)
+                if len(text) <= 90 and not text.startswith("a calculation"):
+                    return text
+                self.numbers, self.strings, self.names = saved  # too long to spell out: keep the name
             return self.name(node.id)
         if isinstance(node, ast.UnaryOp):
             inner = node.operand
