@@ -260,10 +260,9 @@ class _FunctionReader:
                 if isinstance(t, ast.Name) and self.counts.get(t.id) == 1 and self._is_accessor(v) and \
                         (t.id in _GENERIC_VARS or len(t.id) <= 2):
                     aliases[t.id] = speaker.say(v)
-            for sub in ast.walk(node):
-                if isinstance(sub, ast.Subscript) and isinstance(sub.value, ast.Name) and isinstance(sub.slice, ast.Name):
-                    if sub in [node.targets[0]]:
-                        self.key_nouns.setdefault(sub.value.id, speaker.say(sub.slice).removeprefix("the "))
+            sub = node.targets[0]  # pages[title] = ...: the dict is keyed by titles
+            if isinstance(sub, ast.Subscript) and isinstance(sub.value, ast.Name) and isinstance(sub.slice, ast.Name):
+                self.key_nouns.setdefault(sub.value.id, speaker.say(sub.slice).removeprefix("the "))
         self.aliases = aliases
         self.speaker = Speaker(self.params, aliases, key_nouns=self.key_nouns)
         self.speaker.tables = set(self.tables)
@@ -383,7 +382,7 @@ class _FunctionReader:
         try:
             self._param_kinds()
         except Exception:  # noqa: BLE001 - a reader of arbitrary code must not crash the episode
-            pass
+            self.speaker.param_kinds.clear()  # wording then falls back to "is empty or missing"
         for step in steps:
             try:
                 step()

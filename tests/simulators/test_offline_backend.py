@@ -19,12 +19,12 @@ from colbench_gym.tasks.records import BackendTask
 FIXTURES = Path(__file__).parent / "offline_fixtures"
 
 PROBLEMS = {
-    "gym_fee": ("I run a small gym and need a python function gym_fee(visits, plan) that tells me what a "
-                "member pays this month.", "gym_fee(3, 'basic')"),
+    "gym_fee": (("I run a small gym and need a python function gym_fee(visits, plan) that tells me what a "
+                 "member pays this month."), "gym_fee(3, 'basic')"),
     "reading_log": ("Write a python function reading_summary(log) that summarises my reading journal.",
                     "reading_summary([])"),
-    "shipping": ("I sell prints online; write a python function shipping_cost(weight_kg, express=False) for "
-                 "the postage.", "shipping_cost(1.0)"),
+    "shipping": (("I sell prints online; write a python function shipping_cost(weight_kg, express=False) for "
+                  "the postage."), "shipping_cost(1.0)"),
     "name_tag": ("For our conference badges I need a python function format_name_tag(first, last, title=None).",
                  "format_name_tag('ann', 'lee')"),
     "grade": ("Please write letter_grade(score) in python that turns an exam score into a letter.",
@@ -287,7 +287,7 @@ def test_plays_inside_the_backend_environment():
     env = gym.make("ColBench-Backend-v0", tasks=[task.to_record()], simulator="offline",
                    simulator_kwargs={"seed": 1})
     try:
-        obs, info = env.reset(seed=0, options={"task": task.to_record()})
+        obs, _info = env.reset(seed=0, options={"task": task.to_record()})
         assert "gym_fee" in obs
         obs, _reward, terminated, _truncated, _info = env.step("What are the plan prices?")
         assert not terminated and "35" in obs and "'pro'" in obs and len(obs) <= 400
@@ -362,7 +362,8 @@ def test_replies_do_not_depend_on_the_process(tmp_path):
     runs = []
     for hash_seed in ("1", "2"):
         env = {**os.environ, "PYTHONHASHSEED": hash_seed, "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
-        done = subprocess.run([sys.executable, str(script)], env=env, capture_output=True, text=True, timeout=120)
+        done = subprocess.run([sys.executable, str(script)], env=env, capture_output=True, text=True, timeout=120,
+                              check=False)
         assert done.returncode == 0, done.stderr
         runs.append(json.loads(done.stdout))
     assert runs[0] == runs[1]
