@@ -25,6 +25,7 @@ from colbench_gym.simulators.base import Dialogue, HumanSimulator, SimulatorErro
 
 _RGB = re.compile(r"rgba?\(\s*([\d.]+)[,\s]+([\d.]+)[,\s]+([\d.]+)(?:\s*[,/]\s*([\d.]+%?))?\s*\)")
 _HEADINGS = ("h1", "h2", "h3")
+_ORDINALS = ("first", "second", "third", "fourth", "fifth", "sixth", "seventh", "eighth", "ninth", "next")
 _SEMANTIC = {"header": "header", "nav": "navigation bar", "footer": "footer", "aside": "sidebar", "form": "form"}
 
 
@@ -216,6 +217,8 @@ class Page:
                     name = "picture gallery"
                 elif any(b.tag == "blockquote" for b in desc):
                     name = "quote"
+                else:
+                    name = f"{_ORDINALS[min(k, len(_ORDINALS) - 1)]} section from the top"
             out.append(Section(name, r, texts, heads, sum(b.tag == "img" for b in desc), cols,
                                "center" if align == "center" else ("right" if align in ("right", "end") else "left"),
                                head_blk.color if head_blk else None, head_blk.size if head_blk else 16.0))
@@ -231,6 +234,18 @@ class Page:
 
     def all_text(self) -> str:
         return " ".join(b.text for b in self.blocks if b.text).lower()
+
+
+_ROLES = {"top", "footer", "sidebar", "form"}
+
+
+def _family(name: str) -> str:
+    """Section names that a person would treat as the same part of a page."""
+    if name in ("header", "navigation bar", "top bar"):
+        return "top"
+    if name in ("footer", "bottom strip"):
+        return "footer"
+    return name
 
 
 def _words(text: str) -> set[str]:
@@ -269,7 +284,10 @@ def _match_sections(ref: Page, agent: Page) -> list[tuple[Section, Section | Non
                 continue
             aw = _words(" ".join(ag.texts))
             text = len(rw & aw) / max(len(rw | aw), 1)
-            role = 0.35 if rs.name == ag.name and rs.name != "section" else (0.1 if rs.name == ag.name else 0.0)
+            rn, an = _family(rs.name), _family(ag.name)
+            role = 0.35 if rn == an and rn != "section" else (0.1 if rn == an else 0.0)
+            if rn != an and (rn in _ROLES or an in _ROLES):
+                role -= 0.3  # a footer is not the counterpart of a pricing table, however placed
             pos = 0.25 * (1 - min(1.0, abs(k / max(len(ref.sections), 1) - j / max(len(agent.sections), 1)) * 2))
             score = text + role + pos
             if score > best_score:

@@ -302,7 +302,7 @@ def _contact(b: Business, s: Style) -> str:
 
 def _footer(v: str, b: Business, name: str, s: Style) -> str:
     if v == "simple":
-        return f'<footer class="bg-{s.c}-800 text-{s.c}-100 text-center py-6">&copy; 2024 {_e(name)}. All rights reserved.</footer>'
+        return f'<footer class="bg-{s.c}-800 text-{s.c}-100 text-center py-6">&copy; 2024 {_e(name.rstrip("."))}. All rights reserved.</footer>'
     cols = "".join(f'<div><h4 class="font-semibold text-white">{_e(x)}</h4><p class="mt-2 text-gray-400">{_e(b.features[i][0])}</p></div>'
                    for i, x in enumerate(b.links))
     return f'<footer class="bg-gray-900 px-12 py-10 grid grid-cols-3 gap-8">{cols}</footer>'
@@ -363,7 +363,8 @@ def render_draw(d: Draw, rng: random.Random) -> tuple[str, str]:
     head = TAILWIND_V2 if s.tw == "v2" else TAILWIND_V3
     page = f'<html>\n<head>\n<meta charset="utf-8">\n<title>{_e(name)}</title>\n{head}\n</head>\n<body class="{s.body}">\n' + "\n".join(parts) + "\n</body>\n</html>"
     m1, m2 = rng.sample(b.moods, 2)
-    desc = " ".join(x for x in (rng.choice(_OPENERS).format(ask=b.ask, name=name),
+    opener = rng.choice(_OPENERS).format(ask=b.ask, name=name).replace("..", ".").replace(".?", "?")
+    desc = " ".join(x for x in (opener,
                                 rng.choice(_MOOD).format(m1=m1, m2=m2),
                                 rng.choice(_HINTS).format(cta=b.cta.lower())) if x)
     return desc, page
