@@ -246,9 +246,21 @@ class Renderer:
         self._pages: asyncio.Queue | None = None
         self._generation = 0
         self._closed = False
+        self._pid = os.getpid()
 
     # ---------------------------------------------------------------- lifecycle
+    def _forget_parent_browser(self) -> None:
+        """After ``fork`` the loop thread and the browser belong to the parent process: start
+        afresh here (vector environments and data loaders fork with renderers in memory)."""
+        self._start_lock = threading.Lock()
+        self._loop = self._thread = None
+        self._pw = self._browser = self._compiler = None
+        self._pages = None
+        self._pid = os.getpid()
+
     def _ensure_loop(self) -> asyncio.AbstractEventLoop:
+        if self._pid != os.getpid():
+            self._forget_parent_browser()
         with self._start_lock:
             if self._closed:
                 raise RendererError("this Renderer is closed")
@@ -398,6 +410,10 @@ class Renderer:
 
     def close(self) -> None:
         """Close the browser and stop the loop thread (idempotent)."""
+        if self._pid != os.getpid():  # a forked copy: the parent owns that browser
+            self._forget_parent_browser()
+            self._closed = True
+            return
         with self._start_lock:
             if self._closed:
                 return

@@ -264,3 +264,25 @@ def test_jpeg_screenshots_for_bulk_scoring(browser_ready, tmp_path):
     assert (tmp_path / "shot.png").read_bytes()[:4] == b"\x89PNG"
     with pytest.raises(ValueError, match="image_format"):
         Renderer(image_format="gif")
+
+
+@pytest.mark.slow
+def test_renderer_survives_fork(browser_ready):
+    """A forked child (vector envs, data loaders) gets its own browser instead of hanging."""
+    import multiprocessing as mp
+
+    with Renderer(pool_size=1, cache=ScreenshotCache(None)) as r:
+        assert r.render(page("", "", "<p>parent</p>")).ok
+        ctx = mp.get_context("fork")
+        q = ctx.Queue()
+        proc = ctx.Process(target=_child_render, args=(r, q))
+        proc.start()
+        proc.join(120)
+        assert proc.exitcode == 0 and q.get(timeout=5) == (True, 1280)
+        assert r.render(page("", "", "<p>parent again</p>")).ok  # the parent's browser is untouched
+
+
+def _child_render(renderer, q):
+    res = renderer.render(page("", "", '<div style="background:#123456;height:100px"></div>'))
+    q.put((res.ok, res.image().size[0]))
+    renderer.close()
