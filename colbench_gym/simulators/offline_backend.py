@@ -1,11 +1,12 @@
 """The offline backend human simulator: answers like the person who wants the function, no model.
 
 WHY: RL on ColBench needs millions of simulator replies; a 70B model per reply is out of reach
-offline. This simulator reads the hidden reference once (:mod:`.facts`, static analysis only),
-understands the agent's message (:mod:`.question`) and answers with the one or two facts that fit
-best, in plain words and at most two sentences. When nothing in the reference answers the
-question it says it does not know, so an agent cannot learn to trust invented details. It never
-shows the reference or the hidden tests, and its replies depend only on (seed, task, dialogue).
+offline. This simulator reads the hidden reference once (:mod:`.facts`, static analysis only,
+worded by :mod:`.speech`), understands the agent's message (:mod:`.question`) and answers with
+the one or two facts that fit best, in plain words and at most two sentences. When nothing in the
+reference answers the question it says it does not know, so an agent cannot learn to trust
+invented details. It never shows the reference or the hidden tests, and its replies depend only
+on (seed, episode seed, task, dialogue).
 """
 
 from __future__ import annotations
