@@ -760,6 +760,9 @@ class _FunctionReader:
             if named else "the special cases"
         sp.start()
         ladder = self._ladder(arms, orelse)
+        if ladder and len(sentence(lead + ladder)) > MAX_FACT:
+            ladder = None  # too many steps for one sentence: told arm by arm below
+            sp.start()
         if ladder:
             out_tags = {"output", "how"} if any(isinstance(b[-1], ast.Return) for _, b in arms if b) else set()
             self.add("case", lead + ladder, topic, tags=tags | {"values"} | out_tags, priority=8, extra=subject_names)
@@ -782,11 +785,13 @@ class _FunctionReader:
                          extra=subject_names)
             elif pieces:
                 sp.start()
-                for test, body in arms:
+                for i, (test, body) in enumerate(arms):
                     out = self._outcome(body)
                     if out:
                         t = _cond_tags(test, self._inputs(), self._bools())
-                        self.add("branch", f"{lead}if {sp.cond(test)}, {out}", topic, tags=t,
+                        # an elif only applies when the earlier cases did not
+                        cond = f"if {sp.cond(test)}" if i == 0 else f"otherwise, if {sp.cond(test)}"
+                        self.add("branch", f"{lead}{cond}, {out}", topic, tags=t,
                                  priority=7 if "edge" in t else 6.5, extra=subject_names)
                 if else_out:
                     self.add("branch", f"{lead}in any other case, {self._outcome(orelse)}", topic, tags=tags,
