@@ -33,10 +33,11 @@ def _reply(body: dict, questions: int) -> str:
     msgs = body["messages"]
     m = re.search(r"([a-z_][a-z0-9_]*)\(", msgs[1]["content"])
     name = m.group(1) if m else "solution"
-    asked = sum(m["role"] == "assistant" for m in msgs)
+    asked = sum(msg["role"] == "assistant" for msg in msgs)
     if asked < questions:
-        return ("What should {} return when the input is empty?", "Which values are allowed for the first "
-                "argument of {}?", "Should {} raise an error or return None on bad input?")[asked % 3].format(name)
+        return ("What should {} return when the input is empty?",
+                "Which values are allowed for the first argument of {}?",
+                "Should {} raise an error or return None on bad input?")[asked % 3].format(name)
     return f"I WANT TO ANSWER:\n```python\ndef {name}(*args, **kwargs):\n    return None\n```"
 
 
@@ -53,7 +54,7 @@ def _serve(latency: float, questions: int, port_out) -> None:
         def log_message(self, *args):  # quiet
             pass
 
-        def do_POST(self):  # noqa: N802
+        def do_POST(self):
             body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))) or b"{}")
             time.sleep(latency)
             data = json.dumps({"id": "x", "object": "chat.completion", "created": 0, "model": body.get("model"),
@@ -106,11 +107,10 @@ class ScriptedAgentEndpoint:
 
 
 def bench_concurrency(episodes: int, latency: float, questions: int) -> float:
+    from colbench_gym.grading import get_default_grader
     from sweet_agent.policies.base import SamplingParams
     from sweet_agent.policies.openai_policy import OpenAIPolicy
     from sweet_agent.rollout.collector import RolloutConfig, collect
-
-    from colbench_gym.grading import get_default_grader
 
     get_default_grader()  # start the sandbox worker outside the timed runs
     tasks = min(episodes, 30)
@@ -139,10 +139,12 @@ def bench_concurrency(episodes: int, latency: float, questions: int) -> float:
 
 
 def bench_generation(n_conv: int, new_tokens: int) -> None:
+    from transformers.utils import logging as hf_logging
+
+    hf_logging.disable_progress_bar()
+    from colbench_gym.tasks.sources import resolve_task_source
     from sweet_agent.policies import SamplingParams, load_policy
     from sweet_agent.prompts import agent_messages, system_prompt
-
-    from colbench_gym.tasks.sources import resolve_task_source
 
     source = resolve_task_source("embedded:test", "backend")
     convs = [agent_messages([{"role": "user", "content": source[i].problem_description}], system_prompt("backend"))

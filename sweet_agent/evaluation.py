@@ -59,9 +59,9 @@ def _mean(xs: Sequence[float]) -> float | None:
 
 def regrade_backend(records: list[Record]) -> list[tuple[float, bool]]:
     """Grade every backend answer again in the sandbox: ``(fraction passed, success)`` per record."""
-    from colbench_gym.grading import get_default_grader  # noqa: PLC0415
-    from colbench_gym.protocol import extract_code  # noqa: PLC0415
-    from colbench_gym.tasks.records import BackendTask  # noqa: PLC0415
+    from colbench_gym.grading import get_default_grader
+    from colbench_gym.protocol import extract_code
+    from colbench_gym.tasks.records import BackendTask
 
     grader = get_default_grader()
     out = []
@@ -160,7 +160,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from sweet_agent.trajectories import TrajectoryFormatError  # noqa: PLC0415
+    from sweet_agent.trajectories import TrajectoryFormatError
 
     try:
         reference = read_trajectories(args.reference) if args.reference else None

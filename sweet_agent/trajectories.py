@@ -216,7 +216,7 @@ class TrajectoryWriter:
             fcntl.flock(self._fh, fcntl.LOCK_UN)
             self._fh.close()
 
-    def __enter__(self) -> "TrajectoryWriter":
+    def __enter__(self) -> TrajectoryWriter:
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -230,8 +230,7 @@ def write_jsonl_atomic(path: str | os.PathLike[str], records: Iterable[Mapping[s
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     try:
         with open(tmp, "w", encoding="utf-8") as fh:
-            for rec in records:
-                fh.write(json.dumps(rec, ensure_ascii=False) + "\n")
+            fh.writelines(json.dumps(rec, ensure_ascii=False) + "\n" for rec in records)
             fh.flush()
             os.fsync(fh.fileno())
         os.replace(tmp, path)
@@ -247,21 +246,19 @@ def iter_trajectories(path: str | os.PathLike[str], *, validate: bool = True) ->
     path = Path(path)
     if not path.exists():
         raise FileNotFoundError(f"{path}: no such trajectory file (collect one with `sweet-agent rollout`)")
-    with path.open(encoding="utf-8") as fh:
-        lines = fh.readlines()
-    for lineno, line in enumerate(lines, 1):
-        if not line.strip():
-            continue
-        last = lineno == len(lines)
-        try:
-            rec = json.loads(line)
-        except json.JSONDecodeError as exc:
-            if last and not line.endswith("\n"):
-                return  # torn final write
-            raise TrajectoryFormatError(f"{path}:{lineno}: not valid JSON ({exc.msg} at column {exc.colno})") from None
-        if validate:
-            validate_record(rec, f"{path}:{lineno}")
-        yield rec
+    with path.open(encoding="utf-8") as fh:  # streamed: the paper's file is hundreds of MB
+        for lineno, line in enumerate(fh, 1):
+            if not line.strip():
+                continue
+            try:
+                rec = json.loads(line)
+            except json.JSONDecodeError as exc:
+                if not line.endswith("\n"):
+                    return  # only the last line can lack its newline: a torn final write
+                raise TrajectoryFormatError(f"{path}:{lineno}: not valid JSON ({exc.msg} at column {exc.colno})") from None
+            if validate:
+                validate_record(rec, f"{path}:{lineno}")
+            yield rec
 
 
 def read_trajectories(path: str | os.PathLike[str], *, validate: bool = True) -> list[Record]:
@@ -293,7 +290,7 @@ def _flatten_for_arrow(rec: Mapping[str, Any]) -> dict[str, Any]:
 def to_hf_dataset(source: str | os.PathLike[str] | Iterable[Mapping[str, Any]]):
     """Trajectories (a JSONL path or records) as a ``datasets.Dataset``; see :func:`from_hf_row`."""
     try:
-        import datasets  # noqa: PLC0415
+        import datasets
     except ImportError as exc:  # pragma: no cover - depends on extras
         raise ImportError("to_hf_dataset needs `datasets`: pip install 'colbench-gym[agent]'") from exc
     records = read_trajectories(source) if isinstance(source, (str, os.PathLike)) else list(source)
@@ -338,7 +335,7 @@ def from_hf_row(row: Mapping[str, Any]) -> Record:
 
 
 # --------------------------------------------------------------------------- the paper's offline file
-_LLAMA3_TURN = re.compile(r"<\|start_header_id\|>(\w+)<\|end_header_id\|>\n\n(.*?)(?:<\|eot_id\|>|\Z)", re.S)
+_LLAMA3_TURN = re.compile(r"<\|start_header_id\|>(\w+)<\|end_header_id\|>\n\n(.*?)(?:<\|eot_id\|>|\Z)", re.DOTALL)
 _LLAMA31_PREAMBLE = re.compile(r"\A(?:Environment: [^\n]*\n)?Cutting Knowledge Date: [^\n]*\nToday Date: [^\n]*\n\n?")
 
 
@@ -401,25 +398,28 @@ def _task_key(task: Mapping[str, Any]) -> str:
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
-def load_paper_offline(path: str | os.PathLike[str]) -> list[Record]:
-    """Load ``colbench_code_offline_15k_llama8b.jsonl`` (or any file in its shape) as clean records.
+def iter_paper_offline(path: str | os.PathLike[str]) -> Iterator[Record]:
+    """Stream ``colbench_code_offline_15k_llama8b.jsonl`` (or any file in its shape) as clean records.
 
     The paper's file holds 5k tasks x 3 samples as consecutive blocks; ``meta.sample`` is the
     sample number of each record among the records of the same task (0, 1, 2), which does not
     depend on that layout.
     """
     seen: Counter[str] = Counter()
-    out = []
     for i, rec in enumerate(iter_trajectories(path), 1):
         key = _task_key(rec["task"])
-        out.append(clean_paper_record(rec, sample=seen[key], index=i))
+        yield clean_paper_record(rec, sample=seen[key], index=i)
         seen[key] += 1
-    return out
+
+
+def load_paper_offline(path: str | os.PathLike[str]) -> list[Record]:
+    """All of :func:`iter_paper_offline` as a list."""
+    return list(iter_paper_offline(path))
 
 
 __all__ = [
     "OFFICIAL_KEYS", "Record", "TrajectoryFormatError", "TrajectoryWriter", "agent_turns", "clean_paper_record",
-    "dialogue_history", "episode_id", "from_hf_row", "iter_trajectories", "load_paper_offline", "make_record",
+    "dialogue_history", "episode_id", "from_hf_row", "iter_paper_offline", "iter_trajectories", "load_paper_offline", "make_record",
     "parse_llama3_prompt", "read_trajectories", "record_episode_id", "to_hf_dataset", "validate_record",
     "write_jsonl_atomic",
 ]

@@ -34,11 +34,11 @@ def load_policy(spec: str | os.PathLike[str] | Policy | None = None, *, base_url
         return spec
     text = "default" if spec is None else os.fspath(spec)
     if text.startswith(OPENAI_PREFIX):
-        from sweet_agent.policies.openai_policy import OpenAIPolicy  # noqa: PLC0415
+        from sweet_agent.policies.openai_policy import OpenAIPolicy
 
         return OpenAIPolicy(text[len(OPENAI_PREFIX):], base_url=base_url, api_key=api_key,
                             concurrency=concurrency, **kwargs)
-    from sweet_agent.policies.transformers_policy import TransformersPolicy  # noqa: PLC0415
+    from sweet_agent.policies.transformers_policy import TransformersPolicy
 
     return TransformersPolicy.from_pretrained(text, dtype=dtype, device=device, max_batch_size=max_batch_size,
                                               quiet=quiet, **kwargs)

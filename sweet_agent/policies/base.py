@@ -57,7 +57,7 @@ class SamplingParams:
     def greedy(self) -> bool:
         return self.temperature == 0
 
-    def with_(self, **changes: Any) -> "SamplingParams":
+    def with_(self, **changes: Any) -> SamplingParams:
         return replace(self, **changes)
 
 
@@ -129,10 +129,10 @@ class Policy(ABC):
     #: True when the policy benefits from many concurrent asyncio calls (endpoints).
     prefers_async: bool = False
 
-    def close(self) -> None:  # noqa: B027 - optional hook
+    def close(self) -> None:
         """Release models, clients or connections."""
 
-    def __enter__(self) -> "Policy":
+    def __enter__(self) -> Policy:
         return self
 
     def __exit__(self, *exc: object) -> None:

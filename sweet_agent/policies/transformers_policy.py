@@ -33,7 +33,7 @@ DTYPES = ("bfloat16", "float32", "float16", "auto")
 
 
 def _torch_dtype(name: str):
-    import torch  # noqa: PLC0415
+    import torch
 
     if name == "auto":
         return "auto"
@@ -50,7 +50,7 @@ class SeededSampler:
     """
 
     def __init__(self, sampling: SamplingParams, seeds: Sequence[int | None]):
-        import torch  # noqa: PLC0415
+        import torch
 
         self.sampling = sampling
         self.generators = []
@@ -63,7 +63,7 @@ class SeededSampler:
             self.generators.append(g)
 
     def __call__(self, input_ids, scores):
-        import torch  # noqa: PLC0415
+        import torch
 
         sp = self.sampling
         if sp.greedy:
@@ -88,7 +88,7 @@ class SeededSampler:
         few hundred tokens, so we look there first (``topk``) and fall back to a full sort only
         for rows where those candidates do not reach ``top_p``.
         """
-        import torch  # noqa: PLC0415
+        import torch
 
         vocab = scores.shape[-1]
         k = min(cls.TOP_P_CANDIDATES, vocab)
@@ -109,7 +109,7 @@ class SeededSampler:
         return scores.masked_fill(~keep, float("-inf"))
 
     def _add_gumbel(self, scores):
-        import torch  # noqa: PLC0415
+        import torch
 
         vocab = scores.shape[-1]
         out = torch.full_like(scores, float("-inf"))
@@ -152,12 +152,12 @@ class TransformersPolicy(Policy):
     @classmethod
     def from_pretrained(cls, spec: str | os.PathLike[str] | None = None, *, dtype: str = "bfloat16",
                         device: str = "cpu", max_batch_size: int = 8, quiet: bool = False,
-                        **kwargs: Any) -> "TransformersPolicy":
+                        **kwargs: Any) -> TransformersPolicy:
         """Load a model by local path, hub id (from the HF cache when offline) or ``None``/
         ``"default"`` for the embedded default policy (see :mod:`sweet_agent.policies.default_model`)."""
-        from transformers import AutoModelForCausalLM, AutoTokenizer  # noqa: PLC0415
+        from transformers import AutoModelForCausalLM, AutoTokenizer
 
-        from sweet_agent.policies.default_model import resolve_model_path  # noqa: PLC0415
+        from sweet_agent.policies.default_model import resolve_model_path
 
         path = resolve_model_path(spec, quiet=quiet)
         tokenizer = AutoTokenizer.from_pretrained(path)
@@ -165,7 +165,7 @@ class TransformersPolicy(Policy):
         model = AutoModelForCausalLM.from_pretrained(path, dtype=_torch_dtype(dtype))
         model.to(device)
         model.eval()
-        from sweet_agent.policies.default_model import ALIASES  # noqa: PLC0415
+        from sweet_agent.policies.default_model import ALIASES
 
         text = "default" if spec is None else os.fspath(spec)
         name = kwargs.pop("name", None) or (ALIASES[text].hub_id if text in ALIASES else text)
@@ -210,8 +210,8 @@ class TransformersPolicy(Policy):
         return out  # type: ignore[return-value]
 
     def _generate_chunk(self, prompts: list[str], sampling: SamplingParams, seeds: list[int | None]) -> list[Generation]:
-        import torch  # noqa: PLC0415
-        from transformers import GenerationConfig, LogitsProcessorList  # noqa: PLC0415
+        import torch
+        from transformers import GenerationConfig, LogitsProcessorList
 
         tok = self.tokenizer
         tok.padding_side = "left"

@@ -69,12 +69,12 @@ def _parse_indices(text: str | None) -> list[int] | None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from sweet_agent.evaluation import format_summary, summarize  # noqa: PLC0415
-    from sweet_agent.policies import load_policy  # noqa: PLC0415
-    from sweet_agent.policies.base import PolicyError  # noqa: PLC0415
-    from sweet_agent.policies.default_model import ModelNotAvailableError  # noqa: PLC0415
-    from sweet_agent.rollout.collector import RolloutConfig, RolloutError, collect  # noqa: PLC0415
-    from sweet_agent.trajectories import read_trajectories  # noqa: PLC0415
+    from sweet_agent.evaluation import format_summary, summarize
+    from sweet_agent.policies import load_policy
+    from sweet_agent.policies.base import PolicyError
+    from sweet_agent.policies.default_model import ModelNotAvailableError
+    from sweet_agent.rollout.collector import RolloutConfig, RolloutError, collect
+    from sweet_agent.trajectories import read_trajectories
 
     try:
         sim_kwargs = json.loads(args.simulator_kwargs) if args.simulator_kwargs else None

@@ -99,9 +99,9 @@ class RolloutResult:
 
 
 def make_env(cfg: RolloutConfig):
-    import gymnasium as gym  # noqa: PLC0415
+    import gymnasium as gym
 
-    import colbench_gym  # noqa: F401, PLC0415 - registers the environments
+    import colbench_gym  # noqa: F401 - registers the environments
 
     return gym.make(cfg.env_id, tasks=cfg.tasks, simulator=cfg.simulator, simulator_kwargs=cfg.simulator_kwargs,
                     max_turns=cfg.max_turns, **cfg.env_kwargs)
@@ -185,7 +185,7 @@ class _Episode:
 
 
 def _progress(total: int, enabled: bool, desc: str):
-    from tqdm.auto import tqdm  # noqa: PLC0415
+    from tqdm.auto import tqdm
 
     return tqdm(total=total, disable=not enabled, desc=desc, unit="ep", dynamic_ncols=True)
 

@@ -3,6 +3,7 @@ interrupted runs resume without losing or duplicating an episode, endpoints run 
 
 from __future__ import annotations
 
+import itertools
 import json
 import re
 import threading
@@ -24,8 +25,8 @@ SAMPLING = SamplingParams(max_new_tokens=10, temperature=1.0)
 
 def _cfg(**kw) -> RolloutConfig:
     # a short system prompt keeps the tiny model's prompts short (its toy tokenizer spends ~1 token per character)
-    base = dict(simulator=TaggingSimulator(), num_tasks=4, samples_per_task=2, max_turns=3, sampling=SAMPLING, seed=7,
-                system_prompt="Ask, then reply I WANT TO ANSWER: and the code.")
+    base = {"simulator": TaggingSimulator(), "num_tasks": 4, "samples_per_task": 2, "max_turns": 3,
+            "sampling": SAMPLING, "seed": 7, "system_prompt": "Ask, then reply I WANT TO ANSWER: and the code."}
     base.update(kw)
     return RolloutConfig(**base)
 
@@ -42,7 +43,7 @@ def _check_intact(rec) -> None:
     hist = rec["dialogue_history"]
     assert hist[0] == {"role": "user", "content": task.problem_description}
     fn = task.ground_truth.split("def ", 1)[1].split("(", 1)[0]
-    for prev, turn in zip(hist, hist[1:]):
+    for prev, turn in itertools.pairwise(hist):
         if turn["role"] == "user":
             assert prev["role"] == "assistant"
             assert turn["content"] == f"[{fn}] re {fingerprint(parse_action(prev['output']).message)}: keep it simple."
@@ -52,7 +53,7 @@ def _check_intact(rec) -> None:
 
 def test_batched_rollout_is_intact_and_independent_of_concurrency(tiny_policy, tmp_path):
     wide = collect(tiny_policy, _cfg(concurrency=5), tmp_path / "wide.jsonl", progress=False)
-    narrow = collect(tiny_policy, _cfg(concurrency=1), tmp_path / "narrow.jsonl", progress=False)
+    collect(tiny_policy, _cfg(concurrency=1), tmp_path / "narrow.jsonl", progress=False)
     assert len(wide.records) == 8 and wide.skipped == 0
     a, b = _by_id(read_trajectories(tmp_path / "wide.jsonl")), _by_id(read_trajectories(tmp_path / "narrow.jsonl"))
     assert sorted(a) == sorted(f"{i}:{k}" for i in range(4) for k in range(2))
@@ -144,7 +145,7 @@ def test_async_rollout_against_an_endpoint(tmp_path):
         policy = OpenAIPolicy("scripted", base_url=server.base_url, concurrency=8)
         cfg = _cfg(concurrency=8, max_turns=10, sampling=SamplingParams(max_new_tokens=64, temperature=0.5),
                    system_prompt=None)
-        res = collect(policy, cfg, tmp_path / "api.jsonl", progress=False)
+        collect(policy, cfg, tmp_path / "api.jsonl", progress=False)
         again = collect(policy, cfg, None, progress=False)
     assert agent.max_in_flight >= 6  # episodes really overlap
     recs = _by_id(read_trajectories(tmp_path / "api.jsonl"))
