@@ -34,6 +34,7 @@ SCALES: dict[str, dict] = {
         train_dtype="float32", lora_r=8, batch_size=2, grad_accum=1, max_length=1536,
         critic_lr=1e-4, critic_epochs=1.0, actor_lr=5e-5, actor_epochs=1.0,
         num_candidates=4, pairs_per_turn=1, turn_fraction=0.5, candidate_tokens=128,
+        pair_rule="best",  # a 0.5B model rarely passes every test: use each task's best samples
         launcher="",
     ),
     "paper": dict(  # noqa: C408 - keyword form reads as a settings table
@@ -43,6 +44,7 @@ SCALES: dict[str, dict] = {
         train_dtype="bfloat16", lora_r=0, batch_size=1, grad_accum=1, max_length=8192,
         critic_lr=2e-7, critic_epochs=4.0, actor_lr=2e-7, actor_epochs=1.0,
         num_candidates=16, pairs_per_turn=1, turn_fraction=1.0, candidate_tokens=1024,
+        pair_rule="success",
         launcher=f"accelerate launch --config_file {ROOT / 'sweet_agent/configs/zero3.yaml'}",
     ),
 }
@@ -116,11 +118,11 @@ def collect(s: dict) -> Path:
     return out
 
 
-def _has_pairs(data: Path) -> int:
+def _has_pairs(data: Path, rule: str) -> int:
     from sweet_agent.critic.pairs import build_trajectory_pairs
     from sweet_agent.critic.records import load_records
 
-    return len(build_trajectory_pairs(load_records(data)))
+    return len(build_trajectory_pairs(load_records(data), rule=rule))
 
 
 def train_critic(s: dict, data: Path, **ablation: str) -> Path | None:
@@ -129,12 +131,13 @@ def train_critic(s: dict, data: Path, **ablation: str) -> Path | None:
     if (out / "sweet_critic.json").exists() and not s["force"]:
         print(f"= {out} exists, skipping")
         return out
-    if not _has_pairs(data):
-        print("! no task has a successful and a worse trajectory: no critic pairs (collect more samples per task)")
+    if not _has_pairs(data, s["pair_rule"]):
+        print(f"! no critic pairs under --pair-rule {s['pair_rule']} (no task has a chosen and a worse trajectory)")
         return None
     extra = [f"--{k.replace('_', '-')}" + ("" if v is True else f"={v}") for k, v in ablation.items()]
     _run(["train-critic", "--data", data, "--model", s["model"], "--output-dir", out,
-          *_train_flags(s, s["critic_lr"], s["critic_epochs"]), "--eval-fraction", "0.2", *extra], s["launcher"])
+          *_train_flags(s, s["critic_lr"], s["critic_epochs"]), "--eval-fraction", "0.2",
+          "--pair-rule", s["pair_rule"], *extra], s["launcher"])
     return out
 
 
@@ -160,10 +163,10 @@ def train_actor(s: dict, pairs: Path) -> Path:
 def train_baseline(s: dict, method: str, data: Path) -> Path | None:
     out = s["workdir"] / method
     if not _done(out / "config.json", s):
-        if method == "mtdpo" and not _has_pairs(data):
-            print("! no trajectory pairs for MT-DPO (no task has a success and a worse sample)")
+        if method == "mtdpo" and not _has_pairs(data, s["pair_rule"]):
+            print("! no trajectory pairs for MT-DPO (no task has a chosen and a worse sample)")
             return None
-        _run([f"train-{method}", "--data", data, "--model", s["model"], "--output-dir", out,
+        _run([f"train-{method}", "--data", data, "--model", s["model"], "--output-dir", out, "--pair-rule", s["pair_rule"],
               *_train_flags(s, s["actor_lr"], s["actor_epochs"])], s["launcher"])
     return out
 

@@ -24,13 +24,13 @@ from trl.trainer.utils import pad
 from sweet_agent.critic import records as R
 
 
-def mtdpo_rows(records: list[dict[str, Any]], success_threshold: float = 1.0,
-               system_prompt: str | None = None) -> list[dict[str, Any]]:
+def mtdpo_rows(records: list[dict[str, Any]], success_threshold: float | None = None,
+               system_prompt: str | None = None, rule: str = "success") -> list[dict[str, Any]]:
     """Conversational DPO rows ``{"prompt", "chosen", "rejected"}`` of trajectory pairs."""
     from sweet_agent.critic.pairs import build_trajectory_pairs
 
     rows = []
-    for p in build_trajectory_pairs(records, success_threshold):
+    for p in build_trajectory_pairs(records, success_threshold, rule=rule):
         c, r = R.dialogue_messages(p["chosen"]), R.dialogue_messages(p["rejected"])
         k = next((i for i, m in enumerate(c) if m["role"] == "assistant"), len(c))
         k_r = next((i for i, m in enumerate(r) if m["role"] == "assistant"), len(r))
@@ -128,7 +128,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     from sweet_agent.baselines.common import add_common_arguments
 
     parser.add_argument("--data", nargs="+", required=True, help="trajectory JSONL file(s) with rewards")
-    parser.add_argument("--success-threshold", type=float, default=1.0)
+    parser.add_argument("--success-threshold", type=float, default=None,
+                        help="reward counting as success (default: the record's success flag, else reward 1)")
+    parser.add_argument("--pair-rule", default="success", choices=["success", "best"],
+                        help="chosen = successful trajectories (paper) or each task's best ones (small models)")
     parser.add_argument("--system-prompt", default=None, help="agent system prompt used in rollouts")
     parser.add_argument("--beta", type=float, default=0.1)
     parser.add_argument("--sft-weight", type=float, default=0.01, help="weight of the NLL (sft) term")
@@ -147,7 +150,7 @@ def run(args: argparse.Namespace) -> int:
     )
 
     records = R.load_records(args.data)
-    rows = mtdpo_rows(records, args.success_threshold, args.system_prompt)
+    rows = mtdpo_rows(records, args.success_threshold, args.system_prompt, args.pair_rule)
     print(f"[train-mtdpo] {len(rows)} trajectory pairs from {len(records)} trajectories")
     model, tok = load_model(args.model, args.dtype)
     cfg = DPOConfig(beta=args.beta, loss_type=["sigmoid", "sft"], loss_weights=[1.0, args.sft_weight],

@@ -13,14 +13,21 @@ from typing import Any
 from sweet_agent.critic import records as R
 
 
-def rft_rows(records: list[dict[str, Any]], success_threshold: float = 1.0,
-             system_prompt: str | None = None) -> list[dict[str, Any]]:
-    """``{"messages": [...]}`` rows of the successful trajectories (what the policy saw + did)."""
-    rows = []
+def rft_rows(records: list[dict[str, Any]], success_threshold: float | None = None,
+             system_prompt: str | None = None, rule: str = "success") -> list[dict[str, Any]]:
+    """``{"messages": [...]}`` rows of the successful trajectories (what the policy saw + did);
+    with ``rule="best"``, of each task's best trajectories when no sample of it succeeded."""
+    from collections import defaultdict
+
+    from sweet_agent.critic.pairs import chosen_candidates
+
+    groups: dict[str, list[dict[str, Any]]] = defaultdict(list)
     for rec in records:
         R.check_record(rec)
-        if not R.is_success(rec, success_threshold):
-            continue
+        groups[R.task_key(rec)].append(rec)
+    keep = [r for g in groups.values() for r in chosen_candidates(g, success_threshold, rule)]
+    rows = []
+    for rec in keep:
         turns = R.agent_prompts(rec, system_prompt)
         if turns:
             prompt, output = turns[-1]
@@ -53,8 +60,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     from sweet_agent.baselines.common import add_common_arguments
 
     parser.add_argument("--data", nargs="+", required=True, help="trajectory JSONL file(s) with rewards")
-    parser.add_argument("--success-threshold", type=float, default=1.0,
-                        help="reward at or above which a trajectory counts as successful")
+    parser.add_argument("--success-threshold", type=float, default=None,
+                        help="reward counting as success (default: the record's success flag, else reward 1)")
+    parser.add_argument("--pair-rule", default="success", choices=["success", "best"],
+                        help="train on successful trajectories (paper) or on each task's best ones (small models)")
     parser.add_argument("--system-prompt", default=None, help="agent system prompt used in rollouts")
     add_common_arguments(parser, model_help="policy to fine-tune", default_lr=2e-7, default_epochs=1.0,
                          default_batch=8)
@@ -70,7 +79,7 @@ def run(args: argparse.Namespace) -> int:
     )
 
     records = R.load_records(args.data)
-    rows = rft_rows(records, args.success_threshold, args.system_prompt)
+    rows = rft_rows(records, args.success_threshold, args.system_prompt, args.pair_rule)
     print(f"[train-rft] {len(rows)} successful trajectories of {len(records)}")
     model, tok = load_model(args.model, args.dtype)
     cfg = rft_config(max_length=args.max_length, **training_kwargs(args))

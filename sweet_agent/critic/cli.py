@@ -24,7 +24,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                    help="turn = paper; none = no per-turn normalisation; trajectory = the release's token mean")
     c.add_argument("--no-privileged-info", action="store_true", help="ablation: critic without the reference solution")
     c.add_argument("--critic-type", default="logratio", choices=CRITIC_TYPES, help="regression = scalar-head ablation")
-    c.add_argument("--success-threshold", type=float, default=1.0)
+    c.add_argument("--success-threshold", type=float, default=None,
+                   help="reward counting as success (default: the record's success flag, else reward 1)")
+    c.add_argument("--pair-rule", default="success", choices=["success", "best"],
+                   help="chosen = successful trajectories (paper) or each task's best ones (small models)")
     c.add_argument("--max-pairs-per-task", type=int, default=None)
     c.add_argument("--eval-fraction", type=float, default=0.1, help="fraction of tasks held out for pairwise accuracy")
     add_common_arguments(parser, model_help="critic initialisation (the paper uses the policy's base model)",
@@ -47,7 +50,8 @@ def run(args: argparse.Namespace) -> int:
     from sweet_agent.critic.trainer import CriticTrainer
 
     records = R.load_records(args.data)
-    pairs = build_trajectory_pairs(records, args.success_threshold, args.max_pairs_per_task, args.seed)
+    pairs = build_trajectory_pairs(records, args.success_threshold, args.max_pairs_per_task, args.seed,
+                                   rule=args.pair_rule)
     if not pairs:
         raise SystemExit("train-critic: no preference pairs (no task has a successful trajectory and a worse one); "
                          "collect several samples per task or lower --success-threshold")
@@ -77,7 +81,7 @@ def run(args: argparse.Namespace) -> int:
         save_final(trainer, tok, args.output_dir)
     meta = {"reference_model": resolve_model(args.model), "critic_type": args.critic_type,
             "normalize": args.normalize, "use_privileged_info": priv, "beta": args.beta,
-            "train_pairs": len(train), "heldout_pairs": len(held),
+            "pair_rule": args.pair_rule, "train_pairs": len(train), "heldout_pairs": len(held),
             "heldout_accuracy_before": before, "heldout_accuracy": after}
     write_json(f"{args.output_dir}/{META_FILE}", meta)
     if held:

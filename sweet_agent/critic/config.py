@@ -27,7 +27,7 @@ class CriticConfig(TrainingArguments):
     use_privileged_info: bool = field(default=True, metadata={"help": "condition the critic on the reference solution"})
     critic_type: str = field(default="logratio", metadata={"help": f"one of {CRITIC_TYPES}"})
     max_length: int | None = field(default=4096, metadata={"help": "truncate trajectories to this many tokens (keep start)"})
-    success_threshold: float = field(default=1.0, metadata={"help": "reward at or above which a trajectory counts as successful (when it has no 'success')"})
+    success_threshold: float | None = field(default=None, metadata={"help": "reward at or above which a trajectory counts as successful (default: its 'success', else reward 1)"})
     eval_fraction: float = field(default=0.1, metadata={"help": "fraction of tasks held out for pairwise accuracy"})
     # Trainer defaults that suit this trainer.
     learning_rate: float = 1e-6

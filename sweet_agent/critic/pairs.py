@@ -1,7 +1,9 @@
 """Trajectory preference pairs for the critic, built as the paper does.
 
 Per task, every successful trajectory is paired (as chosen) with each trajectory of the same
-task whose reward is strictly lower. Tasks, not pairs, are split into train / held-out so the
+task whose reward is strictly lower (``rule="success"``, the paper's). A small model may never
+fully succeed; ``rule="best"`` then uses each task's highest-reward trajectories as chosen
+(when they beat another sample), which equals the paper's rule on tasks that have a success. Tasks, not pairs, are split into train / held-out so the
 held-out accuracy measures generalisation to unseen tasks.
 """
 
@@ -14,8 +16,24 @@ from typing import Any
 from sweet_agent.critic import records as R
 
 
-def build_trajectory_pairs(trajs: list[dict[str, Any]], success_threshold: float = 1.0,
-                           max_pairs_per_task: int | None = None, seed: int = 0) -> list[dict[str, Any]]:
+PAIR_RULES = ("success", "best")
+
+
+def chosen_candidates(group: list[dict[str, Any]], success_threshold: float | None = None,
+                      rule: str = "success") -> list[dict[str, Any]]:
+    """The trajectories of one task that may serve as chosen."""
+    if rule not in PAIR_RULES:
+        raise ValueError(f"pair rule must be one of {PAIR_RULES}, got {rule!r}")
+    if rule == "success":
+        return [r for r in group if R.is_success(r, success_threshold)]
+    best = max(R.reward(r) for r in group)
+    succ = [r for r in group if R.is_success(r, success_threshold)]
+    return succ or [r for r in group if R.reward(r) == best and best > 0]
+
+
+def build_trajectory_pairs(trajs: list[dict[str, Any]], success_threshold: float | None = None,
+                           max_pairs_per_task: int | None = None, seed: int = 0,
+                           rule: str = "success") -> list[dict[str, Any]]:
     """Pairs ``{"task_key", "chosen", "rejected"}`` (records) from scored rollouts."""
     groups: dict[str, list[dict[str, Any]]] = defaultdict(list)
     for rec in trajs:
@@ -25,9 +43,7 @@ def build_trajectory_pairs(trajs: list[dict[str, Any]], success_threshold: float
     pairs = []
     for key, group in groups.items():
         task_pairs = []
-        for good in group:
-            if not R.is_success(good, success_threshold):
-                continue
+        for good in chosen_candidates(group, success_threshold, rule):
             for bad in group:
                 if bad is not good and R.reward(bad) < R.reward(good):
                     task_pairs.append({"task_key": key, "chosen": good, "rejected": bad})

@@ -88,11 +88,12 @@ def reward(rec: dict[str, Any]) -> float:
     return float(r)
 
 
-def is_success(rec: dict[str, Any], threshold: float = 1.0) -> bool:
-    """``success`` when the record carries it, else reward >= threshold (all tests passed)."""
-    if rec.get("success") is not None:
+def is_success(rec: dict[str, Any], threshold: float | None = None) -> bool:
+    """With no ``threshold``: the record's ``success`` when it carries one, else reward >= 1 (all
+    tests passed). With a ``threshold``: reward >= threshold (for partial-credit training sets)."""
+    if threshold is None and rec.get("success") is not None:
         return bool(rec["success"])
-    return reward(rec) >= threshold
+    return reward(rec) >= (1.0 if threshold is None else threshold)
 
 
 def task_key(rec: dict[str, Any]) -> str:

@@ -87,3 +87,17 @@ def test_critic_accuracy_improves_on_separable_toy_set(tiny_model, tiny_tokenize
     assert trainer.pairwise_accuracy() == 1.0
     metrics = trainer.evaluate()
     assert metrics["eval_accuracy"] == 1.0 and metrics["eval_margin"] > 0
+
+
+def test_best_rule_when_no_trajectory_succeeds():
+    t0, t1 = make_task(0), make_task(1)
+    recs = [make_traj(t0, False, 0.4), make_traj(t0, False, 0.1), make_traj(t0, False, 0.4, 1),
+            make_traj(t1, False, 0.0), make_traj(t1, False, 0.0, 1)]  # all-zero task: nothing to prefer
+    assert build_trajectory_pairs(recs) == []  # the paper's rule needs a success
+    pairs = build_trajectory_pairs(recs, rule="best")
+    assert len(pairs) == 2 and all(p["chosen"]["reward"] == 0.4 and p["rejected"]["reward"] == 0.1 for p in pairs)
+    # A success in the task: "best" is exactly the paper's rule there.
+    with_success = [*recs, make_traj(t0, True)]
+    assert len(build_trajectory_pairs(with_success, rule="best")) == len(build_trajectory_pairs(with_success)) == 3
+    # An explicit threshold counts partial credit as success.
+    assert len(build_trajectory_pairs(recs, success_threshold=0.4)) == 2
