@@ -15,7 +15,6 @@ from typing import Any
 
 from sweet_agent.critic import records as R
 
-
 PAIR_RULES = ("success", "best")
 
 
