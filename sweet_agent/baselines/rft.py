@@ -80,7 +80,7 @@ def run(args: argparse.Namespace) -> int:
 
     records = R.load_records(args.data)
     rows = rft_rows(records, args.success_threshold, args.system_prompt, args.pair_rule)
-    print(f"[train-rft] {len(rows)} successful trajectories of {len(records)}")
+    print(f"[train-rft] fine-tuning on {len(rows)} of {len(records)} trajectories (rule: {args.pair_rule})")
     model, tok = load_model(args.model, args.dtype)
     cfg = rft_config(max_length=args.max_length, **training_kwargs(args))
     trainer = make_rft_trainer(model, tok, rows, cfg, peft_config=lora_config(args))
