@@ -355,6 +355,11 @@ class Renderer:
                 resp = self._purged(route)
         if resp is None:
             resp = routing.respond(url, req.resource_type, self.assets)
+        elif resp.kind == "precompiled":
+            try:  # this page got cut-down Tailwind CSS: see _screenshot
+                req.frame.page._colbench_shortcut = True  # noqa: SLF001
+            except Exception:  # noqa: BLE001 - a worker or detached frame
+                pass
         try:
             # Static files may be cached by the browser; per-page answers (precompiled CSS) never.
             caching = "no-store" if resp.kind == "precompiled" else "public, max-age=31536000"
@@ -566,7 +571,13 @@ class Renderer:
         if self.image_format == "jpeg":
             params["quality"] = self.jpeg_quality
         cdp = getattr(page, "_colbench_cdp", None)
-        if cdp is None:  # pragma: no cover - every pooled page has a session
+        # With a whole Tailwind file in the page (2.9 MB stylesheet, or the play script's full
+        # output), CDP's capture-beyond-viewport restyles the page and was measured 3x slower
+        # than Playwright's own full-page path; those pages take that path. (The files may come
+        # from the browser cache, so "did the page get cut-down CSS" is what is recorded.)
+        full_tailwind = "tailwind" in (getattr(page, "_colbench_html", "") or "").lower() and not getattr(
+            page, "_colbench_shortcut", False)
+        if cdp is None or full_tailwind:
             return await page.screenshot(full_page=True, clip=clip, timeout=timeout * 1000, type=self.image_format)
         result = await asyncio.wait_for(cdp.send("Page.captureScreenshot", params), timeout)
         return base64.b64decode(result["data"])
@@ -577,6 +588,7 @@ class Renderer:
         error = None
         try:
             page._colbench_html = html  # noqa: SLF001 - read by the router (precompiled Tailwind)
+            page._colbench_shortcut = False  # noqa: SLF001 - set by the router
             await page.set_content(html, wait_until="load", timeout=self.timeout * 1000)
             await self._eval(page, _SETTLE_JS)
         except (PWTimeout, asyncio.TimeoutError):
