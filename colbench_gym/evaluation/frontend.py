@@ -70,7 +70,7 @@ def score_answers(items: list[tuple[dict[str, Any], FrontendTask, str]], rendere
         refs = renderer.render_many([t.ground_truth for _, t, _ in chunk], cache=True)
         htmls = [answer_html(a) for _, _, a in chunk]
         idx = [i for i, h in enumerate(htmls) if h is not None]
-        shots = renderer.render_many([htmls[i] for i in idx], cache=True)
+        shots = renderer.render_many([htmls[i] for i in idx])  # answers are not worth a disk cache
         sims = scorer.similarities([s.image() for s in shots], [refs[i].image() for i in idx]) if idx else []
         by_i = dict(zip(idx, zip(shots, sims)))
         for i in range(len(chunk)):
