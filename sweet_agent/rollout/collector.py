@@ -35,6 +35,10 @@ from sweet_agent.prompts import agent_messages, env_kind, system_prompt
 from sweet_agent.trajectories import Record, TrajectoryWriter, episode_id, make_record
 
 
+#: Without --episodes, a rollout plays every task of the source only up to this many.
+MAX_IMPLICIT_TASKS = 100_000
+
+
 class RolloutError(RuntimeError):
     """A rollout could not be planned or an episode failed."""
 
@@ -116,6 +120,9 @@ def plan_episodes(cfg: RolloutConfig, source_size: int) -> list[EpisodeSpec]:
         if bad:
             raise RolloutError(f"task indices {bad[:5]} are out of range for a task source of {source_size} tasks")
     else:
+        if cfg.num_tasks is None and source_size > MAX_IMPLICIT_TASKS:
+            raise RolloutError(f"the task source holds {source_size} tasks (a generated source is unbounded); "
+                               "say how many to play with --episodes N")
         n = source_size if cfg.num_tasks is None else cfg.num_tasks
         if n > source_size:
             raise RolloutError(f"--episodes {n} asks for more tasks than the source holds ({source_size}); "

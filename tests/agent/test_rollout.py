@@ -108,6 +108,8 @@ def test_plan_errors_are_clear(tiny_policy):
         collect(tiny_policy, _cfg(num_tasks=10_000), None, progress=False)
     with pytest.raises(RolloutError, match="out of range"):
         collect(tiny_policy, _cfg(task_indices=[0, 99_999]), None, progress=False)
+    with pytest.raises(RolloutError, match="--episodes N"):
+        collect(tiny_policy, _cfg(tasks="generated:train", num_tasks=None), None, progress=False)
     with pytest.raises(ValueError, match="--k"):
         _cfg(samples_per_task=0)
 
