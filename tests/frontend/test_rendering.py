@@ -289,3 +289,26 @@ def _child_render(renderer, q):
     res = renderer.render(page("", "", '<div style="background:#123456;height:100px"></div>'))
     q.put((res.ok, res.image().size[0]))
     renderer.close()
+
+
+def test_no_request_leaves_the_machine(renderer):
+    """WebSockets bypass request routing: they must fail at once instead of connecting."""
+    html = ('<html><body><p id="s">start</p><script>'
+            'const ws = new WebSocket("wss://echo.example.org/");'
+            'ws.onerror = () => { document.getElementById("s").textContent = "ws-failed"; };'
+            'ws.onopen = () => { document.getElementById("s").textContent = "ws-open"; };'
+            '</script></body></html>')
+    renderer.start()
+
+    async def outcome():
+        page = await renderer._pages.get()
+        try:
+            await page.set_content(html)
+            await page.wait_for_function("document.getElementById('s').textContent !== 'start'", timeout=3000)
+            return await page.evaluate("document.getElementById('s').textContent")
+        finally:
+            renderer._pages.put_nowait(page)
+
+    assert renderer._call(outcome()) == "ws-failed"
+    res = renderer.render('<img src="https://picsum.photos/50/40">', dom=True)
+    assert [n["w"] for n in res.dom["nodes"] if n["tag"] == "img"] == [50]  # routed requests still work
