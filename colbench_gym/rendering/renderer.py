@@ -36,6 +36,7 @@ from typing import Any
 
 from colbench_gym.rendering import routing
 from colbench_gym.rendering.assets import WebAssets, locate
+from colbench_gym.rendering.dom_js import DOM_JS
 
 #: Flags that make Debian's Chromium start fast and stay off the network (see DESIGN.md).
 CHROMIUM_ARGS = (
@@ -51,7 +52,7 @@ CHROMIUM_ARGS = (
 )
 #: Bumped when rendering changes in a way that invalidates cached screenshots.
 RENDER_VERSION = "1"
-_DOM_JS = (Path(__file__).with_name("dom.js")).read_text(encoding="utf-8")
+_DOM_JS = DOM_JS
 #: Freeze CSS animations/transitions at their end state and hide the caret before a screenshot
 #: (deterministic screenshots). Playwright's own ``animations="disabled"`` does this too but was
 #: measured to cost up to seconds per screenshot on pages whose styles were injected by script.

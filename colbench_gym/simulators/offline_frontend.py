@@ -2,7 +2,7 @@
 
 The paper's simulator is a vision-language model looking at two screenshots and telling the
 agent what differs most. Without a model we compare what the browser computed for both pages
-(see ``colbench_gym/rendering/dom.js``): page and section background colours, text colours,
+(see ``colbench_gym/rendering/dom_js.py``): page and section background colours, text colours,
 fonts, font sizes, alignment, layout boxes (height, number of columns), the sequence of
 sections, images and the visible text. Each difference gets a salience (how much of the page
 it affects x how different it is); the few most salient are phrased as a person would say them

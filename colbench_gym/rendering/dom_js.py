@@ -1,4 +1,11 @@
-(maxNodes) => {
+"""The in-page script that summarises a rendered page for the offline frontend simulator.
+
+Kept as a Python string (not a ``.js`` file) so it ships in every install without package-data
+rules. It returns one row per visible element (document order, at most ``maxNodes``) with its
+box, computed colours and fonts, alignment, layout and own text.
+"""
+
+DOM_JS = r"""(maxNodes) => {
   // A compact, JSON-able description of what is visible on the page: one row per visible element
   // (document order), with its box, computed colours/fonts and own text. Read by the offline
   // simulator to describe differences the way a person looking at the screenshot would.
@@ -42,3 +49,4 @@
     truncated: rows.length >= maxNodes,
   };
 }
+"""
