@@ -117,7 +117,8 @@ class SeededSampler:
         for i, g in enumerate(self.generators):
             # draw for the whole vocabulary so each row's stream advances the same way every step,
             # but transform only the candidates that survived top-k / top-p (usually a handful)
-            u = torch.rand(vocab, generator=g, dtype=torch.float32)
+            # CPU generators keep streams identical across devices; move the draw to the logits
+            u = torch.rand(vocab, generator=g, dtype=torch.float32).to(scores.device)
             idx = finite[i].nonzero().squeeze(1)
             gumbel = -torch.log(-torch.log(u[idx].clamp_(1e-20, 1.0 - 1e-7)))
             out[i, idx] = scores[i, idx] + gumbel
