@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import atexit
 import json
 import os
+import shutil
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -12,6 +15,10 @@ import pytest
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+# Screenshot caches go to a per-run folder, not the user's ~/.cache (removed at exit).
+_CACHE = tempfile.mkdtemp(prefix="colbench-test-cache-")
+os.environ.setdefault("COLBENCH_CACHE_DIR", _CACHE)
+atexit.register(shutil.rmtree, _CACHE, True)
 
 FIXTURES = Path(__file__).parent / "fixtures"
 
