@@ -24,10 +24,10 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-import torch
+import torch  # noqa: E402 - after the sys.path set-up above
 
-from sweet_agent.actor.candidates import sample_candidates
-from sweet_agent.critic.advantages import (
+from sweet_agent.actor.candidates import sample_candidates  # noqa: E402
+from sweet_agent.critic.advantages import (  # noqa: E402
     assistant_token_spans,
     token_logratios,
     turn_advantages,

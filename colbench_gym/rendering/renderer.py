@@ -387,8 +387,8 @@ class Renderer:
 
     def _purged(self, route) -> routing.LocalResponse | None:
         """A Tailwind v2 stylesheet cut to the rules the page can use (see rendering.purge)."""
-        from colbench_gym.rendering.purge import eligible, index_for  # noqa: PLC0415
         from colbench_gym.rendering.precompile import page_classes  # noqa: PLC0415
+        from colbench_gym.rendering.purge import eligible, index_for  # noqa: PLC0415
 
         hit = routing.tailwind_file(route.request.url, self.assets)
         if hit is None or hit[1] != "text/css" or "tailwindcss-2" not in hit[0]:

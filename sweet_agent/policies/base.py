@@ -101,7 +101,7 @@ def validate_conversation(messages: Messages, where: str = "conversation") -> No
             raise PolicyError(f"{where}[{i}]: content must be a str, got {type(m['content']).__name__}")
 
 
-class Policy(ABC):
+class Policy(ABC):  # noqa: B024 - either generate or agenerate is overridden
     """Base class. Subclasses implement :meth:`generate` (local models) or :meth:`agenerate`
     (endpoints); the other one has a working default."""
 
@@ -129,7 +129,7 @@ class Policy(ABC):
     #: True when the policy benefits from many concurrent asyncio calls (endpoints).
     prefers_async: bool = False
 
-    def close(self) -> None:
+    def close(self) -> None:  # noqa: B027 - optional hook
         """Release models, clients or connections."""
 
     def __enter__(self) -> Policy:

@@ -34,7 +34,6 @@ from sweet_agent.policies.base import Generation, Policy, SamplingParams, derive
 from sweet_agent.prompts import agent_messages, env_kind, system_prompt
 from sweet_agent.trajectories import Record, TrajectoryWriter, episode_id, make_record
 
-
 #: Without --episodes, a rollout plays every task of the source only up to this many.
 MAX_IMPLICIT_TASKS = 100_000
 

@@ -1,4 +1,5 @@
-from typing import List, Optional, Dict
+from typing import Dict, List, Optional
+
 
 def average_rating(ratings: List[int], weights: Optional[Dict[str, float]] = None, label: str = "avg") -> float:
     if not ratings:
