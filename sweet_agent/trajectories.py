@@ -31,6 +31,7 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from colbench_gym.jsonl import write_jsonl_atomic
 from colbench_gym.protocol import parse_action
 
 Record = dict[str, Any]
@@ -221,22 +222,6 @@ class TrajectoryWriter:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
-
-
-def write_jsonl_atomic(path: str | os.PathLike[str], records: Iterable[Mapping[str, Any]]) -> Path:
-    """Write a whole file at once: temp file in the same directory, fsync, ``os.replace``."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    try:
-        with open(tmp, "w", encoding="utf-8") as fh:
-            fh.writelines(json.dumps(rec, ensure_ascii=False) + "\n" for rec in records)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    finally:
-        tmp.unlink(missing_ok=True)
-    return path
 
 
 # --------------------------------------------------------------------------- reading

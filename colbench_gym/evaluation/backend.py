@@ -12,17 +12,16 @@ of each task count, and a task scores its best record.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
-import tempfile
 from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor
-from pathlib import Path
 from typing import Any
 
+from colbench_gym.evaluation.records import load_answer_records
+from colbench_gym.jsonl import write_jsonl_atomic
 from colbench_gym.protocol import extract_code
-from colbench_gym.tasks import BackendTask, TaskFormatError, iter_jsonl
+from colbench_gym.tasks import BackendTask, TaskFormatError
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -38,23 +37,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def load_records(path: str | os.PathLike[str]) -> list[tuple[dict[str, Any], BackendTask, str]]:
-    """Read and validate every record first, so a bad line fails before any grading."""
-    out = []
-    for lineno, record in iter_jsonl(path):
-        where = f"{path}:{lineno}"
-        task = record.get("task")
-        if not isinstance(task, dict):
-            raise TaskFormatError(f"{where}: missing 'task' object (expected an offline trajectory record "
-                                  "{\"task\": {...}, \"answer\": \"...\"})")
-        if "answer" not in record:
-            raise TaskFormatError(f"{where}: missing 'answer' (the agent's final answer, a string)")
-        answer = record["answer"]
-        if answer is None:
-            answer = ""  # the agent never answered: scores 0
-        if not isinstance(answer, str):
-            raise TaskFormatError(f"{where}: 'answer' must be a string, got {type(answer).__name__}")
-        out.append((record, BackendTask.from_record(task, where=f"{where} task"), answer))
-    return out
+    """Read and validate every record first, so a bad line fails before any work."""
+    return load_answer_records(path, BackendTask, "final answer")
 
 
 def best_of_k(records: Iterable[tuple[str, float, bool]], k: int) -> tuple[float, float, int, int]:
@@ -70,25 +54,6 @@ def best_of_k(records: Iterable[tuple[str, float, bool]], k: int) -> tuple[float
     tests = sum(max(r for r, _ in g) for g in groups.values()) / len(groups)
     short = sum(len(g) < k for g in groups.values())
     return succ, tests, len(groups), short
-
-
-def write_jsonl_atomic(path: str | os.PathLike[str], records: Iterable[dict[str, Any]]) -> None:
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            for rec in records:
-                fh.write(json.dumps(rec, ensure_ascii=False) + "\n")
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
 
 
 def run(args: argparse.Namespace) -> int:

@@ -21,8 +21,9 @@ import argparse
 import sys
 from typing import Any
 
-from colbench_gym.evaluation.backend import write_jsonl_atomic
-from colbench_gym.tasks import FrontendTask, TaskFormatError, iter_jsonl
+from colbench_gym.evaluation.records import load_answer_records
+from colbench_gym.jsonl import write_jsonl_atomic
+from colbench_gym.tasks import FrontendTask, TaskFormatError
 
 #: Similarities closer than this are a tie.
 TIE_EPS = 1e-6
@@ -42,21 +43,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def load_records(path: str) -> list[tuple[dict[str, Any], FrontendTask, str]]:
-    """Read and validate every record first, so a bad line fails before any rendering."""
-    out = []
-    for lineno, record in iter_jsonl(path):
-        where = f"{path}:{lineno}"
-        task = record.get("task")
-        if not isinstance(task, dict):
-            raise TaskFormatError(f"{where}: missing 'task' object (expected an offline trajectory record "
-                                  "{\"task\": {\"problem_description\", \"ground_truth\"}, \"answer\": \"<html>...\"})")
-        if "answer" not in record:
-            raise TaskFormatError(f"{where}: missing 'answer' (the agent's final page, a string)")
-        answer = record["answer"] if record["answer"] is not None else ""
-        if not isinstance(answer, str):
-            raise TaskFormatError(f"{where}: 'answer' must be a string, got {type(answer).__name__}")
-        out.append((record, FrontendTask.from_record(task, where=f"{where} task"), answer))
-    return out
+    """Read and validate every record first, so a bad line fails before any work."""
+    return load_answer_records(path, FrontendTask, "final page")
 
 
 def score_answers(items: list[tuple[dict[str, Any], FrontendTask, str]], renderer, scorer, batch_size: int = 16,

@@ -17,9 +17,9 @@ import ast
 import json
 import os
 import sys
-import tempfile
 from typing import Any, TextIO
 
+from colbench_gym.jsonl import write_jsonl_atomic
 from colbench_gym.tasks.records import BackendTask, FrontendTask
 from colbench_gym.tasks.sources import GENERATED_SPACE, TaskSource, resolve_task_source
 
@@ -112,18 +112,7 @@ def _write_jsonl(records: list[dict[str, Any]], output: str, force: bool) -> Non
         return
     if os.path.exists(output) and not force:
         raise FileExistsError(f"{output} exists: pass --force to overwrite it or choose another -o path")
-    directory = os.path.dirname(os.path.abspath(output))
-    os.makedirs(directory, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=".tasks-", suffix=".jsonl.tmp", dir=directory)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            for record in records:
-                fh.write(json.dumps(record, ensure_ascii=False) + "\n")
-        os.replace(tmp, output)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
+    write_jsonl_atomic(output, records)
 
 
 def run(args: argparse.Namespace) -> int:

@@ -6,9 +6,10 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import tempfile
 from pathlib import Path
 from typing import Any
+
+from colbench_gym.jsonl import write_jsonl_atomic
 
 
 def add_common_arguments(parser: argparse.ArgumentParser, *, model_help: str, default_lr: float,
@@ -104,15 +105,7 @@ def save_final(trainer, tokenizer, output_dir: str) -> None:
         tokenizer.save_pretrained(output_dir)
 
 
-def write_jsonl(path: str | Path, rows: list[dict[str, Any]]) -> None:
-    """Write rows atomically (tmp file + os.replace)."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name, suffix=".tmp")
-    with os.fdopen(fd, "w", encoding="utf-8") as fh:
-        for row in rows:
-            fh.write(json.dumps(row, ensure_ascii=False) + "\n")
-    os.replace(tmp, path)
+write_jsonl = write_jsonl_atomic  # atomic: temp file, fsync, os.replace
 
 
 def write_json(path: str | Path, obj: Any) -> None:

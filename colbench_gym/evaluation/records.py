@@ -1,0 +1,33 @@
+"""Reading offline trajectory records (``{"task": {...}, "answer": "...", ...}``) for evaluation."""
+
+from __future__ import annotations
+
+import os
+from typing import Any, TypeVar
+
+from colbench_gym.tasks import BackendTask, FrontendTask, TaskFormatError, iter_jsonl
+
+T = TypeVar("T", BackendTask, FrontendTask)
+
+
+def load_answer_records(path: str | os.PathLike[str], task_cls: type[T],
+                        answer_noun: str = "final answer") -> list[tuple[dict[str, Any], T, str]]:
+    """Read and validate every record first, so a bad line fails before any grading/rendering.
+
+    Returns ``(record, task, answer)`` triples in file order; a missing answer (``null``) is ``""``
+    and scores 0.
+    """
+    out = []
+    for lineno, record in iter_jsonl(path):
+        where = f"{path}:{lineno}"
+        task = record.get("task")
+        if not isinstance(task, dict):
+            raise TaskFormatError(f"{where}: missing 'task' object (expected an offline trajectory record "
+                                  "{\"task\": {...}, \"answer\": \"...\"})")
+        if "answer" not in record:
+            raise TaskFormatError(f"{where}: missing 'answer' (the agent's {answer_noun}, a string)")
+        answer = "" if record["answer"] is None else record["answer"]
+        if not isinstance(answer, str):
+            raise TaskFormatError(f"{where}: 'answer' must be a string, got {type(answer).__name__}")
+        out.append((record, task_cls.from_record(task, where=f"{where} task"), answer))
+    return out
