@@ -132,6 +132,9 @@ class Policy(ABC):  # noqa: B024 - either generate or agenerate is overridden
     def close(self) -> None:  # noqa: B027 - optional hook
         """Release models, clients or connections."""
 
+    async def aclose(self) -> None:  # noqa: B027 - optional hook
+        """Release what is bound to the running event loop (endpoint clients) before it ends."""
+
     def __enter__(self) -> Policy:
         return self
 

@@ -300,3 +300,5 @@ async def _run_async(policy: Policy, cfg: RolloutConfig, todo: list[EpisodeSpec]
                 t.cancel()
             await asyncio.gather(*tasks, return_exceptions=True)
             raise
+        finally:
+            await policy.aclose()
