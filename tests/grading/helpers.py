@@ -45,3 +45,17 @@ def cgroup_pids(g: BackendGrader) -> int | None:
             with open(os.path.join(w._cgroup, "cgroup.procs")) as fh:
                 total += len(fh.read().split())
     return total if found else None
+
+
+def parent_killer(kill_all: bool) -> str:
+    """An answer that SIGKILLs its parent and PID 1 and, when ``kill_all``, every process it can
+    reach (``kill(-1)``). Tests only pass ``kill_all=True`` where the sandbox has its own PID
+    namespace: fired from a shared PID namespace it would take down the whole machine."""
+    return ("import os, signal\n"
+            "def f(x, y):\n"
+            "    for pid in (os.getppid(), 1):\n"
+            "        try:\n            os.kill(pid, signal.SIGKILL)\n"
+            "        except OSError:\n            pass\n"
+            + ("    try:\n        os.kill(-1, signal.SIGKILL)\n"
+               "    except OSError:\n        pass\n" if kill_all else "")
+            + "    return None\n")

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.grading.helpers import CORRECT, HONEST_WRONG, cgroup_pids, descendants
+from tests.grading.helpers import CORRECT, HONEST_WRONG, cgroup_pids, descendants, parent_killer
 
 NAMESPACES_ONLY = "needs the namespace sandbox (filesystem / network isolation)"
 RIGHT_VALUE = "x * 31 + y"  # what a probing attack returns when its probe succeeded
@@ -190,14 +190,7 @@ def test_killing_the_parent(grader, task, honest_score, leftovers):
         canaries.append(subprocess.Popen(["sleep", "60"], user=65534, group=65534))
     pids_before = [w.proc.pid for w in grader._pool.workers if w.proc]
     kill_all = grader.isolation.pid_namespace  # kill(-1) is only ever tried inside a PID namespace
-    code = ("import os, signal\n"
-            "def f(x, y):\n"
-            "    for pid in (os.getppid(), 1):\n"
-            "        try:\n            os.kill(pid, signal.SIGKILL)\n"
-            "        except OSError:\n            pass\n"
-            + ("    try:\n        os.kill(-1, signal.SIGKILL)\n"
-               "    except OSError:\n        pass\n" if kill_all else "")
-            + "    return None\n")
+    code = parent_killer(kill_all)
     try:
         _attack(grader, task, honest_score, code)
         assert all(c.poll() is None for c in canaries), "a process outside the sandbox was killed"

@@ -17,7 +17,7 @@ import time
 import pytest
 
 from colbench_gym.grading import BackendGrader
-from tests.grading.helpers import CORRECT, descendants
+from tests.grading.helpers import CORRECT, descendants, parent_killer
 
 
 @pytest.fixture(scope="module")
@@ -56,14 +56,7 @@ def test_kill_everything_touches_nothing_outside(fallback, task):
     # kill(-1) is only attempted where the sandbox has its own PID namespace; without one the
     # answer runs as nobody and we still do not fire it at a shared machine from a test.
     kill_all = fallback.isolation.pid_namespace
-    code = ("import os, signal\n"
-            "def f(x, y):\n"
-            "    for pid in (os.getppid(), 1):\n"
-            "        try:\n            os.kill(pid, signal.SIGKILL)\n"
-            "        except OSError:\n            pass\n"
-            + ("    try:\n        os.kill(-1, signal.SIGKILL)\n"
-               "    except OSError:\n        pass\n" if kill_all else "")
-            + "    return None\n")
+    code = parent_killer(kill_all)
     try:
         assert fallback.grade(code, task).passed == 0
         assert all(c.poll() is None for c in canaries), "a process outside the sandbox was killed"
