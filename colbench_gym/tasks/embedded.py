@@ -11,10 +11,10 @@ cases) and ten hidden test calls. Frontend files follow the same naming with fro
 
 from __future__ import annotations
 
-import json
 from importlib import resources
 from typing import TYPE_CHECKING
 
+from colbench_gym.tasks.loaders import parse_jsonl_lines
 from colbench_gym.tasks.records import BackendTask, FrontendTask, TaskFormatError
 
 if TYPE_CHECKING:  # importlib.resources.abc is 3.11+; the package supports 3.10
@@ -64,15 +64,9 @@ def load_embedded(kind: str, split: str) -> list[BackendTask | FrontendTask]:
         raise FileNotFoundError(f"no embedded {kind} task set for split {split!r} ({DATA_PACKAGE}/{DATA_DIR}/{filename}); {hint}")
     cls = BackendTask if kind == "backend" else FrontendTask
     where_file = f"{DATA_DIR}/{filename}"
-    tasks: list[BackendTask | FrontendTask] = []
-    for lineno, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
-        if not line.strip():
-            continue
-        try:
-            record = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise TaskFormatError(f"{where_file}:{lineno}: not valid JSON ({exc.msg} at column {exc.colno})") from None
-        tasks.append(cls.from_record(record, where=f"{where_file}:{lineno}"))
+    lines = path.read_text(encoding="utf-8").splitlines()
+    tasks = [cls.from_record(record, where=f"{where_file}:{lineno}")
+             for lineno, record in parse_jsonl_lines(lines, where_file)]
     if not tasks:
         raise TaskFormatError(f"{where_file}: the embedded task file is empty")
     return tasks

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any, Literal
 
@@ -13,22 +13,27 @@ from colbench_gym.tasks.records import BackendTask, FrontendTask, TaskFormatErro
 Kind = Literal["backend", "frontend"]
 
 
+def parse_jsonl_lines(lines: Iterable[str], where: str) -> Iterator[tuple[int, dict[str, Any]]]:
+    """Yield ``(line_number, record)`` for every non-blank line; errors name ``where`` and the line."""
+    for lineno, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise TaskFormatError(f"{where}:{lineno}: not valid JSON ({exc.msg} at column {exc.colno})") from None
+        if not isinstance(record, dict):
+            raise TaskFormatError(f"{where}:{lineno}: expected a JSON object, got {type(record).__name__}")
+        yield lineno, record
+
+
 def iter_jsonl(path: str | os.PathLike[str]) -> Iterator[tuple[int, dict[str, Any]]]:
-    """Yield ``(line_number, record)`` for every non-blank line; a bad line names file and line."""
+    """Yield ``(line_number, record)`` for every non-blank line of a file, streamed."""
     path = Path(path)
     if not path.exists():
         raise FileNotFoundError(f"{path}: no such file (expected JSONL, one JSON object per line)")
     with path.open(encoding="utf-8") as fh:
-        for lineno, line in enumerate(fh, 1):
-            if not line.strip():
-                continue
-            try:
-                record = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise TaskFormatError(f"{path}:{lineno}: not valid JSON ({exc.msg} at column {exc.colno})") from None
-            if not isinstance(record, dict):
-                raise TaskFormatError(f"{path}:{lineno}: expected a JSON object, got {type(record).__name__}")
-            yield lineno, record
+        yield from parse_jsonl_lines(fh, str(path))
 
 
 def load_tasks(path: str | os.PathLike[str], kind: Kind = "backend") -> list[BackendTask] | list[FrontendTask]:
