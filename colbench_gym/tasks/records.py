@@ -7,11 +7,12 @@ Backend: ``{"problem_description": str, "ground_truth": str (Python), "test_case
 
 from __future__ import annotations
 
-import hashlib
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
+
+from colbench_gym.tasks.identity import task_identity
 
 
 class TaskFormatError(ValueError):
@@ -27,10 +28,6 @@ def _require_str(record: Mapping[str, Any], key: str, where: str) -> str:
     return value
 
 
-def _task_id(*parts: str) -> str:
-    return hashlib.sha256("\x00".join(parts).encode()).hexdigest()[:16]
-
-
 @dataclass(frozen=True)
 class BackendTask:
     """A backend programming task: hidden reference function plus hidden test calls."""
@@ -43,7 +40,8 @@ class BackendTask:
     @property
     def task_id(self) -> str:
         """Stable content hash: the same task always gets the same id (used for caching)."""
-        return _task_id(self.problem_description, self.ground_truth, json.dumps(self.test_cases, sort_keys=True))
+        return task_identity({"problem_description": self.problem_description, "ground_truth": self.ground_truth,
+                              "test_cases": self.test_cases})
 
     @classmethod
     def from_record(cls, record: Mapping[str, Any], where: str = "task") -> "BackendTask":
@@ -85,7 +83,8 @@ class FrontendTask:
 
     @property
     def task_id(self) -> str:
-        return _task_id(self.problem_description, self.ground_truth)
+        """Stable content hash (see :mod:`colbench_gym.tasks.identity`)."""
+        return task_identity({"problem_description": self.problem_description, "ground_truth": self.ground_truth})
 
     @classmethod
     def from_record(cls, record: Mapping[str, Any], where: str = "task") -> "FrontendTask":
