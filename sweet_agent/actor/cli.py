@@ -13,7 +13,7 @@ from pathlib import Path
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    from sweet_agent.baselines.common import add_common_arguments
+    from sweet_agent.training_setup import add_common_arguments
 
     parser.add_argument("--data", nargs="+", help="offline trajectory JSONL file(s) (the turns to improve)")
     parser.add_argument("--critic", help="directory written by `sweet-agent train-critic`")
@@ -36,8 +36,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _load_critic(args):
-    from sweet_agent.baselines.common import load_model
     from sweet_agent.critic.cli import META_FILE
+    from sweet_agent.training_setup import load_model
 
     meta_path = Path(args.critic) / META_FILE
     if not meta_path.is_file():
@@ -58,7 +58,8 @@ def run(args: argparse.Namespace) -> int:
     from sweet_agent.actor.candidates import build_step_pairs
     from sweet_agent.actor.config import ActorConfig
     from sweet_agent.actor.trainer import make_dpo_trainer
-    from sweet_agent.baselines.common import (
+    from sweet_agent.critic import records as R
+    from sweet_agent.training_setup import (
         last_checkpoint,
         load_model,
         lora_config,
@@ -67,7 +68,6 @@ def run(args: argparse.Namespace) -> int:
         training_kwargs,
         write_jsonl,
     )
-    from sweet_agent.critic import records as R
 
     step = dict(num_candidates=args.num_candidates, pairs_per_turn=args.pairs_per_turn,  # noqa: C408 - keyword form reads as a settings table
                 turn_fraction=args.turn_fraction, max_new_tokens=args.max_new_tokens,

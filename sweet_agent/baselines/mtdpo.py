@@ -125,7 +125,7 @@ def make_mtdpo_trainer(model, tokenizer, rows, args, ref_model=None, peft_config
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    from sweet_agent.baselines.common import add_common_arguments
+    from sweet_agent.training_setup import add_common_arguments
 
     parser.add_argument("--data", nargs="+", required=True, help="trajectory JSONL file(s) with rewards")
     parser.add_argument("--success-threshold", type=float, default=None,
@@ -141,7 +141,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from trl import DPOConfig
 
-    from sweet_agent.baselines.common import (
+    from sweet_agent.training_setup import (
         last_checkpoint,
         load_model,
         lora_config,

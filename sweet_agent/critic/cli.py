@@ -12,9 +12,9 @@ META_FILE = "sweet_critic.json"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    from sweet_agent.baselines.common import add_common_arguments
     from sweet_agent.critic.advantages import NORMALIZATIONS
     from sweet_agent.critic.config import CRITIC_TYPES
+    from sweet_agent.training_setup import add_common_arguments
 
     parser.add_argument("--data", nargs="+", required=True, help="trajectory JSONL file(s) with rewards")
     c = parser.add_argument_group("critic")
@@ -35,7 +35,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from sweet_agent.baselines.common import (
+    from sweet_agent.critic import records as R
+    from sweet_agent.critic.config import CriticConfig
+    from sweet_agent.critic.pairs import build_trajectory_pairs, pairs_to_rows, split_by_task
+    from sweet_agent.critic.trainer import CriticTrainer
+    from sweet_agent.training_setup import (
         last_checkpoint,
         load_model,
         lora_config,
@@ -44,10 +48,6 @@ def run(args: argparse.Namespace) -> int:
         training_kwargs,
         write_json,
     )
-    from sweet_agent.critic import records as R
-    from sweet_agent.critic.config import CriticConfig
-    from sweet_agent.critic.pairs import build_trajectory_pairs, pairs_to_rows, split_by_task
-    from sweet_agent.critic.trainer import CriticTrainer
 
     records = R.load_records(args.data)
     pairs = build_trajectory_pairs(records, args.success_threshold, args.max_pairs_per_task, args.seed,

@@ -1,5 +1,8 @@
-"""Plumbing shared by the four ``sweet-agent train-*`` commands: model loading, LoRA, trainer
-arguments, atomic JSONL output. WHY here: each command module stays a thin add_arguments/run."""
+"""Training set-up shared by every ``sweet-agent train-*`` command: model loading, LoRA, trainer
+arguments, final saving, JSON(L) files.
+
+WHY a module of its own: the critic, the actor and the baselines are independent of each other;
+what they share (how a model is loaded, configured and saved) lives here, below all three."""
 
 from __future__ import annotations
 
