@@ -7,6 +7,8 @@ environments' ``tasks=`` argument:
 - ``"embedded:test"`` (default) / ``"embedded:train"``: hand-written tasks shipped in the package;
 - ``"generated:train"`` / ``"generated:test"``: the procedural generator (unbounded, seeded,
   disjoint splits) — unlimited offline training tasks;
+- ``"collab:train"`` / ``"collab:test"`` (backend only): simple tasks where one hidden detail
+  decides the answer, so asking pays (:mod:`colbench_gym.tasks.collab_generator`);
 - a path to an official JSONL task file; a list of records or task objects.
 """
 
@@ -77,6 +79,27 @@ class GeneratedTaskSource(TaskSource):
         return _generate(self.kind, self.split, index)
 
 
+class CollabTaskSource(GeneratedTaskSource):
+    """The collaboration-pays backend tasks of :mod:`colbench_gym.tasks.collab_generator`."""
+
+    def __init__(self, kind: str, split: str):
+        if kind != "backend":
+            raise ValueError("collab:train / collab:test hold backend tasks only")
+        super().__init__(kind, split)
+        self.name = f"collab:{split}"
+
+    def __getitem__(self, index: int) -> BackendTask | FrontendTask:
+        if not 0 <= index < GENERATED_SPACE:
+            raise IndexError(f"task_index {index} out of range for {self.name!r}")
+        return _generate_collab(self.split, index)
+
+
+@lru_cache(maxsize=4096)
+def _generate_collab(split: str, index: int) -> BackendTask:
+    from colbench_gym.tasks.collab_generator import generate_collab_task  # noqa: PLC0415
+    return generate_collab_task(index, split=split)
+
+
 @lru_cache(maxsize=4096)
 def _generate(kind: str, split: str, index: int) -> BackendTask | FrontendTask:
     if kind == "backend":
@@ -107,12 +130,14 @@ def resolve_task_source(spec: Any, kind: str) -> TaskSource:
             return _embedded(kind, split or "test")
         if source == "generated" and not os.path.exists(text):
             return GeneratedTaskSource(kind, split or "train")
+        if source == "collab" and not os.path.exists(text):
+            return CollabTaskSource(kind, split or "train")
         if os.path.exists(text):
             from colbench_gym.tasks.loaders import load_tasks  # noqa: PLC0415
             return ListTaskSource(load_tasks(text, kind), kind, text)
         raise ValueError(
             f"tasks={text!r} is neither a file nor one of 'embedded:test', 'embedded:train', "
-            "'generated:train', 'generated:test'"
+            "'generated:train', 'generated:test', 'collab:train', 'collab:test'"
         )
     if isinstance(spec, Sequence):
         cls = BackendTask if kind == "backend" else FrontendTask

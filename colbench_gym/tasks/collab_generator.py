@@ -1,0 +1,289 @@
+"""Procedural backend tasks where *collaboration pays*: one hidden detail decides the answer.
+
+Why a second generator: the general generator (:mod:`colbench_gym.tasks.generator`) makes
+realistic multi-detail tasks (tiers, caps, labels, edge cases) that a 0.5B model cannot solve
+even when told every detail, so on a CPU no training method has anything to learn from. The
+families here are deliberately *simple to code once the detail is known* and *impossible to
+guess*: a rate, a fee, a conversion factor, a threshold, an exact message, a code format, a
+date format or the value for an edge case that only the person knows. One or two good
+questions to the (offline) simulator reveal it; answering at once almost always fails.
+
+Each family renders, from the same hidden parameters, a vague first-person request (no digits,
+no hidden words), a short readable reference (named constants, so the offline simulator can
+say them) and ten test calls that each depend on the hidden detail.
+
+Splits are disjoint by construction, like the general generator: a draw's *structural key*
+(family, variant, hidden parameters; not the wording) is hashed and the hash decides which
+split owns it; a split keeps only draws it owns. Task ``i`` of a split is a pure function of
+``(split, i)``. Task sources: ``"collab:train"`` and ``"collab:test"``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import random
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from colbench_gym.tasks.records import BackendTask
+
+#: Bumped whenever a change alters any generated task (recorded in each record).
+COLLAB_GENERATOR_VERSION = 1
+SPLITS = ("train", "test")
+#: One structural key in ``TEST_SHARE`` belongs to the test split.
+TEST_SHARE = 4
+_MAX_ATTEMPTS = 256
+
+
+@dataclass(frozen=True)
+class CollabSpec:
+    """A generated task plus its hidden details (for tests and analysis; never shown to agents)."""
+
+    family: str
+    variant: str
+    split: str
+    index: int
+    function_name: str
+    description: str
+    source: str
+    tests: tuple[str, ...]
+    hidden: dict[str, Any] = field(default_factory=dict)
+    hidden_strings: tuple[str, ...] = ()
+
+    @property
+    def key(self) -> str:
+        return _key(self.family, self.variant, self.hidden)
+
+    def to_task(self) -> BackendTask:
+        record = {
+            "problem_description": self.description,
+            "ground_truth": self.source,
+            "test_cases": {f"test{i + 1}": call for i, call in enumerate(self.tests)},
+            "source": f"collab:{self.split}",
+            "index": self.index,
+            "family": self.family,
+            "generator_version": COLLAB_GENERATOR_VERSION,
+        }
+        return BackendTask.from_record(record, where=f"collab:{self.split}[{self.index}]")
+
+
+@dataclass
+class _Draft:
+    variant: str
+    fn: str
+    description: str
+    lines: list[str]
+    calls: list[tuple]
+    hidden: dict[str, Any]
+    hidden_strings: list[str] = field(default_factory=list)
+
+
+def _key(family: str, variant: str, hidden: dict[str, Any]) -> str:
+    return json.dumps([family, variant, hidden], sort_keys=True, default=repr)
+
+
+def split_of(key: str) -> str:
+    """The split that owns a structural key (stable across runs, machines and Python versions)."""
+    digest = hashlib.sha256(("collab|" + key).encode()).digest()
+    return "test" if digest[0] % TEST_SHARE == 0 else "train"
+
+
+def _describe(rng: random.Random, fn: str, params: list[str], context: str, goal: str) -> str:
+    sig = f"{fn}({', '.join(params)})"
+    text = rng.choice((
+        "{C}. Can you write a python function {sig} that {goal}?",
+        "{C}, so I need a python function {sig} that {goal}.",
+        "Write a python function {sig} that {goal}. {C}.",
+    )).format(C=context[0].upper() + context[1:], sig=sig, goal=goal)
+    if re.search(r"\d", text):  # a programming error in a family: numbers are hidden details
+        raise AssertionError(f"collab description leaks a number: {text!r}")
+    return text
+
+
+def _amounts(rng: random.Random, n: int, lo: float, hi: float) -> list[tuple]:
+    """``n`` distinct amounts with two decimals (whole cents, so no float rounding ties matter)."""
+    return [(c / 100,) for c in rng.sample(range(int(lo * 100), int(hi * 100)), n)]
+
+
+# --------------------------------------------------------------------------- families
+
+def _surcharge(rng: random.Random) -> _Draft:
+    fn, arg, const, context, goal, part = rng.choice([
+        ("price_with_tax", "price", "tax_rate", "I sell things online and must add the sales tax where I live",
+         "returns the price including that tax", False),
+        ("bill_with_tip", "bill", "tip_rate", "I always leave the same tip at restaurants",
+         "returns the bill plus my usual tip", False),
+        ("transfer_fee", "amount", "fee_rate", "my payment app takes a cut of every transfer",
+         "returns the fee it charges on an amount", True),
+        ("agent_commission", "sale", "commission_rate", "I pay my sales agents a commission",
+         "returns the commission on a sale", True),
+    ])
+    rate = round(rng.randrange(15, 240, 5) / 1000, 3)
+    expr = f"{arg} * {const}" if part else f"{arg} * (1 + {const})"
+    lines = [f"def {fn}({arg}):", f"    {const} = {rate!r}", f"    return round({expr}, 2)"]
+    return _Draft("part" if part else "total", fn, _describe(rng, fn, [arg], context, goal), lines,
+                  _amounts(rng, 10, 3, 900), {"rate": rate})
+
+
+def _per_unit_fee(rng: random.Random) -> _Draft:
+    fn, arg, unit, context, goal = rng.choice([
+        ("delivery_cost", "km", "km", "I deliver flowers by bike", "returns what a delivery costs for its distance in km"),
+        ("parking_fee", "hours", "hour", "I run a small car park", "returns the parking fee for a stay of some hours"),
+        ("rental_cost", "days", "day", "I rent out camping gear", "returns what a rental costs for some days"),
+        ("tutoring_fee", "hours", "hour", "I give maths lessons", "returns what I charge for some hours of tutoring"),
+    ])
+    base = rng.randrange(3, 20) / 2
+    rate = rng.randrange(7, 99) / 20
+    lines = [f"def {fn}({arg}):", f"    base_fee = {base!r}", f"    price_per_{unit} = {rate!r}",
+             f"    return round(base_fee + {arg} * price_per_{unit}, 2)"]
+    calls = [(x,) for x in rng.sample(range(1, 40), 10)]
+    return _Draft("linear", fn, _describe(rng, fn, [arg], context, goal), lines, calls, {"base": base, "rate": rate})
+
+
+_UNITS = {
+    "centimeters": [("inches", 2.54), ("feet", 30.48), ("yards", 91.44), ("hands", 10.16)],
+    "grams": [("ounces", 28.35), ("pounds", 453.59), ("stones", 6350.29), ("grains", 0.0648)],
+    "liters": [("cups", 0.24), ("pints", 0.473), ("quarts", 0.946), ("gallons", 3.785)],
+}
+
+
+def _unit_convert(rng: random.Random) -> _Draft:
+    target = rng.choice(sorted(_UNITS))
+    unit, factor = rng.choice(_UNITS[target])
+    fn = f"to_{target}"
+    arg = {"centimeters": "length", "grams": "weight", "liters": "volume"}[target]
+    context = rng.choice([f"I measure every {arg} in my old unit", f"my notebook has each {arg} in the unit I grew up with"])
+    goal = f"converts a {arg} from my unit into {target}"
+    lines = [f"def {fn}({arg}):", f"    {target}_per_{unit[:-1] if unit.endswith('s') else unit} = {factor!r}",
+             f"    return round({arg} * {target}_per_{unit[:-1] if unit.endswith('s') else unit}, 2)"]
+    return _Draft(target, fn, _describe(rng, fn, [arg], context, goal), lines, _amounts(rng, 10, 1, 120),
+                  {"unit": unit, "factor": factor}, [unit])
+
+
+def _threshold(rng: random.Random) -> _Draft:
+    fn, arg, const, lo, hi, context, goal = rng.choice([
+        ("can_join", "age", "minimum_age", 10, 70, "my club only takes members from a certain age", "says whether someone of that age may join"),
+        ("passes_exam", "score", "pass_mark", 30, 90, "I mark exams out of a hundred", "says whether a score passes"),
+        ("needs_freight", "weight_kg", "freight_limit", 5, 60, "heavy parcels go by freight in my shop", "says whether a parcel must go by freight"),
+        ("is_fever", "temperature_tenths", "fever_from", 370, 395, "I log temperatures in tenths of a degree",
+         "says whether a reading counts as a fever"),
+    ])
+    limit = rng.randint(lo, hi)
+    op = rng.choice([">=", ">"])
+    lines = [f"def {fn}({arg}):", f"    {const} = {limit!r}", f"    return {arg} {op} {const}"]
+    offsets = [0, 1, -1, 2, -2, 3, -3, 5, -5, 8]
+    calls = [(limit + d,) for d in offsets]
+    return _Draft(op, fn, _describe(rng, fn, [arg], context, goal), lines, calls, {"limit": limit, "op": op})
+
+
+_GREETINGS = ("Welcome back, {}!", "Hi {}, good to see you.", "Hello there, {}.", "Good day, {}!", "Hey {}, come on in!",
+              "Greetings, {}.", "Nice to see you again, {}!", "{}, you are checked in.")
+_NAMES = ("Ann", "Bo", "Chen", "Dara", "Eli", "Farah", "Gus", "Hana", "Ivo", "Jo", "Kim", "Lars", "Mia", "Nils")
+
+
+def _message(rng: random.Random) -> _Draft:
+    fn, context, goal = rng.choice([
+        ("greeting", "my shop's screen greets every customer by name", "returns the greeting for a name"),
+        ("checkin_message", "our gym's kiosk shows a message when a member checks in", "returns that message for a name"),
+        ("welcome_text", "my hotel's app welcomes guests in its own words", "returns the welcome text for a guest's name"),
+    ])
+    template = rng.choice(_GREETINGS)
+    before, _, after = template.partition("{}")
+    lines = [f"def {fn}(name):", f"    return {before!r} + name + {after!r}"]
+    calls = [(n,) for n in rng.sample(_NAMES, 10)]
+    hidden_words = [t.strip(" ,.!") for t in (before, after) if len(t.strip(" ,.!")) > 3]
+    return _Draft("template", fn, _describe(rng, fn, ["name"], context, goal), lines, calls, {"template": template},
+                  hidden_words)
+
+
+def _code_format(rng: random.Random) -> _Draft:
+    fn, context, goal = rng.choice([
+        ("invoice_code", "my invoices carry a code built from their number", "turns an invoice number into its code"),
+        ("ticket_code", "every support ticket gets a code from its number", "makes the code for a ticket number"),
+        ("member_code", "our members have a code on their card", "turns a member number into that code"),
+    ])
+    prefix = rng.choice(["INV", "ORD", "TKT", "REF", "CUS", "ACC", "MBR"])
+    sep = rng.choice(["-", "#", "/", "_"])
+    width = rng.randint(4, 7)
+    fmt = prefix + sep + "{number:0" + str(width) + "d}"
+    lines = [f"def {fn}(number):", f"    return f{fmt!r}"]
+    calls = [(n,) for n in rng.sample(range(1, 9999), 10)]
+    return _Draft("zfill", fn, _describe(rng, fn, ["number"], context, goal), lines, calls,
+                  {"prefix": prefix, "sep": sep, "width": width}, [prefix])
+
+
+def _date_format(rng: random.Random) -> _Draft:
+    fn, context, goal = rng.choice([
+        ("format_date", "I write dates my own way on every document", "formats a date my way"),
+        ("label_date", "the labels on my jars carry a date", "writes the date for a label"),
+    ])
+    order = rng.choice(["dmy", "mdy", "ymd"])
+    sep = rng.choice(["-", "/", "."])
+    parts = {"d": "{day:02d}", "m": "{month:02d}", "y": "{year}"}
+    fmt = sep.join(parts[c] for c in order)
+    lines = [f"def {fn}(year, month, day):", f"    return f{fmt!r}"]
+    calls = [(y, rng.randint(1, 12), rng.randint(1, 28)) for y in rng.sample(range(1990, 2031), 10)]
+    return _Draft(order, fn, _describe(rng, fn, ["year", "month", "day"], context, goal), lines, calls,
+                  {"order": order, "sep": sep})
+
+
+def _zero_rule(rng: random.Random) -> _Draft:
+    fn, a, b, context, goal = rng.choice([
+        ("average_price", "total", "count", "I work out average prices from sales totals", "returns total divided by count"),
+        ("per_person", "bill", "people", "I split bills between friends", "returns each person's share of the bill"),
+        ("speed", "distance", "hours", "I log my runs", "returns the distance divided by the hours"),
+    ])
+    value = rng.choice([-1, 0, None, "n/a", "undefined", "no data", -1.0])
+    digits = rng.choice([1, 2, 3])
+    lines = [f"def {fn}({a}, {b}):", f"    if {b} == 0:", f"        return {value!r}", f"    return round({a} / {b}, {digits})"]
+    calls = [(x, 0) for x in rng.sample(range(1, 500), 4)] + [(x, rng.randint(3, 9)) for x in rng.sample(range(1, 500), 6)]
+    return _Draft("zero", fn, _describe(rng, fn, [a, b], context, goal + f" (when {b} is zero I have my own answer)"),
+                  lines, calls, {"value": value, "digits": digits})
+
+
+#: Family name -> draw function.
+FAMILIES: dict[str, Callable[[random.Random], _Draft]] = {
+    "surcharge": _surcharge,
+    "per_unit_fee": _per_unit_fee,
+    "unit_convert": _unit_convert,
+    "threshold": _threshold,
+    "message": _message,
+    "code_format": _code_format,
+    "date_format": _date_format,
+    "zero_rule": _zero_rule,
+}
+
+
+def _dedupe_calls(fn: str, calls: list[tuple]) -> tuple[str, ...]:
+    out: list[str] = []
+    for args in calls:
+        text = f"{fn}({', '.join(repr(a) for a in args)})"
+        if text not in out:
+            out.append(text)
+    return tuple(out)
+
+
+def generate_collab_spec(index: int, split: str = "train") -> CollabSpec:
+    """Task ``index`` of ``split`` with its hidden details (deterministic in ``(split, index)``)."""
+    if split not in SPLITS:
+        raise ValueError(f"split must be one of {SPLITS}, got {split!r}")
+    if isinstance(index, bool) or not isinstance(index, int) or index < 0:
+        raise ValueError(f"index must be a non-negative int, got {index!r}")
+    names = list(FAMILIES)
+    for attempt in range(_MAX_ATTEMPTS):
+        rng = random.Random(f"colbench-collab:{split}:{index}:{attempt}")
+        family = names[rng.randrange(len(names))]
+        d = FAMILIES[family](rng)
+        if split_of(_key(family, d.variant, d.hidden)) != split:
+            continue
+        return CollabSpec(family, d.variant, split, index, d.fn, d.description, "\n".join(d.lines) + "\n",
+                          _dedupe_calls(d.fn, d.calls), d.hidden, tuple(d.hidden_strings))
+    raise RuntimeError(f"no {split} task found for index {index} in {_MAX_ATTEMPTS} draws (generator bug)")
+
+
+def generate_collab_task(index: int, split: str = "train") -> BackendTask:
+    """Collaboration task ``index`` of ``split`` in the official backend record shape."""
+    return generate_collab_spec(index, split).to_task()
