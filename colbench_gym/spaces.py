@@ -9,6 +9,7 @@ still draws from a finite charset so ``sample()`` stays cheap and seeded.
 from __future__ import annotations
 
 import string
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -44,3 +45,74 @@ class UnicodeText(Text):
             and self.min_length == other.min_length
             and self.max_length == other.max_length
         )
+
+
+# ----------------------------------------------------------------------------- vector envs
+# Gymnasium flattens a Text value into indices of its sample charset, and AsyncVectorEnv passes
+# observations through shared memory that way: every character outside ``SAMPLE_CHARSET`` came
+# back as the charset's first letter ("aaaa..."). A UnicodeText is stored as code points + 1
+# instead (0 = padding), so any string of the space round-trips exactly.
+def _encode(space: UnicodeText, x: str) -> np.ndarray:
+    codes = np.frombuffer(x.encode("utf-32-le", "surrogatepass"), dtype=np.uint32).astype(np.int32) + 1
+    out = np.zeros(space.max_length, dtype=np.int32)
+    out[: len(codes)] = codes[: space.max_length]
+    return out
+
+
+def _decode(row: np.ndarray) -> str:
+    end = np.flatnonzero(row == 0)
+    used = row[: end[0]] if len(end) else row
+    return (used.astype(np.uint32) - 1).tobytes().decode("utf-32-le", "surrogatepass")
+
+
+class SharedTexts(Sequence):
+    """The batch of strings in an AsyncVectorEnv's shared buffer, decoded when read.
+
+    AsyncVectorEnv reads its shared memory once, at construction, and relies on the result being
+    a live view (true of numpy arrays); a tuple of ``str`` would be a stale snapshot. This
+    sequence decodes the buffer on each access; ``deepcopy`` (what the vector env returns with
+    ``copy=True``, its default) gives a plain tuple, exactly what sync mode returns.
+    """
+
+    def __init__(self, data: np.ndarray):
+        self._data = data
+
+    def __len__(self) -> int:
+        return len(self._data)
+
+    def __getitem__(self, i: Any) -> Any:
+        if isinstance(i, slice):
+            return tuple(_decode(row) for row in self._data[i])
+        return _decode(self._data[i])
+
+    def __deepcopy__(self, memo: Any) -> tuple[str, ...]:
+        return tuple(self)
+
+    def __eq__(self, other: Any) -> bool:
+        return isinstance(other, (tuple, list, SharedTexts)) and tuple(self) == tuple(other)
+
+    __hash__ = None  # type: ignore[assignment] - mutable view
+
+    def __repr__(self) -> str:
+        return f"SharedTexts({tuple(self)!r})"
+
+
+def _register_vector_support() -> None:
+    from gymnasium.spaces import utils as space_utils
+    from gymnasium.vector.utils import shared_memory as shm
+
+    space_utils.flatten.register(UnicodeText)(_encode)
+    space_utils.unflatten.register(UnicodeText)(lambda space, x: _decode(np.asarray(x)))
+
+    @shm.write_to_shared_memory.register(UnicodeText)
+    def _write(space: UnicodeText, index: int, value: str, shared_memory: Any) -> None:
+        size = space.max_length
+        dest = np.frombuffer(shared_memory.get_obj(), dtype=np.int32)
+        np.copyto(dest[index * size:(index + 1) * size], _encode(space, value))
+
+    @shm.read_from_shared_memory.register(UnicodeText)
+    def _read(space: UnicodeText, shared_memory: Any, n: int = 1) -> SharedTexts:
+        return SharedTexts(np.frombuffer(shared_memory.get_obj(), dtype=np.int32).reshape((n, space.max_length)))
+
+
+_register_vector_support()
