@@ -11,6 +11,10 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+#: A dialogue in chat-template form: ``[{"role": "user" | "assistant" | "system", "content": str}, ...]``.
+#: The one message type of both packages (environments, trajectories, policies and trainers).
+Messages = list[dict[str, str]]
+
 #: Agent rounds per episode in the paper.
 MAX_TURNS = 10
 ANSWER_MARKER = "I WANT TO ANSWER:"
@@ -71,6 +75,21 @@ def extract_html(text: str) -> str | None:
     """Return the first ``<html>…</html>`` (else ``<body>…</body>``) snippet in ``text``."""
     m = _HTML_RE.search(text) or _BODY_RE.search(text)
     return m.group(0) if m else None
+
+
+def extract_answer_html(answer: str) -> str | None:
+    """The page in a frontend final answer: the first ``<html>``/``<body>`` snippet, else the whole
+    answer when it looks like markup (agents often answer with a bare fragment), else None.
+
+    The environment scores and ``colbench evaluate frontend`` re-scores answers with this one rule.
+    """
+    html = extract_html(answer)
+    if html is not None:
+        return html
+    text = answer.strip().strip("`")
+    if text.lower().startswith("html\n"):
+        text = text[5:]
+    return text if text.lstrip().startswith("<") and ">" in text else None
 
 
 def truncate(text: str, limit: int) -> str:

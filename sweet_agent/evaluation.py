@@ -3,7 +3,8 @@
 - backend: **success** (every hidden test passes) and **% tests passed** (mean fraction);
 - frontend: **similarity** (mean CLIP cosine similarity to the reference page) and **win rate**
   against a reference run (``--reference FILE``: per task, our mean reward beats the reference's;
-  ties count one half), as the paper compares against GPT-4o.
+  ties count one half, by the one rule of :mod:`colbench_gym.evaluation.metrics`), as the paper
+  compares against GPT-4o.
 
 By default the stored ``reward``/``success`` are summarised; ``--regrade`` grades backend answers
 again in the sandbox (:mod:`colbench_gym.grading`) and reports any record whose stored score
@@ -13,7 +14,6 @@ differs, so a file can be checked independently of the run that wrote it.
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
 import sys
 from collections import defaultdict
@@ -21,13 +21,12 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from colbench_gym.evaluation.metrics import win_rate as _win_rate
+from colbench_gym.tasks.identity import task_identity
 from sweet_agent.trajectories import Record, read_trajectories
 
-
-def task_key(task: Mapping[str, Any]) -> str:
-    """Identity of a task across files (problem + reference solution)."""
-    text = json.dumps([task.get("problem_description"), task.get("ground_truth")])
-    return hashlib.sha256(text.encode()).hexdigest()[:16]
+#: Identity of a task across files: the one rule of :mod:`colbench_gym.tasks.identity`.
+task_key = task_identity
 
 
 def record_kind(rec: Mapping[str, Any]) -> str:
@@ -83,10 +82,7 @@ def win_rate(ours: Iterable[Record], reference: Iterable[Record]) -> tuple[float
 
     a, b = by_task(ours), by_task(reference)
     common = sorted(set(a) & set(b))
-    if not common:
-        return None, 0
-    score = sum(1.0 if a[k] > b[k] else 0.5 if a[k] == b[k] else 0.0 for k in common)
-    return score / len(common), len(common)
+    return _win_rate((a[k], b[k]) for k in common), len(common)
 
 
 def summarize(records: list[Record], *, reference: list[Record] | None = None, regrade: bool = False) -> Summary:

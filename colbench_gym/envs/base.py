@@ -2,14 +2,15 @@
 
 Both environments follow one protocol (see :mod:`colbench_gym.protocol`): the agent writes free
 text, the simulated person answers the visible part, and the episode ends when the agent writes
-``I WANT TO ANSWER:`` or uses its last turn. Subclasses only say how a final answer is scored and
-what evidence the simulator gets for a turn.
+``I WANT TO ANSWER:`` or uses its last turn. Subclasses only say how a final answer is scored
+(:meth:`ColBenchEnv._score`) and what evidence a turn produces for the simulator and for ``info``
+(:meth:`ColBenchEnv._turn_evidence`); everything a step reports flows through these return values.
 """
 
 from __future__ import annotations
 
 from abc import abstractmethod
-from typing import Any
+from typing import Any, NamedTuple
 
 import gymnasium as gym
 
@@ -27,6 +28,15 @@ MAX_TEXT_CHARS = 1_000_000
 
 class EpisodeOverError(RuntimeError):
     """``step`` was called after the episode ended."""
+
+
+class TurnEvidence(NamedTuple):
+    """A non-final turn's evidence (see :meth:`ColBenchEnv._turn_evidence`)."""
+
+    #: Keyword arguments for ``HumanSimulator.respond`` besides the task and the visible dialogue.
+    context: dict[str, Any]
+    #: Keys added to the step's ``info``.
+    info: dict[str, Any]
 
 
 class ColBenchEnv(gym.Env[str, str]):
@@ -69,9 +79,15 @@ class ColBenchEnv(gym.Env[str, str]):
     def _score(self, answer: str) -> tuple[float, dict[str, Any]]:
         """Score the final answer: ``(reward, extra info)``."""
 
-    def _simulator_context(self, parsed: ParsedAction) -> dict[str, Any]:
-        """Evidence the simulator gets besides the dialogue for this turn (e.g. screenshots)."""
-        return {}
+    def _turn_evidence(self, parsed: ParsedAction) -> TurnEvidence:
+        """What a non-final turn produces besides the dialogue, computed once per turn.
+
+        ``context`` goes to ``simulator.respond`` as keyword arguments (e.g. the screenshots of the
+        agent's draft and of the reference); ``info`` is merged into that step's ``info`` (e.g.
+        whether a draft was rendered). The base environment adds nothing. Final turns are scored by
+        :meth:`_score` instead, whose extra info is merged the same way.
+        """
+        return TurnEvidence({}, {})
 
     def _on_reset(self) -> None:
         """Per-episode preparation once ``self.task`` is set (e.g. render the reference)."""
@@ -124,12 +140,21 @@ class ColBenchEnv(gym.Env[str, str]):
             reward, score_info = self._score(answer)
             extra.update(score_info, answer=answer, ended_by="answer" if parsed.is_answer else "turn_limit")
             return "", float(reward), True, False, self._info(**extra)
-        reply = self.simulator.respond(self.task, [dict(m) for m in self._visible], **self._simulator_context(parsed))
+        evidence = self._turn_evidence(parsed)
+        extra.update(evidence.info)
+        try:
+            reply = self.simulator.respond(self.task, [dict(m) for m in self._visible], **evidence.context)
+        except BaseException:
+            # A failed reply (endpoint down, Ctrl-C) must not consume the agent's turn: undo it, so
+            # the caller can retry step(action) or end the episode; never two agent turns in a row.
+            self._turn -= 1
+            del self._messages[-1], self._visible[-1]
+            raise
         reply = truncate(str(reply), self.reply_chars)
         self._messages.append({"role": "user", "content": reply})
         self._visible.append({"role": "user", "content": reply})
         if self.render_mode == "human":
-            print(self.render())
+            self.render()  # prints the dialogue itself (and returns None)
         return reply, 0.0, False, False, self._info(**extra)
 
     def render(self) -> str | None:

@@ -6,21 +6,12 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from colbench_gym.envs.base import ColBenchEnv
-from colbench_gym.protocol import FRONTEND_REPLY_CHARS, MAX_TURNS, ParsedAction, extract_html
+from colbench_gym.envs.base import ColBenchEnv, TurnEvidence
+from colbench_gym.protocol import FRONTEND_REPLY_CHARS, MAX_TURNS, ParsedAction, extract_answer_html, extract_html
 from colbench_gym.simulators import HumanSimulator
 
-
-def answer_html(answer: str) -> str | None:
-    """The page in a final answer: the first ``<html>``/``<body>`` snippet, else the whole answer
-    when it looks like markup (agents often answer with a bare fragment), else None."""
-    html = extract_html(answer)
-    if html is not None:
-        return html
-    text = answer.strip().strip("`")
-    if text.lower().startswith("html\n"):
-        text = text[5:]
-    return text if text.lstrip().startswith("<") and ">" in text else None
+#: Kept for code that imported it from here; the rule lives in :mod:`colbench_gym.protocol`.
+answer_html = extract_answer_html
 
 
 class ColBenchFrontendEnv(ColBenchEnv):
@@ -112,7 +103,6 @@ class ColBenchFrontendEnv(ColBenchEnv):
         self._owns_renderer = bool(renderer_kwargs)
         self._reference = None
         self._last_draft = None
-        self._turn_info: dict[str, Any] = {}
 
     # ----------------------------------------------------------------- lazily built parts
     @property
@@ -135,28 +125,28 @@ class ColBenchFrontendEnv(ColBenchEnv):
     def _on_reset(self) -> None:
         self._reference = self.renderer.render(self.task.ground_truth, dom=True, cache=True)
         self._last_draft = None
-        self._turn_info = {}
 
-    def _simulator_context(self, parsed: ParsedAction) -> dict[str, Any]:
+    def _turn_evidence(self, parsed: ParsedAction) -> TurnEvidence:
+        """Render the turn's first HTML snippet (if any) for the person; say in ``info`` whether it was."""
         ref = self._reference
         context: dict[str, Any] = {"reference_image": ref.image(), "reference_dom": ref.dom,
                                    "agent_html": None, "agent_image": None, "agent_dom": None}
         html = extract_html(parsed.message)
-        self._turn_info = {"rendered": False, "render_error": None}
-        if html is not None:
-            draft = self.renderer.render(html, dom=True)
-            self._last_draft = draft
-            self._turn_info = {"rendered": True, "render_error": draft.error}
-            context.update(agent_html=html, agent_image=draft.image(), agent_dom=draft.dom)
-            if draft.error and not draft.dom:
-                context["agent_render_error"] = draft.error
-        return context
+        if html is None:
+            return TurnEvidence(context, {"rendered": False, "render_error": None})
+        draft = self.renderer.render(html, dom=True)
+        self._last_draft = draft
+        context.update(agent_html=html, agent_image=draft.image(), agent_dom=draft.dom)
+        if draft.error and not draft.dom:
+            context["agent_render_error"] = draft.error
+        return TurnEvidence(context, {"rendered": True, "render_error": draft.error})
 
     def _score(self, answer: str) -> tuple[float, dict[str, Any]]:
-        html = answer_html(answer)
+        html = extract_answer_html(answer)
         scorer = self.scorer
+        # ``rendered`` speaks of drafts shown to the person: the final page is scored, never shown.
         info: dict[str, Any] = {"scorer": scorer.name, "scorer_is_clip": scorer.is_clip, "html_found": html is not None,
-                                "render_error": None}
+                                "rendered": False, "render_error": None}
         if html is None:
             info["similarity"] = 0.0
             return 0.0, info
@@ -165,16 +155,6 @@ class ColBenchFrontendEnv(ColBenchEnv):
         sim = float(scorer.similarity(final.image(), self._reference.image()))
         info.update(similarity=sim, render_error=final.error)
         return sim, info
-
-    def _info(self, **extra: Any) -> dict[str, Any]:
-        info = super()._info(**extra)
-        for k, v in self._turn_info.items():
-            info.setdefault(k, v)
-        return info
-
-    def step(self, action: str):
-        self._turn_info = {"rendered": False, "render_error": None}
-        return super().step(action)
 
     def render(self):
         if self.render_mode == "rgb_array":

@@ -10,9 +10,10 @@ written atomically.
 
 With ``--reference-run REF.jsonl`` (another agent's trajectories on the same tasks, e.g. the
 paper's GPT-4o reference) the reference answers are scored the same way and each record also
-gets ``reference_similarity`` and ``win`` (1 win, 0.5 tie, 0 loss); the summary reports the win
-rate, the paper's frontend metric. Tasks are matched by content (``task_id``); the first
-reference record of a task is the one compared against.
+gets ``reference_similarity`` and ``win`` (1 win, 0.5 tie, 0 loss; the rule and its tie tolerance
+live in :mod:`colbench_gym.evaluation.metrics`); the summary reports the win rate, the paper's
+frontend metric. Tasks are matched by content (``task_id``); the first reference record of a task
+is the one compared against.
 """
 
 from __future__ import annotations
@@ -21,12 +22,14 @@ import argparse
 import sys
 from typing import Any
 
+from colbench_gym.evaluation.metrics import TIE_TOLERANCE, win_value
 from colbench_gym.evaluation.records import load_answer_records
 from colbench_gym.jsonl import write_jsonl_atomic
+from colbench_gym.protocol import extract_answer_html
 from colbench_gym.tasks import FrontendTask, TaskFormatError
 
-#: Similarities closer than this are a tie.
-TIE_EPS = 1e-6
+#: Kept for code that imported it from here (see :mod:`colbench_gym.evaluation.metrics`).
+TIE_EPS = TIE_TOLERANCE
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -50,13 +53,11 @@ def load_records(path: str) -> list[tuple[dict[str, Any], FrontendTask, str]]:
 def score_answers(items: list[tuple[dict[str, Any], FrontendTask, str]], renderer, scorer, batch_size: int = 16,
                   progress=None) -> list[dict[str, Any]]:
     """``{similarity, html_found, render_error}`` per item (0 similarity without HTML)."""
-    from colbench_gym.envs.frontend import answer_html  # noqa: PLC0415
-
     results: list[dict[str, Any]] = []
     for start in range(0, len(items), batch_size):
         chunk = items[start:start + batch_size]
         refs = renderer.render_many([t.ground_truth for _, t, _ in chunk], cache=True)
-        htmls = [answer_html(a) for _, _, a in chunk]
+        htmls = [extract_answer_html(a) for _, _, a in chunk]
         idx = [i for i, h in enumerate(htmls) if h is not None]
         shots = renderer.render_many([htmls[i] for i in idx])  # answers are not worth a disk cache
         sims = scorer.similarities([s.image() for s in shots], [refs[i].image() for i in idx]) if idx else []
@@ -70,12 +71,6 @@ def score_answers(items: list[tuple[dict[str, Any], FrontendTask, str]], rendere
         if progress is not None:
             progress.update(len(chunk))
     return results
-
-
-def win_value(ours: float, theirs: float) -> float:
-    if abs(ours - theirs) <= TIE_EPS:
-        return 0.5
-    return 1.0 if ours > theirs else 0.0
 
 
 def run(args: argparse.Namespace) -> int:
