@@ -9,7 +9,12 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
+import signal
 import sys
+import threading
+import traceback
+from typing import Any
 
 # (command words, module, help)
 COMMANDS: list[tuple[tuple[str, ...], str, str]] = [
@@ -25,25 +30,95 @@ def _usage(prog: str, commands: list[tuple[tuple[str, ...], str, str]]) -> str:
     width = max(len(" ".join(words)) for words, _, _ in commands)
     lines = [f"usage: {prog} COMMAND [ARGS...]", "", "commands:"]
     lines += [f"  {' '.join(words):<{width}}  {help_text}" for words, _, help_text in commands]
-    lines += ["", f"Run `{prog} COMMAND --help` for a command's options."]
+    lines += ["", f"Run `{prog} COMMAND --help` for a command's options; add --debug (or set COLBENCH_DEBUG=1)",
+              "to see the traceback of an error."]
     return "\n".join(lines)
 
 
+class Terminated(KeyboardInterrupt):
+    """SIGTERM, handled like Ctrl-C: ``finally`` blocks run, finished work stays on disk."""
+
+
+def _on_sigterm(signum: int, frame: Any) -> None:
+    raise Terminated()
+
+
+def debug_requested(argv: list[str]) -> bool:
+    """``--debug`` anywhere on the command line, or ``COLBENCH_DEBUG=1``: show tracebacks."""
+    return "--debug" in argv or os.environ.get("COLBENCH_DEBUG", "").strip().lower() not in ("", "0", "false", "no")
+
+
+def _silence_stdout() -> None:
+    # After the reader of a pipe went away (`| head`), any later flush would raise again.
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):
+        pass
+
+
+def _one_line(exc: BaseException) -> str:
+    text = " ".join(str(exc).split()) or type(exc).__name__
+    known = isinstance(exc, (ValueError, OSError, RuntimeError, LookupError, ImportError))
+    return text if known else f"{type(exc).__name__}: {text}"
+
+
 def dispatch(prog: str, commands: list[tuple[tuple[str, ...], str, str]], argv: list[str]) -> int:
-    """Find the longest command matching the start of ``argv`` and run it."""
-    for words, module_name, help_text in sorted(commands, key=lambda c: -len(c[0])):
-        if tuple(argv[: len(words)]) == words:
-            parser = argparse.ArgumentParser(prog=f"{prog} {' '.join(words)}", description=help_text)
-            module = importlib.import_module(module_name)
-            module.add_arguments(parser)
-            args = parser.parse_args(argv[len(words):])
-            return int(module.run(args) or 0)
-    if argv and argv[0] not in ("-h", "--help"):
-        print(f"{prog}: unknown command {' '.join(argv[:2])!r}\n", file=sys.stderr)
-        print(_usage(prog, commands), file=sys.stderr)
-        return 2
-    print(_usage(prog, commands))
-    return 0
+    """Find the longest command matching the start of ``argv`` and run it.
+
+    This is the one error boundary of both CLIs (``colbench`` and ``sweet-agent``): any error
+    becomes one line on stderr and exit status 1 (usage errors 2), Ctrl-C / SIGTERM exit 130
+    after ``finally`` blocks ran (outputs are appended and fsync'd per item, so finished work is
+    kept), a closed stdout pipe exits quietly with status 141 like a shell tool. ``--debug``
+    (anywhere) or ``COLBENCH_DEBUG=1`` prints the traceback instead.
+    """
+    debug = debug_requested(argv)
+    argv = [a for a in argv if a != "--debug"]
+    label = prog
+    previous = None
+    if threading.current_thread() is threading.main_thread():
+        previous = signal.signal(signal.SIGTERM, _on_sigterm)
+    try:
+        for words, module_name, help_text in sorted(commands, key=lambda c: -len(c[0])):
+            if tuple(argv[: len(words)]) == words:
+                label = f"{prog} {' '.join(words)}"
+                parser = argparse.ArgumentParser(prog=label, description=help_text,
+                                                 epilog="--debug (or COLBENCH_DEBUG=1) shows tracebacks of errors")
+                module = importlib.import_module(module_name)
+                module.add_arguments(parser)
+                args = parser.parse_args(argv[len(words):])
+                status = int(module.run(args) or 0)
+                sys.stdout.flush()
+                return status
+        if argv and argv[0] not in ("-h", "--help"):
+            print(f"{prog}: unknown command {' '.join(argv[:2])!r}\n", file=sys.stderr)
+            print(_usage(prog, commands), file=sys.stderr)
+            return 2
+        print(_usage(prog, commands))
+        sys.stdout.flush()
+        return 0
+    except BrokenPipeError:
+        _silence_stdout()
+        print(f"{label}: output pipe closed (e.g. by `| head`); stopped writing to stdout", file=sys.stderr)
+        return 141
+    except KeyboardInterrupt as exc:
+        if debug:
+            traceback.print_exc()
+        what = "terminated (SIGTERM)" if isinstance(exc, Terminated) else "interrupted"
+        print(f"{label}: {what}; everything finished so far is kept on disk (rerun with --resume to continue)",
+              file=sys.stderr)
+        return 130
+    except SystemExit:
+        raise
+    except Exception as exc:  # the one place that turns errors into messages
+        if debug:
+            traceback.print_exc()
+        hint = "" if debug else " (rerun with --debug for a traceback)"
+        print(f"{label}: error: {_one_line(exc)}{hint}", file=sys.stderr)
+        return 1
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
 
 
 def main(argv: list[str] | None = None) -> int:

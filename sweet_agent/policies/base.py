@@ -70,6 +70,9 @@ class Generation:
     completion_tokens: int = 0
     #: ``"stop"`` (end of turn or stop string) or ``"length"`` (hit ``max_new_tokens``).
     finish_reason: str = "stop"
+    #: Text forced at the start of the turn (an exploration opener, see
+    #: :mod:`sweet_agent.policies.exploration`); ``text`` begins with it. Empty: none.
+    prefix: str = ""
 
 
 def derive_seed(*parts: Any) -> int:
@@ -128,6 +131,8 @@ class Policy(ABC):  # noqa: B024 - either generate or agenerate is overridden
     max_batch_size: int = 8
     #: True when the policy benefits from many concurrent asyncio calls (endpoints).
     prefers_async: bool = False
+    #: True when :meth:`generate` accepts ``prefixes=`` (continue a forced start of the turn).
+    supports_prefix: bool = False
 
     def close(self) -> None:  # noqa: B027 - optional hook
         """Release models, clients or connections."""
