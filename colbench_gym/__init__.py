@@ -27,4 +27,13 @@ for _env_id, _entry_point in ENVIRONMENTS.items():
         # The env enforces its own 10-turn limit (the last turn is graded), so no TimeLimit wrapper.
         register(id=_env_id, entry_point=_entry_point)
 
-__all__ = ["ENVIRONMENTS", "__version__"]
+__all__ = ["ENVIRONMENTS", "__version__", "make_tool_env_factory"]
+
+
+def __getattr__(name: str):
+    # Lazy so `import colbench_gym` stays as cheap as registration.
+    if name == "make_tool_env_factory":
+        from colbench_gym.online.tool_env import make_tool_env_factory
+
+        return make_tool_env_factory
+    raise AttributeError(f"module 'colbench_gym' has no attribute {name!r}")

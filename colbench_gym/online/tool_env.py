@@ -1,0 +1,283 @@
+"""ColBench as a tool environment for TRL's ``GRPOTrainer(environment_factory=...)``.
+
+TRL turns every public method of an environment *class* (except ``reset`` and ``get_reward``)
+into a tool whose JSON schema comes from the type hints and the Google-style ``Args:`` docstring
+(``transformers.utils.get_json_schema``). That is why the adapter *holds* a Gymnasium env
+instead of subclassing it: a subclass would also expose ``step``, ``render``, ``close`` and the
+wrapper methods as tools. The only public methods here are the ColBench actions:
+
+* backend (:class:`ColBenchToolEnv`): ``ask_user(question)`` and ``submit_answer(code)``;
+* frontend (:class:`ColBenchFrontendToolEnv`): the same plus ``show_draft(html)``.
+
+Each tool call is exactly one environment step, written in the environment's own protocol
+(:mod:`colbench_gym.protocol`): a question is sent as the turn's text, a draft as an
+``<html>`` snippet, an answer after ``I WANT TO ANSWER:``. So the dialogue, the 10-turn rule
+(the 10th turn counts as the answer) and the reward are the environment's, unchanged: an
+episode played through the tools gets the reward the same turns get through ``gym.make``.
+
+Plain Python: importing this module loads no torch, transformers or trl.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from colbench_gym.protocol import ANSWER_MARKER, extract_html
+
+
+class ToolEnvError(RuntimeError):
+    """A tool was called when the episode does not allow it (ended, or never reset).
+
+    TRL returns a tool's exception to the model as ``{"error": "<message>"}``, so the message is
+    written for the model to read.
+    """
+
+
+#: Dataset columns ``reset`` understands; any other column (``prompt`` ...) is ignored, since TRL
+#: passes every column of the row.
+RESET_COLUMNS = ("task_index", "seed", "task")
+
+
+class ColBenchToolEnv:
+    """A ColBench backend episode as tools: ask the person, then submit the function.
+
+    Args:
+        env: a ColBench Gymnasium environment (``gym.make("ColBench-Backend-v0", ...)``) or
+            anything with the same ``reset``/``step`` API (e.g. a remote OpenEnv session).
+
+    ``reset(**row)`` starts an episode from a dataset row and returns the person's request;
+    ``get_reward()`` is the environment's reward for the submitted answer (0.0 when nothing was
+    submitted). Counters for logging: :attr:`questions`, :attr:`drafts`, :attr:`turns`,
+    :attr:`submitted`, :attr:`ended`, :attr:`success`.
+    """
+
+    kind = "backend"
+
+    def __init__(self, env: Any) -> None:
+        self._env = env
+        self._reset_counters()
+        self._ended = True
+        self._started = False
+
+    def _reset_counters(self) -> None:
+        self._reward = 0.0
+        self._info: dict[str, Any] = {}
+        self._questions = 0
+        self._drafts = 0
+        self._turns = 0
+        self._submitted = False
+
+    # ------------------------------------------------------------------ TRL's hooks
+    def reset(self, **row: Any) -> str:
+        """Start an episode for a dataset row; returns the person's first message (the task).
+
+        Understood columns: ``task_index`` (int: a task of the env's task source), ``task`` (an
+        official task record), ``seed`` (int). Other columns are ignored.
+        """
+        seed = row.get("seed")
+        options: dict[str, Any] = {}
+        if row.get("task") is not None:
+            options["task"] = row["task"]
+        if row.get("task_index") is not None:
+            options["task_index"] = int(row["task_index"])
+        obs, info = self._env.reset(seed=None if seed is None else int(seed), options=options or None)
+        self._reset_counters()
+        self._info = dict(info)
+        self._ended = False
+        self._started = True
+        return obs
+
+    def get_reward(self) -> float:
+        """The environment's reward for this episode: success (0/1), fraction of tests passed or
+        similarity, as the env is configured; 0.0 when the episode ended without an answer."""
+        return float(self._reward) if self._ended and self._started else 0.0
+
+    # ------------------------------------------------------------------ tools
+    def ask_user(self, question: str) -> str:
+        """Ask the person one clarifying question about what they want.
+
+        Args:
+            question: One short, concrete question for the person.
+
+        Returns:
+            The person's reply.
+        """
+        if ANSWER_MARKER in question:
+            raise ToolEnvError(f"a question must not contain {ANSWER_MARKER!r}; call submit_answer to answer")
+        self._questions += 1
+        return self._step(question)
+
+    def submit_answer(self, code: str) -> str:
+        """Submit the final answer: the complete Python function. This ends the conversation.
+
+        Args:
+            code: The complete Python function, with any imports it needs.
+
+        Returns:
+            A confirmation that the answer was received.
+        """
+        self._submitted = True
+        self._step(f"{ANSWER_MARKER}\n{code}")
+        return "Answer submitted. The conversation is over."
+
+    # ------------------------------------------------------------------ bookkeeping
+    def _step(self, action: str) -> str:
+        if not self._started:
+            raise ToolEnvError("the episode has not started: reset() must be called before any tool")
+        if self._ended:
+            raise ToolEnvError("the conversation is over (an answer was submitted or the turn limit was reached); "
+                               "no more tool calls are possible")
+        obs, reward, terminated, truncated, info = self._env.step(action)
+        self._turns += 1
+        self._info = dict(info)
+        if terminated or truncated:
+            self._ended = True
+            self._reward = float(reward)
+            if info.get("ended_by") == "turn_limit":
+                return (f"That was your last turn ({info.get('turn')} of {info.get('max_turns')}): the conversation "
+                        "is over and that turn was taken as your final answer.")
+        return obs
+
+    @property
+    def env(self) -> Any:
+        """The held environment."""
+        return self._env
+
+    @property
+    def questions(self) -> int:
+        """``ask_user`` calls this episode."""
+        return self._questions
+
+    @property
+    def drafts(self) -> int:
+        """``show_draft`` calls this episode (always 0 on the backend)."""
+        return self._drafts
+
+    @property
+    def turns(self) -> int:
+        """Environment steps this episode (every accepted tool call is one turn)."""
+        return self._turns
+
+    @property
+    def submitted(self) -> bool:
+        """Whether ``submit_answer`` was called."""
+        return self._submitted
+
+    @property
+    def ended(self) -> bool:
+        """Whether the episode is over (answer submitted or turn limit reached)."""
+        return self._ended and self._started
+
+    @property
+    def success(self) -> bool:
+        """The env's success flag (backend: every hidden test passed). The frontend has none
+        (its reward is a similarity): always False there."""
+        return bool(self._info.get("success", False)) if self.ended else False
+
+    @property
+    def info(self) -> dict[str, Any]:
+        """The ``info`` dict of the last reset or step (dialogue messages, grading details)."""
+        return dict(self._info)
+
+    @property
+    def messages(self) -> list[dict[str, str]]:
+        """The dialogue in the environment's own text form (``user`` = person, ``assistant`` = the
+        agent's turns as the env received them), e.g. for a critic that scores ColBench dialogues."""
+        return [dict(m) for m in self._info.get("messages", [])]
+
+    def __del__(self) -> None:  # not a public method: TRL would expose `close` as a tool
+        env = self.__dict__.get("_env")
+        if env is not None and hasattr(env, "close"):
+            try:
+                env.close()
+            except Exception:  # noqa: BLE001 - interpreter shutdown; nothing useful to report
+                pass
+
+
+class ColBenchFrontendToolEnv(ColBenchToolEnv):
+    """A ColBench frontend episode as tools: ask, show rendered drafts, submit the page.
+
+    Args:
+        env: a ColBench frontend Gymnasium environment (``gym.make("ColBench-Frontend-v0")``)
+            or anything with the same API.
+    """
+
+    kind = "frontend"
+
+    def show_draft(self, html: str) -> str:
+        """Show the person a draft of the page; they see it rendered next to the page they imagine.
+
+        Args:
+            html: The draft page as HTML (from <html> to </html>), styled with Tailwind CSS classes.
+
+        Returns:
+            The person's description of how the draft differs from what they want.
+        """
+        if ANSWER_MARKER in html:
+            raise ToolEnvError(f"a draft must not contain {ANSWER_MARKER!r}; call submit_answer to answer")
+        if extract_html(html) is None:
+            html = f"<html>\n{html}\n</html>"
+        self._drafts += 1
+        return self._step(html)
+
+    def submit_answer(self, code: str) -> str:
+        """Submit the final page. This ends the conversation.
+
+        Args:
+            code: The complete HTML page, from <html> to </html>, styled with Tailwind CSS classes.
+
+        Returns:
+            A confirmation that the page was received.
+        """
+        return super().submit_answer(code)
+
+
+TOOL_ENV_CLASSES: dict[str, type[ColBenchToolEnv]] = {"backend": ColBenchToolEnv, "frontend": ColBenchFrontendToolEnv}
+
+
+def tool_env_class(kind: str) -> type[ColBenchToolEnv]:
+    """The adapter class for ``"backend"`` or ``"frontend"``."""
+    try:
+        return TOOL_ENV_CLASSES[kind]
+    except KeyError:
+        raise ValueError(f"unknown ColBench kind {kind!r}; expected one of {sorted(TOOL_ENV_CLASSES)}") from None
+
+
+class ToolEnvFactory:
+    """Zero-argument callable building one :class:`ColBenchToolEnv` per call (what TRL wants).
+
+    A class rather than a closure so it pickles (multi-process data loaders, ``accelerate``).
+    """
+
+    def __init__(self, env_id: str, **make_kwargs: Any) -> None:
+        self.env_id = env_id
+        self.make_kwargs = make_kwargs
+
+    def __call__(self) -> ColBenchToolEnv:
+        import gymnasium as gym
+
+        import colbench_gym  # noqa: F401 - registers the ids
+
+        env = gym.make(self.env_id, **self.make_kwargs)
+        kind = getattr(env.unwrapped, "kind", None)
+        if kind not in TOOL_ENV_CLASSES:
+            env.close()
+            raise ValueError(f"{self.env_id!r} is not a ColBench environment (kind {kind!r}); "
+                             "use ColBench-Backend-v0 or ColBench-Frontend-v0")
+        return tool_env_class(kind)(env)
+
+    def __repr__(self) -> str:
+        args = "".join(f", {k}={v!r}" for k, v in self.make_kwargs.items())
+        return f"make_tool_env_factory({self.env_id!r}{args})"
+
+
+def make_tool_env_factory(env_id: str = "ColBench-Backend-v0", **make_kwargs: Any) -> ToolEnvFactory:
+    """The ``environment_factory`` for TRL's ``GRPOTrainer``: each call makes a fresh env.
+
+    ``make_kwargs`` go to ``gym.make`` (``tasks``, ``simulator``, ``reward_mode``, ...)::
+
+        trainer = GRPOTrainer(model=..., train_dataset=rows, args=GRPOConfig(...),
+                              environment_factory=make_tool_env_factory("ColBench-Backend-v0",
+                                                                        reward_mode="fraction"))
+    """
+    return ToolEnvFactory(env_id, **make_kwargs)
