@@ -1,8 +1,9 @@
 """The ``colbench`` command: evaluate trajectory files, render pages, inspect the sandbox.
 
-Subcommands live in their own modules (each exposes ``add_arguments(parser)`` and
-``run(args) -> int``) and are imported only when used, so ``colbench --help`` stays fast and a
-base install never pays for what it does not run.
+Subcommands live in their own modules (each exposes ``add_arguments(parser)`` — or
+``parse_args(argv, prog, description)`` when it parses its own way, e.g. with TRL's
+``TrlParser`` — and ``run(args) -> int``) and are imported only when used, so ``colbench
+--help`` stays fast and a base install never pays for what it does not run.
 """
 
 from __future__ import annotations
@@ -82,11 +83,14 @@ def dispatch(prog: str, commands: list[tuple[tuple[str, ...], str, str]], argv: 
         for words, module_name, help_text in sorted(commands, key=lambda c: -len(c[0])):
             if tuple(argv[: len(words)]) == words:
                 label = f"{prog} {' '.join(words)}"
-                parser = argparse.ArgumentParser(prog=label, description=help_text,
-                                                 epilog="--debug (or COLBENCH_DEBUG=1) shows tracebacks of errors")
                 module = importlib.import_module(module_name)
-                module.add_arguments(parser)
-                args = parser.parse_args(argv[len(words):])
+                if hasattr(module, "parse_args"):  # a command parsing its own way (e.g. TRL's TrlParser)
+                    args = module.parse_args(argv[len(words):], prog=label, description=help_text)
+                else:
+                    parser = argparse.ArgumentParser(prog=label, description=help_text,
+                                                     epilog="--debug (or COLBENCH_DEBUG=1) shows tracebacks of errors")
+                    module.add_arguments(parser)
+                    args = parser.parse_args(argv[len(words):])
                 status = int(module.run(args) or 0)
                 sys.stdout.flush()
                 return status
