@@ -10,9 +10,7 @@ environment puts in ``info["messages"]``, so a trajectory can be replayed into a
 
 from __future__ import annotations
 
-from colbench_gym.protocol import ANSWER_MARKER, MAX_TURNS, OUTPUT_MARKER
-
-Messages = list[dict[str, str]]
+from colbench_gym.protocol import ANSWER_MARKER, MAX_TURNS, OUTPUT_MARKER, Messages
 
 BACKEND_INSTRUCTIONS = f"""\
 You are a software engineer helping a person who needs a Python function. They will describe \

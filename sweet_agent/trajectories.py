@@ -22,7 +22,6 @@ not JSON) is cut off and every episode already on disk is skipped, never duplica
 from __future__ import annotations
 
 import fcntl
-import hashlib
 import json
 import os
 import re
@@ -32,10 +31,10 @@ from pathlib import Path
 from typing import Any
 
 from colbench_gym.jsonl import write_jsonl_atomic
-from colbench_gym.protocol import parse_action
+from colbench_gym.protocol import Messages, parse_action
+from colbench_gym.tasks.identity import task_identity
 
 Record = dict[str, Any]
-Messages = list[dict[str, str]]
 
 #: Keys of the official offline trajectory record.
 OFFICIAL_KEYS = ("task", "dialogue_history", "answer", "reward")
@@ -378,11 +377,6 @@ def clean_paper_record(rec: Mapping[str, Any], *, sample: int | None = None, ind
     return out
 
 
-def _task_key(task: Mapping[str, Any]) -> str:
-    text = json.dumps([task.get("problem_description"), task.get("ground_truth")])
-    return hashlib.sha256(text.encode()).hexdigest()[:16]
-
-
 def iter_paper_offline(path: str | os.PathLike[str]) -> Iterator[Record]:
     """Stream ``colbench_code_offline_15k_llama8b.jsonl`` (or any file in its shape) as clean records.
 
@@ -392,7 +386,7 @@ def iter_paper_offline(path: str | os.PathLike[str]) -> Iterator[Record]:
     """
     seen: Counter[str] = Counter()
     for i, rec in enumerate(iter_trajectories(path), 1):
-        key = _task_key(rec["task"])
+        key = task_identity(rec["task"])
         yield clean_paper_record(rec, sample=seen[key], index=i)
         seen[key] += 1
 

@@ -14,6 +14,7 @@ from typing import Any
 
 import torch
 
+from colbench_gym.protocol import Messages
 from sweet_agent.critic import records as R
 from sweet_agent.critic.advantages import (
     aggregate_turns,
@@ -22,8 +23,6 @@ from sweet_agent.critic.advantages import (
     token_logratios,
     with_privileged,
 )
-
-Messages = list[dict[str, str]]
 
 
 @dataclass

@@ -20,7 +20,7 @@ from typing import Any
 
 import torch
 
-Messages = list[dict[str, str]]
+from colbench_gym.protocol import Messages
 
 #: How per-token log-ratios become a trajectory score (paper: "turn").
 #:   turn       — mean over each turn's tokens, summed over turns (the paper's Eq.)

@@ -8,13 +8,12 @@ code touches the raw layout.
 
 from __future__ import annotations
 
-import hashlib
-import json
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
-Messages = list[dict[str, str]]
+from colbench_gym.protocol import Messages
+from colbench_gym.tasks.identity import task_identity
 
 
 class RecordError(ValueError):
@@ -98,9 +97,7 @@ def is_success(rec: dict[str, Any], threshold: float | None = None) -> bool:
 
 def task_key(rec: dict[str, Any]) -> str:
     """A stable id for the task a trajectory solves (groups the samples of one task)."""
-    task = rec["task"]
-    text = json.dumps([task.get("problem_description"), task.get("ground_truth")], sort_keys=True)
-    return hashlib.sha256(text.encode()).hexdigest()[:16]
+    return task_identity(rec["task"])
 
 
 def agent_prompts(rec: dict[str, Any], system_prompt: str | None = None) -> list[tuple[Messages, str]]:

@@ -20,8 +20,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-#: A conversation: ``[{"role": "system" | "user" | "assistant", "content": str}, ...]``.
-Messages = list[dict[str, str]]
+from colbench_gym.protocol import Messages  # a conversation: [{"role": ..., "content": str}, ...]
 
 
 class PolicyError(RuntimeError):
