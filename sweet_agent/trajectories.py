@@ -33,14 +33,15 @@ from typing import Any
 from colbench_gym.jsonl import write_jsonl_atomic
 from colbench_gym.protocol import Messages, parse_action
 from colbench_gym.tasks.identity import task_identity
+from colbench_gym.tasks.records import TRAJECTORY_KEYS, RecordFormatError, check_trajectory_record
 
 Record = dict[str, Any]
 
 #: Keys of the official offline trajectory record.
-OFFICIAL_KEYS = ("task", "dialogue_history", "answer", "reward")
+OFFICIAL_KEYS = TRAJECTORY_KEYS
 
 
-class TrajectoryFormatError(ValueError):
+class TrajectoryFormatError(RecordFormatError):
     """A record or file is not in the trajectory shape."""
 
 
@@ -85,25 +86,9 @@ def make_record(task: Mapping[str, Any], messages: Sequence[Mapping[str, str]], 
 
 
 def validate_record(rec: Any, where: str = "record") -> None:
-    """Raise :class:`TrajectoryFormatError` naming the first thing that is wrong."""
-    if not isinstance(rec, dict):
-        raise TrajectoryFormatError(f"{where}: expected a JSON object, got {type(rec).__name__}")
-    missing = [k for k in OFFICIAL_KEYS if k not in rec]
-    if missing:
-        raise TrajectoryFormatError(f"{where}: missing {missing}; a trajectory record needs {list(OFFICIAL_KEYS)}")
-    if not isinstance(rec["task"], dict) or "problem_description" not in rec["task"]:
-        raise TrajectoryFormatError(f"{where}: 'task' must be an official task record with 'problem_description'")
-    hist = rec["dialogue_history"]
-    if not isinstance(hist, list):
-        raise TrajectoryFormatError(f"{where}: 'dialogue_history' must be a list")
-    for i, turn in enumerate(hist):
-        if not isinstance(turn, dict) or turn.get("role") not in ("user", "assistant", "system") \
-                or not isinstance(turn.get("content"), str):
-            raise TrajectoryFormatError(f"{where}: dialogue_history[{i}] needs role user/assistant and str content")
-    if not isinstance(rec["answer"], str):
-        raise TrajectoryFormatError(f"{where}: 'answer' must be a str, got {type(rec['answer']).__name__}")
-    if rec["reward"] is not None and not isinstance(rec["reward"], (int, float)):
-        raise TrajectoryFormatError(f"{where}: 'reward' must be a number, got {type(rec['reward']).__name__}")
+    """Raise :class:`TrajectoryFormatError` naming the first thing that is wrong (the one official
+    validator, :func:`colbench_gym.tasks.records.check_trajectory_record`, with every key required)."""
+    check_trajectory_record(rec, where, OFFICIAL_KEYS, error=TrajectoryFormatError)
 
 
 def record_episode_id(rec: Mapping[str, Any]) -> str | None:

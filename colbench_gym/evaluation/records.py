@@ -5,7 +5,8 @@ from __future__ import annotations
 import os
 from typing import Any, TypeVar
 
-from colbench_gym.tasks import BackendTask, FrontendTask, TaskFormatError, iter_jsonl
+from colbench_gym.tasks import BackendTask, FrontendTask, iter_jsonl
+from colbench_gym.tasks.records import check_trajectory_record
 
 T = TypeVar("T", BackendTask, FrontendTask)
 
@@ -20,14 +21,8 @@ def load_answer_records(path: str | os.PathLike[str], task_cls: type[T],
     out = []
     for lineno, record in iter_jsonl(path):
         where = f"{path}:{lineno}"
-        task = record.get("task")
-        if not isinstance(task, dict):
-            raise TaskFormatError(f"{where}: missing 'task' object (expected an offline trajectory record "
-                                  "{\"task\": {...}, \"answer\": \"...\"})")
-        if "answer" not in record:
-            raise TaskFormatError(f"{where}: missing 'answer' (the agent's {answer_noun}, a string)")
+        check_trajectory_record(record, where, ("task", "answer"), null_answer=True,
+                                hints={"answer": f"the agent's {answer_noun}, a string"})
         answer = "" if record["answer"] is None else record["answer"]
-        if not isinstance(answer, str):
-            raise TaskFormatError(f"{where}: 'answer' must be a string, got {type(answer).__name__}")
-        out.append((record, task_cls.from_record(task, where=f"{where} task"), answer))
+        out.append((record, task_cls.from_record(record["task"], where=f"{where} task"), answer))
     return out

@@ -1,8 +1,13 @@
-"""Task records in the official ColBench shapes, validated with errors that say what to fix.
+"""Official ColBench records, validated in one place with errors that say what to fix.
 
-Backend: ``{"problem_description": str, "ground_truth": str (Python), "test_cases":
-{"test1": "f(...)", ...}}``. Frontend: ``{"problem_description": str, "ground_truth": str
-(HTML)}``. Extra keys are kept in :attr:`extra` so records round-trip unchanged.
+Task records — backend: ``{"problem_description": str, "ground_truth": str (Python), "test_cases":
+{"test1": "f(...)", ...}}``; frontend: ``{"problem_description": str, "ground_truth": str (HTML)}``.
+Extra keys are kept in :attr:`extra` so records round-trip unchanged.
+
+Offline trajectory records (the paper's release format, which rollouts write and the evaluators,
+trainers and viewers read) — ``{"task": {task record}, "dialogue_history": [{"role", "content"},
+...], "answer": str, "reward": float | None, ...}``: :func:`check_trajectory_record` is the one
+validator every reader calls, each asking for the keys it needs.
 """
 
 from __future__ import annotations
@@ -17,6 +22,65 @@ from colbench_gym.tasks.identity import task_identity
 
 class TaskFormatError(ValueError):
     """A task record does not have the official shape."""
+
+
+class RecordFormatError(TaskFormatError):
+    """An offline trajectory record does not have the official shape."""
+
+
+#: Keys of the official offline trajectory record.
+TRAJECTORY_KEYS = ("task", "dialogue_history", "answer", "reward")
+#: What each key holds, for error messages that say what to fix.
+_KEY_HINTS = {
+    "task": 'an official task record; expected an offline trajectory record {"task": {...}, "answer": "...", ...}',
+    "dialogue_history": "a list of {role, content} turns",
+    "answer": "the agent's final answer, a string",
+    "reward": "the episode's score, a number (null before grading)",
+}
+_ROLES = ("user", "assistant", "system")
+
+
+def check_trajectory_record(rec: Any, where: str = "record", required: tuple[str, ...] = TRAJECTORY_KEYS, *,
+                            null_answer: bool = False, error: type[ValueError] = RecordFormatError,
+                            hints: Mapping[str, str] | None = None) -> None:
+    """Raise ``error`` naming the first thing wrong with an offline trajectory record.
+
+    ``required`` keys must be present (``task`` always is); every official key that is present
+    must have its official type: ``task`` a dict with a ``problem_description``,
+    ``dialogue_history`` a list of turns with role user/assistant/system and str content,
+    ``answer`` a str (or null when ``null_answer``: an unanswered episode scores 0), ``reward`` a
+    number or null. Callers pass their own ``error`` class so their existing ``except`` clauses
+    keep working, and may say in ``hints`` what a missing key should hold for them.
+    """
+    hints = {**_KEY_HINTS, **(hints or {})}
+    if not isinstance(rec, Mapping):
+        raise error(f"{where}: expected a JSON object (a trajectory record), got {type(rec).__name__}")
+    for key in dict.fromkeys(("task", *required)):
+        if key not in rec:
+            raise error(f"{where}: missing {key!r} ({hints.get(key, 'required here')})")
+    task = rec["task"]
+    if not isinstance(task, Mapping) or "problem_description" not in task:
+        raise error(f"{where}: 'task' must be an official task record with 'problem_description' "
+                    f"(expected an offline trajectory record {{\"task\": {{...}}, \"answer\": \"...\"}})")
+    if "dialogue_history" in rec:
+        hist = rec["dialogue_history"]
+        if not isinstance(hist, list):
+            raise error(f"{where}: 'dialogue_history' must be a list of {{role, content}} turns")
+        for i, turn in enumerate(hist):
+            if not isinstance(turn, Mapping) or turn.get("role") not in _ROLES or not isinstance(turn.get("content"), str):
+                raise error(f"{where}: dialogue_history[{i}] needs role user/assistant/system and str content")
+    if "answer" in rec and not isinstance(rec["answer"], str) and not (null_answer and rec["answer"] is None):
+        raise error(f"{where}: 'answer' must be a string, got {type(rec['answer']).__name__}")
+    reward = rec.get("reward")
+    if reward is not None and (isinstance(reward, bool) or not isinstance(reward, (int, float))):
+        raise error(f"{where}: 'reward' must be a number, got {type(reward).__name__}")
+
+
+def _task_fields(record: Any, where: str, shape: str) -> tuple[str, str]:
+    """The two fields every task shape has, validated (``shape`` names the expected shape)."""
+    if not isinstance(record, Mapping):
+        raise TaskFormatError(f"{where}: expected a dict in the official {shape} shape, got {type(record).__name__}")
+    return _require_str(record, "problem_description", where), _require_str(record, "ground_truth", where)
 
 
 def _require_str(record: Mapping[str, Any], key: str, where: str) -> str:
@@ -47,10 +111,7 @@ class BackendTask:
     def from_record(cls, record: Mapping[str, Any], where: str = "task") -> "BackendTask":
         if isinstance(record, BackendTask):
             return record
-        if not isinstance(record, Mapping):
-            raise TaskFormatError(f"{where}: expected a dict in the official backend shape, got {type(record).__name__}")
-        desc = _require_str(record, "problem_description", where)
-        gt = _require_str(record, "ground_truth", where)
+        desc, gt = _task_fields(record, where, "backend")
         tests = record.get("test_cases")
         if isinstance(tests, str):  # some dumps store the dict as a JSON string
             try:
@@ -90,10 +151,7 @@ class FrontendTask:
     def from_record(cls, record: Mapping[str, Any], where: str = "task") -> "FrontendTask":
         if isinstance(record, FrontendTask):
             return record
-        if not isinstance(record, Mapping):
-            raise TaskFormatError(f"{where}: expected a dict in the official frontend shape, got {type(record).__name__}")
-        desc = _require_str(record, "problem_description", where)
-        gt = _require_str(record, "ground_truth", where)
+        desc, gt = _task_fields(record, where, "frontend")
         if "<" not in gt:
             raise TaskFormatError(f"{where}: 'ground_truth' of a frontend task must be an HTML page")
         extra = {k: v for k, v in record.items() if k not in ("problem_description", "ground_truth")}

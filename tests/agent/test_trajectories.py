@@ -69,7 +69,7 @@ def test_validation_names_the_problem():
     del bad["answer"]
     from sweet_agent.trajectories import validate_record
 
-    with pytest.raises(TrajectoryFormatError, match="missing \\['answer'\\]"):
+    with pytest.raises(TrajectoryFormatError, match="missing 'answer'"):
         validate_record(bad)
     with pytest.raises(TrajectoryFormatError, match="role"):
         make_record(TASK, [{"role": "robot", "content": "x"}], answer="", reward=0, success=False)
