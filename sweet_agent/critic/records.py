@@ -14,6 +14,7 @@ from typing import Any
 
 from colbench_gym.protocol import Messages
 from colbench_gym.tasks.identity import task_identity
+from colbench_gym.tasks.records import check_trajectory_record
 
 
 class RecordError(ValueError):
@@ -40,16 +41,9 @@ def load_records(paths: str | Path | Iterable[str | Path]) -> list[dict[str, Any
 
 
 def check_record(rec: Any, where: str = "record") -> None:
-    if not isinstance(rec, dict):
-        raise RecordError(f"{where}: a trajectory record must be an object, got {type(rec).__name__}")
-    for key in ("task", "dialogue_history"):
-        if key not in rec:
-            raise RecordError(f"{where}: missing {key!r}; expected the official trajectory record shape "
-                              "{task, dialogue_history, answer, reward}")
-    if not isinstance(rec["dialogue_history"], list):
-        raise RecordError(f"{where}: 'dialogue_history' must be a list of {{role, content}} turns")
-    if not isinstance(rec["task"], dict) or "problem_description" not in rec["task"]:
-        raise RecordError(f"{where}: 'task' must be a task record with a 'problem_description'")
+    """The official validator (:func:`colbench_gym.tasks.records.check_trajectory_record`), needing
+    what training reads: the task and the dialogue."""
+    check_trajectory_record(rec, where, ("task", "dialogue_history"), error=RecordError)
 
 
 def turn_text(turn: dict[str, Any]) -> str:
