@@ -27,6 +27,7 @@ bench: setup
 
 lint: setup
 	@$(VENV)/bin/ruff check colbench_gym sweet_agent tests examples benchmarks
+	@$(VENV)/bin/lint-imports --no-cache
 
 clean:
 	rm -rf $(VENV) build *.egg-info
