@@ -1,8 +1,14 @@
 """The sandbox worker: runs *inside* the sandbox, standard library only, self-contained.
 
-This file is never imported by the trusted process; its source is handed to a fresh
-interpreter (``python -I -S -B -c SOURCE``) so the sandbox needs to see nothing but the
-interpreter's own installation. It stays warm and forks one child per submission.
+Its source is handed to a fresh interpreter (``python -s -S -B -P -c SOURCE``, with
+``PYTHONHASHSEED`` fixed so that answer and reference iterate sets alike) so the sandbox needs
+to see nothing but the interpreter's own installation. It stays warm and forks one child per
+submission. Importing it has no side effects (the trusted process imports
+:func:`clear_dir`); everything process-wide happens in :func:`main`.
+
+Each child, before the answer runs, gets its own SysV IPC namespace (objects it creates die
+with it) and a seccomp filter that refuses SysV IPC, ``memfd_create``, new namespaces and
+mounts: memory reached that way is outside ``RLIMIT_AS``, so it is not reachable at all.
 
 Why fork from a warm worker: a new interpreter costs ~20 ms, a fork ~1 ms, and the 10 ms per
 submission budget leaves no room for the former.
@@ -21,7 +27,6 @@ import json
 import os
 import resource
 import select
-import shutil
 import signal
 import sys
 import time
@@ -30,27 +35,85 @@ READY = '{"t":"ready"}'
 MAX_DEPTH = 64
 MAX_NODES = 200_000
 
-# Modules an answer is likely to import: loading them once here makes them free in children.
-for _name in ("math", "re", "json", "collections", "itertools", "functools", "datetime", "string",
-              "random", "heapq", "bisect", "statistics", "decimal", "fractions", "typing",
-              "dataclasses", "copy", "operator", "enum", "calendar", "textwrap", "unicodedata",
-              "hashlib", "abc", "array", "time", "cmath", "numbers", "struct", "base64"):
-    try:
-        __import__(_name)
-    except Exception:  # noqa: BLE001 - a missing optional module only costs speed
-        pass
+# Modules an answer is likely to import: loading them once in the worker makes them free in children.
+_PRELOAD = ("math", "re", "json", "collections", "itertools", "functools", "datetime", "string",
+            "random", "heapq", "bisect", "statistics", "decimal", "fractions", "typing",
+            "dataclasses", "copy", "operator", "enum", "calendar", "textwrap", "unicodedata",
+            "hashlib", "abc", "array", "time", "cmath", "numbers", "struct", "base64")
 
-IS_INIT = os.getpid() == 1  # PID namespace: we are its init; kill(-1) reaches every other process
+IS_INIT = False  # set in main(): PID namespace init, kill(-1) reaches every other process
+_libc = None
+_FILTER = None  # the child's seccomp program, built once in main()
 
-try:  # no ptrace / no /proc/PID/mem of the worker by its children
+_CLONE_NEWIPC, _CLONE_NEWUSER = 0x08000000, 0x10000000
+_CLONE_NS_FLAGS = 0x7E020000  # NEWNS | NEWCGROUP | NEWUTS | NEWIPC | NEWUSER | NEWPID | NEWNET
+# Syscalls refused to answers (EPERM), per architecture: SysV shm/msg/sem, memfd_create and
+# memfd_secret (memory outside RLIMIT_AS), unshare/setns/mount family (a user namespace of its
+# own would let an answer mount a tmpfs), io_uring, userfaultfd, bpf, perf_event_open, keyrings.
+_SECCOMP = {
+    "x86_64": (0xC000003E, 56, (29, 30, 31, 67, 64, 65, 66, 68, 69, 70, 71, 220, 272, 308, 165, 166, 155,
+                                428, 429, 430, 431, 432, 442, 319, 447, 425, 323, 321, 298, 248, 249, 250), True),
+    "aarch64": (0xC00000B7, 220, (194, 195, 196, 197, 186, 187, 188, 189, 190, 191, 192, 193, 97, 268, 40, 39,
+                                  41, 428, 429, 430, 431, 432, 442, 279, 447, 425, 282, 280, 241, 217, 218, 219),
+                False),
+}
+_CLONE3 = 435
+
+
+def _build_filter():
+    """The seccomp BPF program as a ctypes ``sock_fprog`` (None on an unknown architecture)."""
     import ctypes
 
-    _libc = ctypes.CDLL(None, use_errno=True)
-    _libc.prctl(4, 0, 0, 0, 0)  # PR_SET_DUMPABLE = 0
-    if not IS_INIT:
-        _libc.prctl(36, 1, 0, 0, 0)  # PR_SET_CHILD_SUBREAPER: orphans come back to us
-except Exception:  # noqa: BLE001
-    pass
+    spec = _SECCOMP.get(os.uname().machine)
+    if spec is None:
+        return None
+    audit_arch, clone_nr, denied, has_x32 = spec
+    ld, jeq, jge, jset, ret = 0x20, 0x15, 0x35, 0x45, 0x06
+    allow, eperm, enosys = 0x7FFF0000, 0x00050000 | 1, 0x00050000 | 38
+    prog = [(ld, 0, 0, 4), (jeq, 0, "deny", audit_arch), (ld, 0, 0, 0)]  # arch, then syscall nr
+    if has_x32:
+        prog.append((jge, "deny", 0, 0x40000000))  # the x32 ABI: other numbers, same arch
+    prog += [(jeq, "deny", 0, nr) for nr in denied]
+    prog.append((jeq, "nosys", 0, _CLONE3))  # flags in memory we cannot inspect: glibc falls back to clone
+    prog += [(jeq, 0, "allow", clone_nr), (ld, 0, 0, 16), (jset, "deny", 0, _CLONE_NS_FLAGS)]
+    labels = {"allow": len(prog), "deny": len(prog) + 1, "nosys": len(prog) + 2}
+    prog += [(ret, 0, 0, allow), (ret, 0, 0, eperm), (ret, 0, 0, enosys)]
+
+    class SockFilter(ctypes.Structure):
+        _fields_ = [("code", ctypes.c_ushort), ("jt", ctypes.c_ubyte), ("jf", ctypes.c_ubyte), ("k", ctypes.c_uint)]
+
+    class SockFprog(ctypes.Structure):
+        _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.POINTER(SockFilter))]
+
+    def target(i, where):
+        return where if type(where) is int else labels[where] - i - 1
+
+    insns = (SockFilter * len(prog))(*[SockFilter(c, target(i, t), target(i, f), k)
+                                       for i, (c, t, f, k) in enumerate(prog)])
+    fprog = SockFprog(len(prog), insns)
+    fprog._keep = insns  # the program must outlive this frame
+    return fprog
+
+
+def _new_ipc_namespace():
+    """A SysV IPC namespace of the child's own: whatever it creates dies with it."""
+    if _libc is None:
+        return False
+    if _libc.unshare(_CLONE_NEWIPC) == 0:  # we hold CAP_SYS_ADMIN (rlimits-only as root)
+        return True
+    # No capabilities (bubblewrap drops them): a user namespace of our own owns the new IPC one.
+    return _libc.unshare(_CLONE_NEWUSER | _CLONE_NEWIPC) == 0
+
+
+def _seccomp():
+    """Install the filter (no_new_privs first, as an unprivileged process must)."""
+    if _libc is None or _FILTER is None:
+        return False
+    import ctypes
+
+    if _libc.prctl(38, 1, 0, 0, 0) != 0:  # PR_SET_NO_NEW_PRIVS
+        return False
+    return _libc.prctl(22, 2, ctypes.byref(_FILTER), 0, 0) == 0  # PR_SET_SECCOMP, SECCOMP_MODE_FILTER
 
 
 class Unencodable(Exception):
@@ -138,6 +201,7 @@ def child_main(w, workdir, req, start):
     os.chdir(workdir)
     os.environ.clear()
     os.umask(0o077)
+    _new_ipc_namespace()  # before dropping privileges: may need them
     lim = req.get("limits", {})
     _limit(resource.RLIMIT_CORE, 0)
     _limit(resource.RLIMIT_AS, lim.get("as"))
@@ -167,6 +231,7 @@ def child_main(w, workdir, req, start):
         if os.getuid() == 0 or os.geteuid() == 0 or os.getgid() == 0:
             emit({"t": "import_error", "x": "SandboxError", "m": "could not drop root privileges"})
             os._exit(0)
+    _seccomp()
 
     sys.argv = ["solution"]
     ns = {"__name__": "solution", "__builtins__": builtins}
@@ -197,6 +262,25 @@ def child_main(w, workdir, req, start):
             rec = {"t": "e", "i": i, "x": _type_name(exc)}
         emit(rec)
     os._exit(0)
+
+
+def _probe_confinement():
+    """Fork a throw-away child and report what confinement it gets (for ``sandbox-info``)."""
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        try:
+            os.close(r)
+            ipc = _new_ipc_namespace()
+            sec = _seccomp()
+            os.write(w, (("1" if ipc else "0") + ("1" if sec else "0")).encode())
+        finally:
+            os._exit(0)
+    os.close(w)
+    data = os.read(r, 2).decode("ascii", "replace")
+    os.close(r)
+    os.waitpid(pid, 0)
+    return {"ipc_namespace": data[:1] == "1", "seccomp": data[1:2] == "1"}
 
 
 def kill_all(child):
@@ -327,30 +411,78 @@ def handle(req, base):
         return segments
 
 
+def clear_dir(root):
+    """Remove everything inside ``root``, however deep or unreadable; False if something stayed.
+
+    Iterative and relative to directory descriptors: depth costs neither Python recursion
+    (``os.walk``/``shutil.rmtree`` hit RecursionError near depth 1000) nor path length
+    (PATH_MAX), and at most two descriptors are open at a time. Run only when every process
+    that could write there is dead, so nothing moves under us.
+    """
+    flags = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+    try:
+        fd = os.open(root, flags)
+    except OSError:
+        return False
+    names = []  # the path from root down to fd, as names
+    try:
+        while True:
+            sub = None
+            with os.scandir(fd) as entries:
+                for entry in entries:
+                    if entry.is_dir(follow_symlinks=False):
+                        sub = entry.name
+                        break
+                    os.unlink(entry.name, dir_fd=fd)
+            if sub is not None:
+                try:  # an answer may have made its directories unreadable
+                    os.chmod(sub, 0o700, dir_fd=fd)
+                except OSError:
+                    pass
+                child = os.open(sub, flags, dir_fd=fd)
+                os.close(fd)
+                fd = child
+                names.append(sub)
+                continue
+            if not names:
+                return True
+            parent = os.open("..", flags, dir_fd=fd)
+            os.close(fd)
+            fd = parent
+            os.rmdir(names.pop(), dir_fd=fd)
+    except OSError:
+        return False
+    finally:
+        os.close(fd)
+
+
 def wipe(root):
     """Empty ``root`` (our private tmpfs or temp dir); False if something could not go."""
-    for dirpath, dirnames, _ in os.walk(root):
-        for d in dirnames:  # an answer may have made its directories unreadable
-            path = os.path.join(dirpath, d)
-            try:
-                if not os.path.islink(path):
-                    os.chmod(path, 0o700)
-            except OSError:
-                pass
-    for name in os.listdir(root):
-        path = os.path.join(root, name)
-        try:
-            if os.path.isdir(path) and not os.path.islink(path):
-                shutil.rmtree(path)
-            else:
-                os.unlink(path)
-        except OSError:
-            pass
-    return not os.listdir(root)
+    return clear_dir(root)
 
 
 def main():
+    global IS_INIT, _libc, _FILTER
+    for name in _PRELOAD:
+        try:
+            __import__(name)
+        except Exception:  # noqa: BLE001 - a missing optional module only costs speed
+            pass
+    IS_INIT = os.getpid() == 1
+    try:  # no ptrace / no /proc/PID/mem of the worker by its children
+        import ctypes
+
+        _libc = ctypes.CDLL(None, use_errno=True)
+        _libc.prctl(4, 0, 0, 0, 0)  # PR_SET_DUMPABLE = 0
+        if not IS_INIT:
+            _libc.prctl(36, 1, 0, 0, 0)  # PR_SET_CHILD_SUBREAPER: orphans come back to us
+        _FILTER = _build_filter()
+    except Exception:  # noqa: BLE001
+        pass
     signal.signal(signal.SIGPIPE, signal.SIG_DFL)
+    # Our life is governed by stdin EOF and SIGKILL from the grader; a stray Ctrl-C (SIGINT)
+    # must not kill us halfway through a submission. Children restore the default.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     stdin, stdout = sys.stdin.buffer, sys.stdout.buffer
     root = os.environ.get("TMPDIR") or "/tmp"
     counter = 0
@@ -362,7 +494,8 @@ def main():
             continue
         req = json.loads(line)
         if req.get("op") == "ping":
-            stdout.write((json.dumps({"pong": os.getpid(), "init": IS_INIT}) + "\n").encode())
+            stdout.write((json.dumps({"pong": os.getpid(), "init": IS_INIT, "confined": _probe_confinement(),
+                                      "hash_seed_fixed": not sys.flags.hash_randomization}) + "\n").encode())
             stdout.flush()
             continue
         counter += 1

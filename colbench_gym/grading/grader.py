@@ -25,16 +25,22 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from colbench_gym.grading.compare import ABS_TOL, REL_TOL, outcomes_match
+from colbench_gym.grading.compare import ABS_TOL, REL_TOL, ComparisonRules, outcomes_match
 from colbench_gym.grading.pytest_driver import Case, PytestDriver
 from colbench_gym.grading.sandbox import Isolation, Worker, WorkerFailed, probe_isolation
-from colbench_gym.grading.wire import Outcome, parse_segments
+from colbench_gym.grading.wire import Outcome, WireError, decode, encode, parse_segments, safe_text
 from colbench_gym.tasks import BackendTask
 
 _log = logging.getLogger(__name__)
 
 #: Bumped whenever what the sandbox computes for a reference changes (invalidates disk caches).
-CACHE_VERSION = 1
+#: v2: outputs keyed by test identity (name + call), not by position.
+CACHE_VERSION = 2
+
+#: A test's identity: its name and its call expression. Reference outputs are stored under it,
+#: never by position: the task id hashes the tests as a key-sorted mapping, so two records of
+#: one task may list their tests in different orders.
+TestKey = tuple[str, str]
 
 
 @dataclass
@@ -70,13 +76,13 @@ def _import_preamble(reference: str, calls: list[str]) -> str:
     """
     try:
         tree = ast.parse(reference)
-    except SyntaxError:
+    except _UNPARSABLE:
         return ""
     used: set[str] = set()
     for call in calls:
         try:
             used |= {n.id for n in ast.walk(ast.parse(call, mode="eval")) if isinstance(n, ast.Name)}
-        except SyntaxError:
+        except _UNPARSABLE:
             continue
     lines = []
     for node in tree.body:
@@ -87,12 +93,44 @@ def _import_preamble(reference: str, calls: list[str]) -> str:
     return "\n".join(lines)
 
 
-def _is_expression(call: str) -> bool:
+#: What ``ast.parse`` raises on text it cannot take: crafted nesting gives RecursionError or
+#: MemoryError (not SyntaxError), NUL bytes ValueError.
+_UNPARSABLE = (SyntaxError, ValueError, RecursionError, MemoryError)
+_TOO_DEEP = "nested too deeply to parse"
+
+
+def _parse_problem(source: str, mode: str) -> str | None:
+    """None if ``source`` parses; else why not, in a few words."""
     try:
-        ast.parse(call.strip(), mode="eval")
-        return True
+        ast.parse(source.strip() if mode == "eval" else source, mode=mode)
+        return None
+    except (RecursionError, MemoryError):
+        return _TOO_DEEP
     except (SyntaxError, ValueError):
-        return False
+        return "not a Python expression" if mode == "eval" else "not valid Python"
+
+
+@functools.lru_cache(maxsize=4096)
+def _task_problems(reference: str, tests: tuple[TestKey, ...]) -> tuple[str | None, dict[str, str]]:
+    """Defects of the task material itself: (why the reference is unusable, {test: why unpassable}).
+
+    Crafted material (deeply nested ground truth or test calls) makes ``ast.parse`` raise
+    RecursionError/MemoryError; that must fail *this task* with a clear message, never abort
+    a run. A reference that is merely invalid Python is left to the sandbox (its tests then
+    have no reference result), as before.
+    """
+    ref_problem = _parse_problem(reference, "exec")
+    ref_error = f"task error: the reference is {ref_problem}" if ref_problem == _TOO_DEEP else None
+    calls: dict[str, str] = {}
+    for name, call in tests:
+        problem = _parse_problem(call, "eval")
+        if problem:
+            calls[name] = f"the test call is {problem}"
+    return ref_error, calls
+
+
+def _is_expression(call: str) -> bool:
+    return _parse_problem(call, "eval") is None
 
 
 class _Pool:
@@ -144,6 +182,7 @@ class BackendGrader:
         self.total_timeout = float(total_timeout)
         self.memory_mb = int(memory_mb)
         self.rel_tol, self.abs_tol = rel_tol, abs_tol
+        self.rules = ComparisonRules(rel_tol=rel_tol, abs_tol=abs_tol)
         self.output_cap = int(output_cap_bytes)
         self.file_size_mb = int(file_size_mb)
         self.isolation: Isolation = probe_isolation(isolation)
@@ -153,7 +192,7 @@ class BackendGrader:
                              isolation=isolation, workers=workers, cache_dir=cache_dir, rel_tol=rel_tol,
                              abs_tol=abs_tol, output_cap_bytes=output_cap_bytes, pids_max=pids_max,
                              file_size_mb=file_size_mb)
-        self._refs: dict[str, list[Outcome]] = {}
+        self._refs: dict[str, dict[TestKey, Outcome]] = {}
         self._closed = False
         self._start_runtime()
 
@@ -185,45 +224,73 @@ class BackendGrader:
 
     # ------------------------------------------------------------------ public API
     def grade(self, code: str, task: BackendTask | Mapping[str, Any]) -> GradeResult:
-        """Grade ``code`` (Python source) against ``task``'s hidden tests. Never raises on bad code."""
+        """Grade ``code`` (Python source) against ``task``'s hidden tests.
+
+        Never raises on bad code, on anything the sandbox sends back, or on crafted task
+        material: those are failed tests with ``error`` set. Any internal error becomes this
+        submission's error record (all tests failed), so one submission cannot stop a run.
+        Raises only for a closed grader or a task record of the wrong shape (caller errors).
+        """
         if self._closed:
             raise RuntimeError("this BackendGrader is closed")
         self._check_fork()
         if not isinstance(task, BackendTask):
             task = BackendTask.from_record(task)
         names = list(task.test_cases)
+        try:
+            return self._grade(code if isinstance(code, str) else "", task, names)
+        except Exception as exc:  # noqa: BLE001 - the catch-all the reward channel needs
+            _log.exception("internal error while grading a submission")
+            why = safe_text(f"internal grading error: {type(exc).__name__}: {exc}")
+            return GradeResult(0, len(names), {n: False for n in names}, why, {n: why for n in names})
+
+    def _grade(self, code: str, task: BackendTask, names: list[str]) -> GradeResult:
         calls = [task.test_cases[n] for n in names]
-        if not isinstance(code, str):
-            code = ""
-        expected = self.reference_outputs(task)
+        ref_error, bad_calls = _task_problems(task.ground_truth, tuple(zip(names, calls)))
+        if ref_error is not None:  # nothing can be compared: do not even run the answer
+            return GradeResult(0, len(names), {n: False for n in names}, ref_error, {n: ref_error for n in names})
+        refs = self._reference_map(task)
+        expected = [refs[(n, c)] for n, c in zip(names, calls)]
         actual, error = self._execute(self._pool, code, calls, _import_preamble_cached(task.ground_truth, tuple(calls)))
-        cases = [Case(name, _checker(exp, act, self.rel_tol, self.abs_tol))
-                 for name, exp, act in zip(names, expected, actual)]
+        if bad_calls:
+            first = next(iter(bad_calls))
+            error = f"task error: test {safe_text(first, 80)!r}: {bad_calls[first]}"
+        cases = [Case(name, _checker(exp, act, self.rules)) for name, exp, act in zip(names, expected, actual)]
         per_test, reasons = self._pytest().run(cases)
-        passed = sum(per_test[n] for n in names)
-        return GradeResult(passed, len(names), {n: per_test[n] for n in names}, error, reasons)
+        passed = sum(per_test[n] is True for n in names)
+        return GradeResult(passed, len(names), {n: per_test[n] is True for n in names}, error,
+                           {n: safe_text(r) for n, r in reasons.items()})
 
     def reference_outputs(self, task: BackendTask) -> list[Outcome]:
-        """The reference's outcome per test call: computed once per task, then cached."""
+        """The reference's outcome per test call, in ``task.test_cases`` order (computed once, cached)."""
+        refs = self._reference_map(task)
+        return [refs[(n, c)] for n, c in task.test_cases.items()]
+
+    def _reference_map(self, task: BackendTask) -> dict[TestKey, Outcome]:
+        """Reference outcomes keyed by test identity (name, call): memory, disk, or the sandbox."""
         self._check_fork()
         key = task.task_id
+        wanted = list(task.test_cases.items())
         cached = self._refs.get(key)
-        if cached is not None:
+        if cached is not None and all(t in cached for t in wanted):
             return cached
         with self._ref_locks_lock:  # one computation per task; different tasks in parallel
             lock = self._ref_locks.setdefault(key, threading.Lock())
         with lock:
-            cached = self._refs.get(key) or self._load_disk(key, len(task.test_cases))
+            cached = self._refs.get(key)
+            if cached is None or not all(t in cached for t in wanted):
+                cached = self._load_disk(key, wanted)
             if cached is None:
-                calls = list(task.test_cases.values())
-                cached, _ = self._execute(self._ref_pool, task.ground_truth, calls, "")
+                calls = [c for _, c in wanted]
+                outs, _ = self._execute(self._ref_pool, task.ground_truth, calls, "")
                 # A test whose call is not an expression can be passed by nobody (not by
                 # "raising SyntaxError like the reference").
-                cached = [o if _is_expression(c) else Outcome.missing("the test call is not a Python expression")
-                          for o, c in zip(cached, calls)]
+                outs = [o if _is_expression(c) else Outcome.missing("the test call is not a Python expression")
+                        for o, c in zip(outs, calls)]
+                cached = dict(zip(wanted, outs))
                 # Only complete results go to disk: a timeout on a loaded machine is retried
                 # by the next process instead of being frozen into the cache.
-                if all(o.kind != "missing" for o in cached):
+                if all(o.kind != "missing" for o in outs):
                     self._save_disk(key, cached)
             self._refs[key] = cached
             return cached
@@ -288,47 +355,52 @@ class BackendGrader:
             return None
         return self.cache_dir / f"ref-v{CACHE_VERSION}-{key}.json"
 
-    def _load_disk(self, key: str, n: int) -> list[Outcome] | None:
+    def _load_disk(self, key: str, wanted: list[TestKey]) -> dict[TestKey, Outcome] | None:
+        """The cached outcomes of every wanted test, or None (absent, damaged or incomplete)."""
         path = self._cache_file(key)
         if path is None or not path.exists():
             return None
         try:
             data = json.loads(path.read_text(encoding="utf-8"))
-            from colbench_gym.grading.wire import decode  # noqa: PLC0415
-
-            out = []
-            for item in data["outcomes"]:
-                kind = item["kind"]
+            out: dict[TestKey, Outcome] = {}
+            for item in data["tests"]:
+                name, call, kind = item["name"], item["call"], item["kind"]
+                if type(name) is not str or type(call) is not str:
+                    return None
                 if kind == "value":
-                    out.append(Outcome("value", decode(item["v"])))
-                elif kind in ("raise", "missing") and isinstance(item["v"], str):
-                    out.append(Outcome(kind, item["v"]))
+                    out[(name, call)] = Outcome("value", decode(item["v"]))
+                elif kind in ("raise", "missing") and type(item["v"]) is str:
+                    out[(name, call)] = Outcome(kind, safe_text(item["v"], 200))
                 else:
                     return None
-            return out if len(out) == n else None
-        except (OSError, ValueError, KeyError, TypeError):
-            return None  # a damaged cache entry is recomputed
+            return out if all(t in out for t in wanted) else None
+        except (OSError, ValueError, KeyError, TypeError, RecursionError, MemoryError):
+            return None  # a damaged cache entry is recomputed (WireError is a ValueError)
 
-    def _save_disk(self, key: str, outcomes: list[Outcome]) -> None:
+    def _save_disk(self, key: str, outcomes: dict[TestKey, Outcome]) -> None:
         path = self._cache_file(key)
         if path is None:
             return
-        from colbench_gym.grading.wire import encode  # noqa: PLC0415
-
-        data = {"outcomes": [{"kind": o.kind, "v": encode(o.value) if o.kind == "value" else o.value}
-                             for o in outcomes]}
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
-        tmp.write_text(json.dumps(data), encoding="utf-8")
-        os.replace(tmp, path)
+        try:
+            data = {"tests": [{"name": name, "call": call, "kind": o.kind,
+                               "v": encode(o.value) if o.kind == "value" else o.value}
+                              for (name, call), o in outcomes.items()]}
+            path.parent.mkdir(parents=True, exist_ok=True)
+            tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
+            # ensure_ascii: text with lone surrogates is stored escaped, never fails to encode
+            tmp.write_text(json.dumps(data, ensure_ascii=True), encoding="utf-8")
+            os.replace(tmp, path)
+        except (OSError, WireError, ValueError, RecursionError) as exc:
+            # A cache that cannot be written only costs speed: grading goes on.
+            _log.warning("reference cache %s not written: %s", path, exc)
 
 
 def _rebuild(options: dict[str, Any]) -> "BackendGrader":
     return BackendGrader(**options)
 
 
-def _checker(expected: Outcome, actual: Outcome, rel_tol: float, abs_tol: float):
-    return lambda: outcomes_match(expected, actual, rel_tol, abs_tol)
+def _checker(expected: Outcome, actual: Outcome, rules: ComparisonRules):
+    return lambda: outcomes_match(expected, actual, rules)
 
 
 # ---------------------------------------------------------------------- process-wide grader

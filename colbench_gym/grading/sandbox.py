@@ -37,7 +37,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from colbench_gym.grading._worker import clear_dir
+
 LEVELS = ("auto", "namespaces", "rlimits-only")
+#: Every sandboxed interpreter (answer and reference workers alike) runs with this string-hash
+#: seed: a reference whose output depends on set iteration order must give the same output when
+#: submitted as the answer.
+HASH_SEED = "0"
 _WORKER_SOURCE = (Path(__file__).with_name("_worker.py")).read_text(encoding="utf-8")
 _PIDS_CGROUP_ROOTS = ("/sys/fs/cgroup/pids", "/sys/fs/cgroup")
 _CG_PREFIX = "colbench-grader-"
@@ -66,6 +72,10 @@ class Isolation:
     unshare: list[str] = field(default_factory=list)
     #: rlimits-only as root without a user namespace: children run as this uid (nobody)
     drop_uid: int | None = None
+    #: each submission's child gets its own SysV IPC namespace (objects die with it)
+    ipc_namespace_per_submission: bool = False
+    #: children run under the seccomp filter (no SysV IPC, memfd, namespaces, mounts)
+    seccomp: bool = False
 
     def describe(self) -> str:
         lines = [f"isolation level : {self.level}", f"interpreter     : {self.python}"]
@@ -79,6 +89,10 @@ class Isolation:
             lines.append(f"namespaces      : {', '.join(kinds)} via unshare (no filesystem view)")
         if self.drop_uid is not None:
             lines.append(f"answers run as  : uid {self.drop_uid} (root is dropped)")
+        per = [what for ok, what in ((self.ipc_namespace_per_submission, "own IPC namespace"),
+                                     (self.seccomp, "seccomp: no SysV IPC, memfd, namespaces or mounts")) if ok]
+        if per:
+            lines.append(f"per submission  : {', '.join(per)}")
         if self.pids_cgroup_root:
             lines.append(f"process limit   : pids cgroup under {self.pids_cgroup_root}")
         elif self.nproc_rlimit:
@@ -188,12 +202,21 @@ def bwrap_command(iso: Isolation, tmpfs_bytes: int) -> list[str]:
         cmd += ["--tmpfs", p, "--remount-ro", p]
     # Only /tmp (size-capped) is writable: the root, /dev and every bind are read-only.
     cmd += ["--dev", "/dev", "--remount-ro", "/dev", "--size", str(int(tmpfs_bytes)), "--tmpfs", "/tmp",
-            "--remount-ro", "/", "--setenv", "TMPDIR", "/tmp", "--chdir", "/tmp"]
+            "--remount-ro", "/", "--setenv", "TMPDIR", "/tmp", "--setenv", "PYTHONHASHSEED", HASH_SEED,
+            "--chdir", "/tmp"]
     return cmd
 
 
 def _python_args(python: str) -> list[str]:
-    return [python, "-I", "-S", "-B", "-c", _WORKER_SOURCE]
+    """The worker's interpreter flags: like ``-I`` but *reading the environment* (``-E`` would
+    ignore PYTHONHASHSEED); the environment is ours alone (bubblewrap ``--clearenv`` or an
+    explicit dict), so no other PYTHON* variable reaches it."""
+    safe_path = ["-P"] if sys.version_info >= (3, 11) else []
+    return [python, "-s", "-S", "-B", *safe_path, "-c", _WORKER_SOURCE]
+
+
+def _worker_env(tmp: str) -> dict[str, str]:
+    return {"TMPDIR": tmp, "PYTHONHASHSEED": HASH_SEED}
 
 
 def _pids_cgroup_root() -> str | None:
@@ -240,8 +263,11 @@ def _sweep_stale_cgroups(root: str) -> None:
                 pass
 
 
-def _smoke(cmd: list[str], want_init: bool = False, drop_uid: int | None = None) -> bool:
-    """Start a worker with ``cmd`` and check that it answers and runs a trivial answer."""
+def _smoke(cmd: list[str], want_init: bool = False, drop_uid: int | None = None) -> dict[str, Any] | None:
+    """Start a worker with ``cmd`` and check that it answers and runs a trivial answer.
+
+    Returns the worker's ``pong`` (what confinement its children get) on success, else None.
+    """
     tmp = tempfile.mkdtemp(prefix="colbench-probe-")
     try:
         os.chmod(tmp, 0o711)
@@ -250,19 +276,31 @@ def _smoke(cmd: list[str], want_init: bool = False, drop_uid: int | None = None)
                 {"code": "import math, json, re, collections, decimal, hashlib, random, datetime\n"
                          "def f(x):\n    return math.sqrt(x)", "calls": ["f(4.0)"], "drop_uid": drop_uid,
                  "call_timeout": 5, "total_timeout": 10, "limits": {}, "cap": 1 << 16}) + "\n").encode(),
-            capture_output=True, timeout=30, env={"TMPDIR": tmp}, cwd=tmp, check=False)
+            capture_output=True, timeout=30, env=_worker_env(tmp), cwd=tmp, check=False)
     except (OSError, subprocess.SubprocessError):
-        return False
+        return None
     finally:
-        shutil.rmtree(tmp, ignore_errors=True)
+        _remove_tree(tmp)
     lines = proc.stdout.decode("utf-8", "replace").splitlines()
     try:
         pong = json.loads(lines[0])
         seg = json.loads(lines[1])["segments"][0]
-        return ("pong" in pong and (pong.get("init") is True or not want_init) and seg["end"] == "done"
-                and "0x1.0000000000000p+1" in seg["lines"][1])
+        ok = ("pong" in pong and (pong.get("init") is True or not want_init) and seg["end"] == "done"
+              and "0x1.0000000000000p+1" in seg["lines"][1])
     except (IndexError, KeyError, TypeError, ValueError):
-        return False
+        return None
+    return pong if ok else None
+
+
+def _apply_pong(iso: Isolation, pong: dict[str, Any]) -> Isolation:
+    confined = pong.get("confined") if isinstance(pong.get("confined"), dict) else {}
+    iso.ipc_namespace_per_submission = confined.get("ipc_namespace") is True
+    iso.seccomp = confined.get("seccomp") is True
+    if not iso.ipc_namespace_per_submission:
+        iso.missing.append("an IPC namespace per submission (SysV objects live as long as the worker)")
+    if not iso.seccomp:
+        iso.missing.append("the seccomp filter (SysV IPC / memfd memory is outside RLIMIT_AS)")
+    return iso
 
 
 NOBODY = 65534
@@ -287,9 +325,10 @@ def _rlimits_only(python: str, cg: str | None) -> Isolation:
     for prefix in prefixes:
         userns = "--user" in prefix
         drop = NOBODY if root and not userns else None
-        if _smoke(prefix + _python_args(python), want_init=True, drop_uid=drop):
-            iso = Isolation("rlimits-only", python, None, [], [], "host", cg, False, pid_namespace=True,
-                            unshare=prefix, drop_uid=drop)
+        pong = _smoke(prefix + _python_args(python), want_init=True, drop_uid=drop)
+        if pong:
+            iso = _apply_pong(Isolation("rlimits-only", python, None, [], [], "host", cg, False, pid_namespace=True,
+                                        unshare=prefix, drop_uid=drop), pong)
             iso.nproc_rlimit = cg is None and (drop is not None or not root)  # kuid != 0
             if cg is None and not iso.nproc_rlimit:
                 iso.missing.append("a process limit (no pids cgroup, RLIMIT_NPROC not enforceable)")
@@ -323,7 +362,9 @@ def probe_isolation(level: str = "auto") -> Isolation:
                     continue
                 iso = Isolation("namespaces", python, bwrap, binds, hidden, view_name, cg, nproc,
                                 pid_namespace=True)
-                if _smoke(bwrap_command(iso, 1 << 24) + _python_args(python)):
+                pong = _smoke(bwrap_command(iso, 1 << 24) + _python_args(python))
+                if pong:
+                    _apply_pong(iso, pong)
                     if cg is None and not nproc:
                         iso.missing.append("a pids cgroup (running as root: RLIMIT_NPROC is not enforced); "
                                            "fork bombs are bounded only by the wall-clock deadline")
@@ -373,6 +414,15 @@ def _after_fork_in_child() -> None:
 os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
+def _remove_tree(path: str) -> None:
+    """Remove a sandbox directory however deep the answer made it (``shutil.rmtree`` recurses)."""
+    clear_dir(path)
+    try:
+        os.rmdir(path)
+    except OSError:
+        pass
+
+
 class WorkerFailed(RuntimeError):
     """The worker died, hung or sent something that is not a response."""
 
@@ -410,7 +460,7 @@ class Worker:
             self._tmp = tempfile.mkdtemp(prefix="colbench-sandbox-")
             # children that run as `nobody` must be able to reach their own directory in here
             os.chmod(self._tmp, 0o711 if self.iso.drop_uid is not None else 0o700)
-            env = {"TMPDIR": self._tmp}
+            env = _worker_env(self._tmp)
             cwd = self._tmp
             cmd = [*self.iso.unshare, *_python_args(self.iso.python)]
         if self.iso.pids_cgroup_root:
@@ -488,7 +538,7 @@ class Worker:
                     time.sleep(0.01)
             self._cgroup = None
         if self._tmp:
-            shutil.rmtree(self._tmp, ignore_errors=True)
+            _remove_tree(self._tmp)
             self._tmp = None
 
     def close(self) -> None:

@@ -1,9 +1,24 @@
-"""Decoding what the sandbox sends back: plain data only, validated, never unpickled.
+"""Decoding what the sandbox sends back: plain data only, validated, bounded, never unpickled.
 
 The child encodes each call's result as tagged JSON (see ``_worker.encode``). Here, in the
 trusted process, we rebuild Python values from it and reject anything that is not exactly
 None, bool, int, float (incl. nan/inf), str, bytes, list, tuple, dict, set or frozenset.
 A malformed record is not an error of the grader: it is a failed test.
+
+Why every check below: the answer can write to its result channel itself and forge any
+frame. Nothing it sends may raise out of the grader, cost more than linear work here, or
+produce text that cannot be written out:
+
+* element count (:data:`MAX_NODES` per value, counted *before* ``json.loads`` builds anything
+  large), nesting depth (:data:`MAX_DEPTH`) and number size (:data:`MAX_HEX_DIGITS`) are
+  bounded;
+* numbers that do not convert (``float.fromhex("0x1p99999")`` raises ``OverflowError``) are a
+  :class:`WireError`, like every other malformed payload;
+* dicts, sets and frozensets are only built after checking that their keys do not collide in
+  hashing: ints, floats and tuples of them hash deterministically, so a forged container of
+  ``k * (2**61 - 1)`` would otherwise make each insertion scan every earlier key (quadratic);
+* text that leaves the sandbox as a *message* (error names, exception types) goes through
+  :func:`safe_text`: lone surrogates escaped, length capped.
 """
 
 from __future__ import annotations
@@ -13,6 +28,14 @@ from dataclasses import dataclass
 from typing import Any
 
 MAX_DEPTH = 64
+#: Most tagged nodes one value may have (the child's encoder has the same budget).
+MAX_NODES = 200_000
+#: Most hex digits of one int (~ 4 * 10**6 bits): far beyond any plausible answer.
+MAX_HEX_DIGITS = 1 << 20
+#: Most keys of one hashed container that may share a single ``hash`` value.
+MAX_SAME_HASH = 16
+#: Longest message (error text, exception type name) kept from the sandbox.
+MAX_TEXT = 300
 READY = '{"t":"ready"}'
 
 
@@ -32,20 +55,47 @@ class Outcome:
         return cls("missing", why)
 
 
+def safe_text(text: Any, limit: int = MAX_TEXT) -> str:
+    """``text`` made safe to store: a str, encodable as UTF-8 (lone surrogates escaped), capped."""
+    if type(text) is not str:
+        return ""
+    if len(text) > limit:
+        text = text[:limit] + "..."
+    try:
+        text.encode("utf-8")
+        return text
+    except UnicodeEncodeError:
+        return text.encode("utf-8", "backslashreplace").decode("utf-8")
+
+
 def _reject_constant(name: str) -> Any:
     raise WireError(f"bare {name} is not allowed on the wire")
 
 
-def loads(line: str) -> Any:
-    """JSON without NaN/Infinity tokens (floats travel as hex strings)."""
+def loads(line: str, max_nodes: int = MAX_NODES) -> Any:
+    """JSON without NaN/Infinity tokens (floats travel as hex strings), bounded in size.
+
+    Every tagged node is a JSON array and every record an object, so counting ``[`` and ``{``
+    bounds what ``json.loads`` may allocate before it allocates it (a string containing
+    brackets only makes the bound stricter).
+    """
+    if type(line) is not str:
+        raise WireError("record is not text")
+    if line.count("[") + line.count("{") > 2 * max_nodes + 16:
+        raise WireError("record has too many elements")
     try:
         return json.loads(line, parse_constant=_reject_constant)
-    except (ValueError, RecursionError) as exc:
-        raise WireError(f"not valid JSON: {exc}") from None
+    except (ValueError, RecursionError, MemoryError) as exc:
+        raise WireError(f"not valid JSON: {safe_text(str(exc), 120)}") from None
 
 
-def decode(obj: Any, depth: int = 0) -> Any:
+def decode(obj: Any, depth: int = 0, budget: list[int] | None = None) -> Any:
     """Rebuild a plain value from its tagged form; raise :class:`WireError` on anything else."""
+    if budget is None:
+        budget = [MAX_NODES]
+    budget[0] -= 1
+    if budget[0] < 0:
+        raise WireError("value has too many elements")
     if depth > MAX_DEPTH:
         raise WireError("value nested too deeply")
     if type(obj) is not list or not obj or type(obj[0]) is not str:
@@ -54,42 +104,71 @@ def decode(obj: Any, depth: int = 0) -> Any:
     if tag == "n" and len(obj) == 1:
         return None
     if len(obj) != 2:
-        raise WireError(f"malformed tagged value {tag!r}")
+        raise WireError(f"malformed tagged value {safe_text(tag, 20)!r}")
     payload = obj[1]
     try:
         if tag == "b" and payload in (0, 1) and type(payload) is int:
             return payload == 1
         if tag == "i" and type(payload) is str:
+            if len(payload) > MAX_HEX_DIGITS:
+                raise WireError("int too large")
             return int(payload, 16)
         if tag == "f" and type(payload) is str:
+            if len(payload) > 64:
+                raise WireError("malformed float")
             return float.fromhex(payload)
         if tag == "s" and type(payload) is str:
             return payload
         if tag == "y" and type(payload) is str:
             return bytes.fromhex(payload)
-    except ValueError as exc:
-        raise WireError(f"bad {tag!r} payload: {exc}") from None
+    except (ValueError, OverflowError, MemoryError) as exc:
+        raise WireError(f"bad {tag!r} payload: {safe_text(str(exc), 80)}") from None
     if type(payload) is not list:
-        raise WireError(f"bad payload for tag {tag!r}")
+        raise WireError(f"bad payload for tag {safe_text(tag, 20)!r}")
     if tag == "l":
-        return [decode(v, depth + 1) for v in payload]
+        return [decode(v, depth + 1, budget) for v in payload]
     if tag == "t":
-        return tuple(decode(v, depth + 1) for v in payload)
+        return tuple([decode(v, depth + 1, budget) for v in payload])
+    if tag == "d":
+        keys, values = [], []
+        for pair in payload:
+            if type(pair) is not list or len(pair) != 2:
+                raise WireError("malformed dict entry")
+            keys.append(decode(pair[0], depth + 1, budget))
+            values.append(decode(pair[1], depth + 1, budget))
+        _check_hashing(keys)
+        return dict(zip(keys, values))
+    if tag in ("S", "F"):
+        items = [decode(v, depth + 1, budget) for v in payload]
+        _check_hashing(items)
+        return set(items) if tag == "S" else frozenset(items)
+    raise WireError(f"unknown tag {safe_text(tag, 20)!r}")
+
+
+def _check_hashing(keys: list[Any]) -> None:
+    """Refuse keys that are unhashable or built to collide (hash flooding is quadratic).
+
+    The hashes are sorted, not put in a set: sorting plain ints cannot be flooded. Keys whose
+    hashes differ but share low bits only cost a few extra probes each (CPython perturbs the
+    probe sequence with the high bits), so equal full hashes are the case to bound.
+    """
+    if len(keys) <= MAX_SAME_HASH:
+        try:
+            for k in keys:
+                hash(k)
+        except TypeError as exc:
+            raise WireError(safe_text(str(exc), 80)) from None
+        return
     try:
-        if tag == "d":
-            out = {}
-            for pair in payload:
-                if type(pair) is not list or len(pair) != 2:
-                    raise WireError("malformed dict entry")
-                out[decode(pair[0], depth + 1)] = decode(pair[1], depth + 1)
-            return out
-        if tag == "S":
-            return {decode(v, depth + 1) for v in payload}
-        if tag == "F":
-            return frozenset(decode(v, depth + 1) for v in payload)
+        hashes = sorted([hash(k) for k in keys])
     except TypeError as exc:  # unhashable key / element
-        raise WireError(str(exc)) from None
-    raise WireError(f"unknown tag {tag!r}")
+        raise WireError(safe_text(str(exc), 80)) from None
+    run, prev = 0, None
+    for h in hashes:
+        run = run + 1 if h == prev else 1
+        prev = h
+        if run > MAX_SAME_HASH:
+            raise WireError("container keys built to collide in hashing")
 
 
 def encode(value: Any, depth: int = 0) -> Any:
@@ -117,11 +196,15 @@ def encode(value: Any, depth: int = 0) -> Any:
     raise WireError(f"not plain data: {t.__name__}")
 
 
+_END_REASONS = {"timeout": "timeout", "oversize": "output too large", "eof": "crashed", "done": "no result"}
+
+
 def parse_segments(segments: Any, n_calls: int) -> tuple[list[Outcome], str | None]:
     """Turn the worker's raw segments into one :class:`Outcome` per call plus an error summary.
 
-    Anything unexpected (wrong index, bad JSON, unknown record) makes that call ``missing``;
-    calls nobody reported on are ``missing`` too. Nothing here trusts the sandbox.
+    Anything unexpected (wrong index, bad JSON, unknown record, absurd value) makes that call
+    ``missing`` *and* sets the error summary; calls nobody reported on are ``missing`` too.
+    Nothing here trusts the sandbox, and nothing here raises.
     """
     outcomes: list[Outcome | None] = [None] * n_calls
     error: str | None = None
@@ -140,12 +223,13 @@ def parse_segments(segments: Any, n_calls: int) -> tuple[list[Outcome], str | No
         first = lines[0]
         if first != READY:
             try:
-                rec = loads(first) if type(first) is str else None
+                rec = loads(first)
             except WireError:
                 rec = None
             if type(rec) is dict and rec.get("t") == "import_error":
-                x, m = rec.get("x"), rec.get("m")
-                error = error or f"{x if type(x) is str else 'Error'}: {m if type(m) is str else ''}".rstrip(": ")
+                x = safe_text(rec.get("x"), 100) or "Error"
+                m = safe_text(rec.get("m"))
+                error = error or f"{x}: {m}".rstrip(": ")
             else:
                 error = error or "malformed output from the sandbox"
             break
@@ -153,31 +237,34 @@ def parse_segments(segments: Any, n_calls: int) -> tuple[list[Outcome], str | No
         for line in lines[1:]:
             if expect >= n_calls:
                 break
-            outcomes[expect] = _outcome(line, expect)
+            out, malformed = _outcome(line, expect)
+            outcomes[expect] = out
+            if malformed:
+                error = error or f"malformed output from the sandbox ({out.value})"
             expect += 1
         if expect < n_calls and outcomes[expect] is None:
-            why = {"timeout": "timeout", "oversize": "output too large", "eof": "crashed",
-                   "done": "no result"}.get(end if type(end) is str else "", "no result")
+            why = _END_REASONS.get(end if type(end) is str else "", "no result")
             outcomes[expect] = Outcome.missing(why)
             error = error or why
     final = [o if o is not None else Outcome.missing("no result") for o in outcomes]
     return final, error
 
 
-def _outcome(line: Any, index: int) -> Outcome:
-    if type(line) is not str:
-        return Outcome.missing("malformed record")
+def _outcome(line: Any, index: int) -> tuple[Outcome, bool]:
+    """One call's outcome, and whether its record was malformed (forged or corrupt)."""
     try:
         rec = loads(line)
-        if type(rec) is not dict or rec.get("i") != index or type(rec.get("i")) is not int:
-            return Outcome.missing("record out of order")
+        if type(rec) is not dict or type(rec.get("i")) is not int or rec.get("i") != index:
+            return Outcome.missing("record out of order"), True
         t = rec.get("t")
         if t == "r":
-            return Outcome("value", decode(rec.get("v")))
+            return Outcome("value", decode(rec.get("v"))), False
         if t == "e" and type(rec.get("x")) is str:
-            return Outcome("raise", rec["x"])
+            return Outcome("raise", safe_text(rec["x"], 200)), False
         if t == "u":
-            return Outcome.missing("result is not plain data")
+            return Outcome.missing("result is not plain data"), False
     except WireError as exc:
-        return Outcome.missing(f"malformed record: {exc}")
-    return Outcome.missing("malformed record")
+        return Outcome.missing(f"malformed record: {safe_text(str(exc), 120)}"), True
+    except (RecursionError, MemoryError):  # belt and braces: bounded above, never fatal here
+        return Outcome.missing("malformed record: too large"), True
+    return Outcome.missing("malformed record"), True

@@ -149,9 +149,10 @@ def test_reference_cache_on_disk(tmp_path):
     files = list(tmp_path.glob("ref-*.json"))
     assert len(files) == 1 and task.task_id in files[0].name
     data = json.loads(files[0].read_text())
-    assert [o["kind"] for o in data["outcomes"]] == ["value", "value"]
+    assert [(o["name"], o["call"], o["kind"]) for o in data["tests"]] == [("test1", "c(1)", "value"),
+                                                                          ("test2", "c('a')", "value")]
     # A second grader takes the reference outputs from disk (proof: an edited entry is used).
-    data["outcomes"][0] = {"kind": "raise", "v": "ValueError"}
+    data["tests"][0].update(kind="raise", v="ValueError")
     files[0].write_text(json.dumps(data))
     with BackendGrader(cache_dir=tmp_path) as g2:
         res = g2.grade("def c(x):\n    return {'nan': float('nan'), 'v': x}\n", task)
