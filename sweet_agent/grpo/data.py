@@ -1,0 +1,81 @@
+"""The prompt dataset of online GRPO: one row per task, the agent's instructions as the system
+message. TRL's sampler repeats each row ``num_generations`` times in a batch, so a GRPO group is
+the same task (same ``task_index`` and ``seed``) played several times; the tool env's ``reset``
+receives the row and its returned task text is appended to the (empty) user message.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from colbench_gym.protocol import MAX_TURNS
+
+_BACKEND = """\
+You are a software engineer helping a person who needs a Python function. Their request leaves \
+out details that only they know: exact names, numbers, thresholds, rules, return formats and \
+edge cases. Guessing those details gets the function wrong.
+
+You act only through tools:
+- ask_user(question): ask the person one short, concrete question about a detail you still need. \
+They answer in everyday words; they cannot read or run code.
+- submit_answer(code): give the complete Python function (with any imports it needs). This ends \
+the conversation.
+You have at most {max_turns} tool calls in total, and the last one is taken as your answer. Keep \
+the function name and parameters the person asked for; return the result, do not print it."""
+
+_FRONTEND = """\
+You are a web designer building a single web page for a person. Details only they know — layout, \
+colours, wording, sections, sizes — decide whether the page looks the way they want.
+
+You act only through tools:
+- ask_user(question): ask the person one short, concrete question.
+- show_draft(html): show a draft page (<html>...</html>, Tailwind CSS classes); the person sees it \
+rendered next to the page they imagine and says what differs.
+- submit_answer(code): give the complete final page from <html> to </html>. This ends the \
+conversation.
+You have at most {max_turns} tool calls in total, and the last one is taken as your answer. \
+Images may use https://picsum.photos/id/48/W/H."""
+
+
+def tool_system_prompt(kind: str, max_turns: int = MAX_TURNS) -> str:
+    """The agent's instructions in tool-calling form for ``"backend"`` or ``"frontend"``."""
+    if kind not in ("backend", "frontend"):
+        raise ValueError(f"kind must be 'backend' or 'frontend', got {kind!r}")
+    return (_BACKEND if kind == "backend" else _FRONTEND).format(max_turns=max_turns)
+
+
+def task_count(tasks: Any, kind: str) -> int | None:
+    """Number of tasks in a finite source, None for an unbounded (generated) one."""
+    from colbench_gym.tasks.sources import resolve_task_source
+
+    source = resolve_task_source(tasks, kind)
+    try:
+        n = len(source)
+    except TypeError:
+        return None
+    return None if n >= 2**31 - 1 else n
+
+
+def build_prompt_dataset(kind: str, tasks: Any, num_tasks: int | None = None, task_offset: int = 0,
+                         seed: int = 0, max_turns: int = MAX_TURNS):
+    """A ``datasets.Dataset`` with columns ``prompt`` (system + empty user message),
+    ``task_index`` and ``seed``: one row per task of the source."""
+    from datasets import Dataset
+
+    available = task_count(tasks, kind)
+    if num_tasks is None:
+        if available is None:
+            raise ValueError(f"task source {tasks!r} is unbounded; pass --num_tasks N")
+        num_tasks = available - task_offset
+    if num_tasks < 1:
+        raise ValueError(f"num_tasks must be >= 1, got {num_tasks}")
+    if available is not None and task_offset + num_tasks > available:
+        raise ValueError(f"task source {tasks!r} has {available} tasks; task_offset {task_offset} + num_tasks "
+                         f"{num_tasks} is past its end")
+    system = tool_system_prompt(kind, max_turns)
+    indices = range(task_offset, task_offset + num_tasks)
+    return Dataset.from_dict({
+        "prompt": [[{"role": "system", "content": system}, {"role": "user", "content": ""}] for _ in indices],
+        "task_index": list(indices),
+        "seed": [seed + i for i in indices],
+    })
