@@ -56,6 +56,18 @@ def test_the_contracts_say_what_the_issue_asks() -> None:
     assert "actor | baselines | critic" in by_id["sweet-agent-layers"]["layers"]
 
 
+def test_contributing_maps_every_layer() -> None:
+    """CONTRIBUTING.md's dependency map names every module the layer contracts place."""
+    text = (ROOT / "CONTRIBUTING.md").read_text()
+    for contract in _contracts():
+        for container in contract.get("containers", []) if contract["type"] == "layers" else []:
+            for layer in contract["layers"]:
+                for name in (part.strip().strip("()") for part in layer.split("|")):
+                    folder = ROOT / container / name
+                    shown = f"`{container}/{name}/`" if folder.is_dir() else f"`{container}/{name}.py`"
+                    assert shown in text, f"CONTRIBUTING.md's dependency map does not name {shown}"
+
+
 def _tree_with(tmp_path: Path, path: str, line: str) -> Path:
     """Both packages and the project file, copied, with ``line`` added to ``path``."""
     for pkg in ("colbench_gym", "sweet_agent"):

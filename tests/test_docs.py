@@ -1,0 +1,94 @@
+"""No document names a repository file, folder or module that does not exist.
+
+Checked: README.md, CONTRIBUTING.md and docs/*.md. What counts as a reference to the repository:
+
+- a backticked path whose first part is tracked at the top of the repository (``colbench_gym/…``,
+  ``tests/…``, ``scripts/…``, ``Makefile``; globs such as ``benchmarks/bench_*.py`` must match);
+- a backticked bare file name of source or docs (``speech.py``): some tracked file has that name;
+- a backticked dotted name under ``colbench_gym.``/``sweet_agent.``: a module, or a module plus one
+  name the module defines;
+- a relative Markdown link (``[text](docs/agent.md)``), resolved from the document's folder.
+
+Paths outside the repository (``~/.cache/…``, ``/etc/passwd``, ``runs/…`` outputs) are not claims
+about the tree and are left alone.
+"""
+
+from __future__ import annotations
+
+import re
+import subprocess
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+DOCS = [ROOT / "README.md", ROOT / "CONTRIBUTING.md", *sorted((ROOT / "docs").glob("*.md"))]
+TICKED = re.compile(r"`([^`\s]+)`")
+LINK = re.compile(r"\]\(([^)\s]+)\)")
+DOTTED = re.compile(r"^(colbench_gym|sweet_agent)(\.[A-Za-z_]\w*)+$")
+SOURCE_NAME = re.compile(r"^[\w.-]+\.(py|md|sh)$")
+
+
+def _tracked() -> list[str]:
+    out = subprocess.run(["git", "ls-files"], cwd=ROOT, capture_output=True, text=True)
+    if out.returncode == 0 and out.stdout.strip():
+        return out.stdout.split()
+    return [str(p.relative_to(ROOT)) for p in ROOT.rglob("*") if ".venv" not in p.parts and ".git" not in p.parts]
+
+
+TRACKED = _tracked()
+TOP = {path.split("/")[0] for path in TRACKED}
+NAMES = {path.rsplit("/", 1)[-1] for path in TRACKED}
+
+
+def _exists(rel: str) -> bool:
+    rel = rel.rstrip("/")
+    if any(ch in rel for ch in "*?[{"):
+        return any(ROOT.glob(rel.replace("{", "[").replace("}", "]")) if "{" in rel else ROOT.glob(rel))
+    return (ROOT / rel).exists()
+
+
+def _module_exists(dotted: str) -> bool:
+    """A module (file or package), or a module plus one name it defines."""
+    parts = dotted.split(".")
+    for cut, attr in ((len(parts), None), (len(parts) - 1, parts[-1])):
+        base = ROOT.joinpath(*parts[:cut])
+        for source in (base.with_suffix(".py"), base / "__init__.py"):
+            if source.exists():
+                return attr is None or re.search(rf"\b{attr}\b", source.read_text()) is not None
+    return False
+
+
+def references(doc: Path) -> list[tuple[int, str, bool]]:
+    """``(line, reference, exists)`` for every repository reference in ``doc``."""
+    found = []
+    for lineno, line in enumerate(doc.read_text(encoding="utf-8").splitlines(), 1):
+        for tok in TICKED.findall(line):
+            tok = tok.strip("'\",;:")
+            if DOTTED.match(tok):
+                found.append((lineno, tok, _module_exists(tok)))
+            elif "/" in tok and tok.split("/")[0] in TOP:
+                found.append((lineno, tok, _exists(tok)))
+            elif tok in TOP or SOURCE_NAME.match(tok):
+                found.append((lineno, tok, tok in TOP or tok in NAMES))
+        for target in LINK.findall(line):
+            target = target.split("#")[0]
+            if target and "://" not in target and not target.startswith("mailto:"):
+                found.append((lineno, target, (doc.parent / target).exists()))
+    return found
+
+
+@pytest.mark.parametrize("doc", DOCS, ids=lambda p: str(p.relative_to(ROOT)))
+def test_every_named_path_exists(doc: Path) -> None:
+    missing = [f"{doc.relative_to(ROOT)}:{n}: {ref}" for n, ref, ok in references(doc) if not ok]
+    assert not missing, "documents name files that do not exist:\n" + "\n".join(missing)
+
+
+def test_the_checker_sees_references_and_catches_a_missing_one(tmp_path: Path) -> None:
+    doc = tmp_path / "x.md"
+    doc.write_text("See `colbench_gym/protocol.py`, `colbench_gym.tasks.load_tasks`, `benchmarks/bench_*.py`,\n"
+                   "`colbench_gym/nope.py`, `sweet_agent.no_such_module`, [gone](missing.md) and `~/.cache/x`.\n")
+    refs = {ref: ok for _, ref, ok in references(doc)}
+    assert refs == {"colbench_gym/protocol.py": True, "colbench_gym.tasks.load_tasks": True,
+                    "benchmarks/bench_*.py": True, "colbench_gym/nope.py": False,
+                    "sweet_agent.no_such_module": False, "missing.md": False}
