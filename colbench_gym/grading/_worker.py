@@ -47,12 +47,16 @@ _FILTER = None  # the child's seccomp program, built once in main()
 
 _CLONE_NEWIPC, _CLONE_NEWUSER = 0x08000000, 0x10000000
 _CLONE_NS_FLAGS = 0x7E020000  # NEWNS | NEWCGROUP | NEWUTS | NEWIPC | NEWUSER | NEWPID | NEWNET
+_CLONE_THREAD = 0x00010000
 # Syscalls refused to answers (EPERM), per architecture: SysV shm/msg/sem, memfd_create and
 # memfd_secret (memory outside RLIMIT_AS), unshare/setns/mount family (a user namespace of its
-# own would let an answer mount a tmpfs), io_uring, userfaultfd, bpf, perf_event_open, keyrings.
+# own would let an answer mount a tmpfs), io_uring, userfaultfd, bpf, perf_event_open, keyrings,
+# and new processes (fork/vfork, clone without CLONE_THREAD): RLIMIT_AS is per process, so a
+# submission that may fork holds pids_max times memory_mb; threads share one address space.
 _SECCOMP = {
     "x86_64": (0xC000003E, 56, (29, 30, 31, 67, 64, 65, 66, 68, 69, 70, 71, 220, 272, 308, 165, 166, 155,
-                                428, 429, 430, 431, 432, 442, 319, 447, 425, 323, 321, 298, 248, 249, 250), True),
+                                428, 429, 430, 431, 432, 442, 319, 447, 425, 323, 321, 298, 248, 249, 250,
+                                57, 58), True),
     "aarch64": (0xC00000B7, 220, (194, 195, 196, 197, 186, 187, 188, 189, 190, 191, 192, 193, 97, 268, 40, 39,
                                   41, 428, 429, 430, 431, 432, 442, 279, 447, 425, 282, 280, 241, 217, 218, 219),
                 False),
@@ -75,7 +79,8 @@ def _build_filter():
         prog.append((jge, "deny", 0, 0x40000000))  # the x32 ABI: other numbers, same arch
     prog += [(jeq, "deny", 0, nr) for nr in denied]
     prog.append((jeq, "nosys", 0, _CLONE3))  # flags in memory we cannot inspect: glibc falls back to clone
-    prog += [(jeq, 0, "allow", clone_nr), (ld, 0, 0, 16), (jset, "deny", 0, _CLONE_NS_FLAGS)]
+    prog += [(jeq, 0, "allow", clone_nr), (ld, 0, 0, 16), (jset, "deny", 0, _CLONE_NS_FLAGS),
+             (jset, "allow", "deny", _CLONE_THREAD)]
     labels = {"allow": len(prog), "deny": len(prog) + 1, "nosys": len(prog) + 2}
     prog += [(ret, 0, 0, allow), (ret, 0, 0, eperm), (ret, 0, 0, enosys)]
 

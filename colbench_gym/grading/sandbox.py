@@ -90,7 +90,7 @@ class Isolation:
         if self.drop_uid is not None:
             lines.append(f"answers run as  : uid {self.drop_uid} (root is dropped)")
         per = [what for ok, what in ((self.ipc_namespace_per_submission, "own IPC namespace"),
-                                     (self.seccomp, "seccomp: no SysV IPC, memfd, namespaces or mounts")) if ok]
+                                     (self.seccomp, "seccomp: no new processes, SysV IPC, memfd, namespaces or mounts")) if ok]
         if per:
             lines.append(f"per submission  : {', '.join(per)}")
         if self.pids_cgroup_root:
