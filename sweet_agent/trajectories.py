@@ -33,6 +33,7 @@ from typing import Any
 from colbench_gym.jsonl import write_jsonl_atomic
 from colbench_gym.protocol import Messages, parse_action
 from colbench_gym.tasks.identity import task_identity
+from colbench_gym.tasks.loaders import parse_jsonl_lines
 from colbench_gym.tasks.records import TRAJECTORY_KEYS, RecordFormatError, check_trajectory_record
 
 Record = dict[str, Any]
@@ -216,15 +217,7 @@ def iter_trajectories(path: str | os.PathLike[str], *, validate: bool = True) ->
     if not path.exists():
         raise FileNotFoundError(f"{path}: no such trajectory file (collect one with `sweet-agent rollout`)")
     with path.open(encoding="utf-8") as fh:  # streamed: the paper's file is hundreds of MB
-        for lineno, line in enumerate(fh, 1):
-            if not line.strip():
-                continue
-            try:
-                rec = json.loads(line)
-            except json.JSONDecodeError as exc:
-                if not line.endswith("\n"):
-                    return  # only the last line can lack its newline: a torn final write
-                raise TrajectoryFormatError(f"{path}:{lineno}: not valid JSON ({exc.msg} at column {exc.colno})") from None
+        for lineno, rec in parse_jsonl_lines(fh, str(path), torn_tail=True, error=TrajectoryFormatError):
             if validate:
                 validate_record(rec, f"{path}:{lineno}")
             yield rec

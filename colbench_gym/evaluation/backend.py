@@ -18,10 +18,10 @@ from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-from colbench_gym.evaluation.records import load_answer_records
+from colbench_gym.evaluation.records import INPUT_ERRORS, input_error, load_answer_records
 from colbench_gym.jsonl import write_jsonl_atomic
 from colbench_gym.protocol import extract_code
-from colbench_gym.tasks import BackendTask, TaskFormatError
+from colbench_gym.tasks import BackendTask
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -58,13 +58,11 @@ def best_of_k(records: Iterable[tuple[str, float, bool]], k: int) -> tuple[float
 
 def run(args: argparse.Namespace) -> int:
     if args.k < 1 or args.workers < 1:
-        print("error: --k and --workers must be >= 1", file=sys.stderr)
-        return 2
+        return input_error("--k and --workers must be >= 1")
     try:
         items = load_records(args.input)
-    except (TaskFormatError, FileNotFoundError) as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
+    except INPUT_ERRORS as exc:
+        return input_error(exc)
     from tqdm.auto import tqdm  # noqa: PLC0415 - only when grading
 
     from colbench_gym.grading import BackendGrader  # noqa: PLC0415 - starts sandboxes

@@ -23,10 +23,10 @@ import sys
 from typing import Any
 
 from colbench_gym.evaluation.metrics import TIE_TOLERANCE, win_value
-from colbench_gym.evaluation.records import load_answer_records
+from colbench_gym.evaluation.records import INPUT_ERRORS, input_error, load_answer_records
 from colbench_gym.jsonl import write_jsonl_atomic
 from colbench_gym.protocol import extract_answer_html
-from colbench_gym.tasks import FrontendTask, TaskFormatError
+from colbench_gym.tasks import FrontendTask
 
 #: Kept for code that imported it from here (see :mod:`colbench_gym.evaluation.metrics`).
 TIE_EPS = TIE_TOLERANCE
@@ -75,14 +75,12 @@ def score_answers(items: list[tuple[dict[str, Any], FrontendTask, str]], rendere
 
 def run(args: argparse.Namespace) -> int:
     if args.batch_size < 1 or args.pool_size < 1:
-        print("error: --batch-size and --pool-size must be >= 1", file=sys.stderr)
-        return 2
+        return input_error("--batch-size and --pool-size must be >= 1")
     try:
         items = load_records(args.input)
         ref_items = load_records(args.reference_run) if args.reference_run else []
-    except (TaskFormatError, FileNotFoundError) as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
+    except INPUT_ERRORS as exc:
+        return input_error(exc)
     from tqdm.auto import tqdm  # noqa: PLC0415
 
     from colbench_gym.rendering import Renderer, RendererError, WebAssetsMissing  # noqa: PLC0415

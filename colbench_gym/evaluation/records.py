@@ -3,12 +3,21 @@
 from __future__ import annotations
 
 import os
+import sys
 from typing import Any, TypeVar
 
-from colbench_gym.tasks import BackendTask, FrontendTask, iter_jsonl
+from colbench_gym.tasks import BackendTask, FrontendTask, TaskFormatError, iter_jsonl
 from colbench_gym.tasks.records import check_trajectory_record
 
 T = TypeVar("T", BackendTask, FrontendTask)
+#: What reading an input file can raise that is the user's to fix (reported by :func:`input_error`).
+INPUT_ERRORS = (TaskFormatError, FileNotFoundError)
+
+
+def input_error(problem: object) -> int:
+    """Report bad input the evaluators' way (one ``error:`` line on stderr) and return exit status 2."""
+    print(f"error: {problem}", file=sys.stderr)
+    return 2
 
 
 def load_answer_records(path: str | os.PathLike[str], task_cls: type[T],

@@ -13,17 +13,24 @@ from colbench_gym.tasks.records import BackendTask, FrontendTask, TaskFormatErro
 Kind = Literal["backend", "frontend"]
 
 
-def parse_jsonl_lines(lines: Iterable[str], where: str) -> Iterator[tuple[int, dict[str, Any]]]:
-    """Yield ``(line_number, record)`` for every non-blank line; errors name ``where`` and the line."""
+def parse_jsonl_lines(lines: Iterable[str], where: str, *, torn_tail: bool = False,
+                      error: type[ValueError] = TaskFormatError) -> Iterator[tuple[int, dict[str, Any]]]:
+    """Yield ``(line_number, record)`` for every non-blank line; ``error`` names ``where`` and the line.
+
+    With ``torn_tail``, a last line without its newline that is not JSON (an interrupted append)
+    ends the file quietly: only the last line can lack its newline.
+    """
     for lineno, line in enumerate(lines, 1):
         if not line.strip():
             continue
         try:
             record = json.loads(line)
         except json.JSONDecodeError as exc:
-            raise TaskFormatError(f"{where}:{lineno}: not valid JSON ({exc.msg} at column {exc.colno})") from None
+            if torn_tail and not line.endswith("\n"):
+                return
+            raise error(f"{where}:{lineno}: not valid JSON ({exc.msg} at column {exc.colno})") from None
         if not isinstance(record, dict):
-            raise TaskFormatError(f"{where}:{lineno}: expected a JSON object, got {type(record).__name__}")
+            raise error(f"{where}:{lineno}: expected a JSON object, got {type(record).__name__}")
         yield lineno, record
 
 
