@@ -59,13 +59,12 @@ def safe_text(text: Any, limit: int = MAX_TEXT) -> str:
     """``text`` made safe to store: a str, encodable as UTF-8 (lone surrogates escaped), capped."""
     if type(text) is not str:
         return ""
-    if len(text) > limit:
-        text = text[:limit] + "..."
+    text = text[:limit + 1]  # the escaping below at most sextuples it
     try:
         text.encode("utf-8")
-        return text
     except UnicodeEncodeError:
-        return text.encode("utf-8", "backslashreplace").decode("utf-8")
+        text = text.encode("utf-8", "backslashreplace").decode("utf-8")
+    return text if len(text) <= limit else text[:limit] + "..."
 
 
 def _reject_constant(name: str) -> Any:
