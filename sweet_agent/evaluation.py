@@ -23,6 +23,7 @@ from typing import Any
 
 from colbench_gym.evaluation.metrics import win_rate as _win_rate
 from colbench_gym.tasks.identity import task_identity
+from colbench_gym.tasks.records import record_success
 from sweet_agent.trajectories import Record, read_trajectories
 
 #: Identity of a task across files: the one rule of :mod:`colbench_gym.tasks.identity`.
@@ -108,9 +109,7 @@ def summarize(records: list[Record], *, reference: list[Record] | None = None, r
             s.success = _mean([float(ok) for _, ok in grades])
         else:
             s.tests_passed = _mean(rewards)
-            succ = [float(bool(r["success"]) if r.get("success") is not None else float(r["reward"]) >= 1.0)
-                    for r in records if r.get("success") is not None or r.get("reward") is not None]
-            s.success = _mean(succ)
+            s.success = _mean([float(ok) for ok in map(record_success, records) if ok is not None])
     elif s.kind == "frontend":
         s.similarity = _mean(rewards)
     if reference is not None:

@@ -34,7 +34,7 @@ from colbench_gym.jsonl import write_jsonl_atomic
 from colbench_gym.protocol import Messages, parse_action
 from colbench_gym.tasks.identity import task_identity
 from colbench_gym.tasks.loaders import parse_jsonl_lines
-from colbench_gym.tasks.records import TRAJECTORY_KEYS, RecordFormatError, check_trajectory_record
+from colbench_gym.tasks.records import TRAJECTORY_KEYS, RecordFormatError, check_trajectory_record, record_success
 
 Record = dict[str, Any]
 
@@ -342,8 +342,7 @@ def clean_paper_record(rec: Mapping[str, Any], *, sample: int | None = None, ind
         history.append(h)
     out: Record = {"task": dict(rec["task"]), "dialogue_history": history, "answer": rec["answer"],
                    "reward": rec["reward"]}
-    reward = rec.get("reward")
-    out["success"] = bool(rec["success"]) if "success" in rec else (reward is not None and float(reward) >= 1.0)
+    out["success"] = bool(record_success(rec))
     meta = dict(rec.get("meta") or {})
     if system_prompt:
         meta.setdefault("system_prompt", system_prompt)

@@ -62,3 +62,17 @@ def test_answer_html_extraction_lives_in_the_protocol():
     assert protocol.extract_answer_html(f"Here it is: {page} enjoy") == page
     assert protocol.extract_answer_html("```html\n<div>bare</div>\n```").strip() == "<div>bare</div>"
     assert protocol.extract_answer_html("sorry, no page") is None
+
+
+def test_one_success_rule_for_backend_records():
+    from colbench_gym.tasks.records import record_success
+    from sweet_agent.evaluation import summarize
+    from sweet_agent.trajectories import clean_paper_record
+
+    assert record_success({"success": False, "reward": 1.0}) is False  # a stored verdict wins
+    assert record_success({"reward": 1.0}) is True and record_success({"reward": 0.99}) is False
+    assert record_success({"reward": None}) is None
+    recs = [{"task": BACKEND, "dialogue_history": [], "answer": "", "reward": r} for r in (1.0, 0.5, None)]
+    assert summarize(recs).success == 0.5  # the ungraded record does not count
+    paper = {"task": BACKEND, "dialogue_history": [], "answer": "", "reward": 1.0}
+    assert clean_paper_record(paper)["success"] is True

@@ -76,6 +76,15 @@ def check_trajectory_record(rec: Any, where: str = "record", required: tuple[str
         raise error(f"{where}: 'reward' must be a number, got {type(reward).__name__}")
 
 
+def record_success(rec: Mapping[str, Any]) -> bool | None:
+    """Whether a backend trajectory record solved its task: its ``success`` when it carries one,
+    else every hidden test passed (``reward`` >= 1, the fraction passed); None when ungraded."""
+    if rec.get("success") is not None:
+        return bool(rec["success"])
+    reward = rec.get("reward")
+    return None if reward is None else float(reward) >= 1.0
+
+
 def _task_fields(record: Any, where: str, shape: str) -> tuple[str, str]:
     """The two fields every task shape has, validated (``shape`` names the expected shape)."""
     if not isinstance(record, Mapping):
