@@ -30,6 +30,9 @@ def test_one_message_type():
 
     assert prompts.Messages is protocol.Messages and trajectories.Messages is protocol.Messages
     assert records.Messages is protocol.Messages
+    from colbench_gym.simulators.base import Dialogue
+
+    assert Dialogue is protocol.Messages  # the simulator's name for the same type
 
 
 @pytest.mark.parametrize(("ours", "theirs", "value"), [

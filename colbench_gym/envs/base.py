@@ -14,7 +14,7 @@ from typing import Any, NamedTuple
 
 import gymnasium as gym
 
-from colbench_gym.protocol import MAX_TURNS, ParsedAction, parse_action, truncate
+from colbench_gym.protocol import MAX_TURNS, Messages, ParsedAction, parse_action, truncate
 from colbench_gym.simulators import HumanSimulator, make_simulator
 from colbench_gym.spaces import UnicodeText
 from colbench_gym.tasks.records import BackendTask, FrontendTask
@@ -69,8 +69,8 @@ class ColBenchEnv(gym.Env[str, str]):
         self.action_space = UnicodeText(MAX_TEXT_CHARS)
         self.task: BackendTask | FrontendTask | None = None
         self.task_index: int | None = None
-        self._messages: list[dict[str, str]] = []  # agent's view: raw agent turns
-        self._visible: list[dict[str, str]] = []  # simulator's view: thought removed
+        self._messages: Messages = []  # agent's view: raw agent turns
+        self._visible: Messages = []  # simulator's view: thought removed
         self._turn = 0
         self._done = True
 
@@ -174,7 +174,7 @@ class ColBenchEnv(gym.Env[str, str]):
 
     # ----------------------------------------------------------------- helpers
     @property
-    def messages(self) -> list[dict[str, str]]:
+    def messages(self) -> Messages:
         """The dialogue so far in chat-template form (``user`` = person, ``assistant`` = agent)."""
         return [dict(m) for m in self._messages]
 

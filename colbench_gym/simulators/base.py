@@ -11,13 +11,14 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from typing import Any
 
+from colbench_gym.protocol import Messages
 from colbench_gym.tasks.records import BackendTask, FrontendTask
 
 Task = BackendTask | FrontendTask
 #: A dialogue as chat messages from the simulated person's point of view of the protocol:
 #: ``{"role": "user", ...}`` are the person's messages, ``{"role": "assistant", ...}`` the
 #: agent's *visible* messages (private thought already removed).
-Dialogue = list[dict[str, str]]
+Dialogue = Messages
 
 
 class SimulatorError(RuntimeError):
