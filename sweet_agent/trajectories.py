@@ -216,7 +216,7 @@ def iter_trajectories(path: str | os.PathLike[str], *, validate: bool = True) ->
     path = Path(path)
     if not path.exists():
         raise FileNotFoundError(f"{path}: no such trajectory file (collect one with `sweet-agent rollout`)")
-    with path.open(encoding="utf-8") as fh:  # streamed: the paper's file is hundreds of MB
+    with path.open("rb") as fh:  # streamed (the paper's file is hundreds of MB), decoded per line
         for lineno, rec in parse_jsonl_lines(fh, str(path), torn_tail=True, error=TrajectoryFormatError):
             if validate:
                 validate_record(rec, f"{path}:{lineno}")

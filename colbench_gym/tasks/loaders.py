@@ -13,20 +13,31 @@ from colbench_gym.tasks.records import BackendTask, FrontendTask, TaskFormatErro
 Kind = Literal["backend", "frontend"]
 
 
-def parse_jsonl_lines(lines: Iterable[str], where: str, *, torn_tail: bool = False,
+def parse_jsonl_lines(lines: Iterable[str | bytes], where: str, *, torn_tail: bool = False,
                       error: type[ValueError] = TaskFormatError) -> Iterator[tuple[int, dict[str, Any]]]:
     """Yield ``(line_number, record)`` for every non-blank line; ``error`` names ``where`` and the line.
 
+    Lines may be ``bytes`` (files opened in binary), so text that is not UTF-8 is reported with
+    its line number rather than as a decoding error somewhere in the file.
     With ``torn_tail``, a last line without its newline that is not JSON (an interrupted append)
     ends the file quietly: only the last line can lack its newline.
     """
     for lineno, line in enumerate(lines, 1):
+        complete = line[-1:] in ("\n", b"\n")
+        if isinstance(line, bytes):
+            try:
+                line = line.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                if torn_tail and not complete:
+                    return
+                raise error(f"{where}:{lineno}: not UTF-8 text (byte 0x{line[exc.start]:02x} at column {exc.start + 1}); "
+                            "save the file as UTF-8") from None
         if not line.strip():
             continue
         try:
             record = json.loads(line)
         except json.JSONDecodeError as exc:
-            if torn_tail and not line.endswith("\n"):
+            if torn_tail and not complete:
                 return
             raise error(f"{where}:{lineno}: not valid JSON ({exc.msg} at column {exc.colno})") from None
         if not isinstance(record, dict):
@@ -39,7 +50,7 @@ def iter_jsonl(path: str | os.PathLike[str]) -> Iterator[tuple[int, dict[str, An
     path = Path(path)
     if not path.exists():
         raise FileNotFoundError(f"{path}: no such file (expected JSONL, one JSON object per line)")
-    with path.open(encoding="utf-8") as fh:
+    with path.open("rb") as fh:  # decoded per line, so a non-UTF-8 line is named
         yield from parse_jsonl_lines(fh, str(path))
 
 
