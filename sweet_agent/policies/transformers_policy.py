@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import Any
 
 from sweet_agent.policies.base import (
@@ -195,11 +196,19 @@ class TransformersPolicy(Policy):
         return self.tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
 
     # ------------------------------------------------------------------ generation
+    supports_prefix = True
+
     def generate(self, conversations: Sequence[Messages], sampling: SamplingParams | None = None,
-                 seeds: Sequence[int | None] | None = None) -> list[Generation]:
+                 seeds: Sequence[int | None] | None = None,
+                 prefixes: Sequence[str | None] | None = None) -> list[Generation]:
+        """Next agent turn per conversation. ``prefixes[i]`` (optional) is forced as the start of
+        turn ``i`` and continued by the model; the returned text begins with it."""
         seeds = check_batch(conversations, seeds)
         sampling = sampling or self.default_sampling
-        prompts = [self.render(list(c)) for c in conversations]
+        prefixes = list(prefixes) if prefixes is not None else [None] * len(conversations)
+        if len(prefixes) != len(conversations):
+            raise PolicyError(f"got {len(prefixes)} prefixes for {len(conversations)} conversations")
+        prompts = [self.render(list(c)) + (p or "") for c, p in zip(conversations, prefixes)]
         # sort by length so chunks pad little; per-row seeds make the order irrelevant to output
         order = sorted(range(len(prompts)), key=lambda i: len(prompts[i]))
         out: list[Generation | None] = [None] * len(prompts)
@@ -207,7 +216,7 @@ class TransformersPolicy(Policy):
             idx = order[start:start + self.max_batch_size]
             gens = self._generate_chunk([prompts[i] for i in idx], sampling, [seeds[i] for i in idx])
             for i, g in zip(idx, gens):
-                out[i] = g
+                out[i] = replace(g, text=prefixes[i] + g.text, prefix=prefixes[i]) if prefixes[i] else g
         return out  # type: ignore[return-value]
 
     def _generate_chunk(self, prompts: list[str], sampling: SamplingParams, seeds: list[int | None]) -> list[Generation]:

@@ -7,7 +7,9 @@ Example::
 
 ``--episodes N`` takes the first N tasks of ``--tasks`` (or ``--task-indices``), ``--k`` samples
 of each: N x K episodes, ids ``"<task_index>:<sample>"``. ``--resume`` continues an interrupted
-output file; ``--overwrite`` replaces it.
+output file (made with the same settings); ``--overwrite`` replaces it once the new run is complete
+(until then the new records go to ``OUTPUT.partial``). An episode whose endpoint fails for good is
+written as a failed record (``error`` set, reward null) and the run goes on.
 """
 
 from __future__ import annotations
@@ -19,20 +21,40 @@ import sys
 from sweet_agent.policies.base import SamplingParams
 
 
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number >= 1, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be >= 1, got {value}")
+    return value
+
+
+def _positive_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number > 0, got {text!r}") from None
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"must be > 0, got {value}")
+    return value
+
+
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     g = parser.add_argument_group("what to play")
     g.add_argument("--env", default="ColBench-Backend-v0", help="Gymnasium id (default: %(default)s)")
     g.add_argument("--tasks", default="embedded:test",
                    help="task source: embedded:test, embedded:train, generated:train, generated:test or a JSONL file "
                         "(default: %(default)s)")
-    g.add_argument("--episodes", type=int, default=None, metavar="N",
+    g.add_argument("--episodes", type=_positive_int, default=None, metavar="N",
                    help="number of tasks, taken from index 0 (default: every task of the source)")
     g.add_argument("--task-indices", default=None, metavar="I,J,...", help="play exactly these task indices instead")
-    g.add_argument("--k", type=int, default=1, metavar="K", help="samples per task (default: %(default)s)")
+    g.add_argument("--k", type=_positive_int, default=1, metavar="K", help="samples per task (default: %(default)s)")
     g.add_argument("--simulator", default="offline", help="offline | openai | transformers (default: %(default)s)")
     g.add_argument("--simulator-kwargs", default=None, metavar="JSON",
                    help='options for the simulator, e.g. \'{"model": "gpt-4o-mini", "base_url": "http://127.0.0.1:8000/v1"}\'')
-    g.add_argument("--max-turns", type=int, default=10, help="agent turns per episode (default: %(default)s, as in the paper)")
+    g.add_argument("--max-turns", type=_positive_int, default=10, help="agent turns per episode (default: %(default)s, as in the paper)")
 
     g = parser.add_argument_group("policy")
     g.add_argument("--policy", default="default",
@@ -43,19 +65,32 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     g.add_argument("--dtype", default="bfloat16", choices=["bfloat16", "float32", "float16", "auto"],
                    help="local model dtype; bfloat16 is ~2x faster on CPU (default: %(default)s)")
     g.add_argument("--device", default="cpu", help="torch device for local models (default: %(default)s)")
-    g.add_argument("--max-new-tokens", type=int, default=512, metavar="K", help="per agent turn (default: %(default)s)")
+    g.add_argument("--max-new-tokens", type=_positive_int, default=512, metavar="K", help="per agent turn (default: %(default)s)")
     g.add_argument("--temperature", type=float, default=0.7, help="0 = greedy (default: %(default)s)")
     g.add_argument("--top-p", type=float, default=0.95, help="(default: %(default)s)")
     g.add_argument("--top-k", type=int, default=0, help="0 = off (default: %(default)s)")
     g.add_argument("--seed", type=int, default=0, help="base seed; episode and turn seeds derive from it (default: %(default)s)")
+    g.add_argument("--explore-rate", type=float, default=0.0, metavar="P",
+                   help="behaviour policy for offline data: prefill this fraction of the first --explore-turns agent "
+                        "turns with a question opener that the model completes (sweet_agent.policies.exploration; "
+                        "recorded in meta.exploration). 0 = off (default: %(default)s)")
+    g.add_argument("--explore-turns", type=int, default=1, metavar="N",
+                   help="agent turns eligible for exploration, from the first (default: %(default)s)")
 
     g = parser.add_argument_group("execution and output")
     g.add_argument("--output", "-o", required=True, help="trajectory JSONL to write")
     mode = g.add_mutually_exclusive_group()
     mode.add_argument("--resume", action="store_true", help="continue an interrupted output: skip episodes already in it")
     mode.add_argument("--overwrite", action="store_true", help="replace an existing output file")
-    g.add_argument("--concurrency", type=int, default=None,
-                   help="episodes in flight (default: 8 for local models = generation batch, 32 for endpoints)")
+    g.add_argument("--concurrency", type=_positive_int, default=None,
+                   help="episodes in flight (default: 8 for local models = generation batch; for endpoints up to 32, "
+                        "starting at 4 and adapting to what the server sustains: halved on 429/503/timeouts). "
+                        "An explicit value is the most requests in flight (still halved on overload)")
+    g.add_argument("--request-timeout", type=_positive_float, default=120.0, metavar="SECONDS",
+                   help="endpoint policy: seconds per request before it is retried (default: %(default)s)")
+    g.add_argument("--max-retries", type=int, default=3, metavar="N",
+                   help="endpoint policy: retries of a failed request (429/5xx, dropped connection, timeout, garbage "
+                        "body) with exponential backoff, Retry-After honoured (default: %(default)s)")
     g.add_argument("--no-progress", action="store_true", help="no progress bar")
 
 
@@ -69,42 +104,53 @@ def _parse_indices(text: str | None) -> list[int] | None:
 
 
 def run(args: argparse.Namespace) -> int:
+    """Errors propagate to the CLI's one error boundary (colbench_gym.cli.dispatch): one line each."""
     from sweet_agent.evaluation import format_summary, summarize
     from sweet_agent.policies import load_policy
-    from sweet_agent.policies.base import PolicyError
-    from sweet_agent.policies.default_model import ModelNotAvailableError
-    from sweet_agent.rollout.collector import RolloutConfig, RolloutError, collect
+    from sweet_agent.rollout.collector import RolloutConfig, check_output_writable, collect, make_env, partial_path
     from sweet_agent.trajectories import read_trajectories
 
     try:
         sim_kwargs = json.loads(args.simulator_kwargs) if args.simulator_kwargs else None
     except json.JSONDecodeError as exc:
-        print(f"error: --simulator-kwargs is not JSON: {exc}", file=sys.stderr)
-        return 2
+        raise ValueError(f"--simulator-kwargs is not JSON: {exc}") from None
+    if sim_kwargs is not None and not isinstance(sim_kwargs, dict):
+        raise ValueError(f"--simulator-kwargs must be a JSON object, got {type(sim_kwargs).__name__}")
     is_endpoint = args.policy.startswith("openai:")
     concurrency = args.concurrency or (32 if is_endpoint else 8)
-    try:
-        sampling = SamplingParams(max_new_tokens=args.max_new_tokens, temperature=args.temperature,
-                                  top_p=args.top_p, top_k=args.top_k)
-        cfg = RolloutConfig(env_id=args.env, tasks=args.tasks, simulator=args.simulator, simulator_kwargs=sim_kwargs,
-                            num_tasks=args.episodes, task_indices=_parse_indices(args.task_indices),
-                            samples_per_task=args.k, seed=args.seed, sampling=sampling, concurrency=concurrency,
-                            max_turns=args.max_turns)
-        policy = load_policy(args.policy, base_url=args.base_url, api_key=args.api_key, dtype=args.dtype,
-                             device=args.device, max_batch_size=concurrency, concurrency=concurrency)
-    except (ValueError, PolicyError, ModelNotAvailableError) as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
+    sampling = SamplingParams(max_new_tokens=args.max_new_tokens, temperature=args.temperature,
+                              top_p=args.top_p, top_k=args.top_k)
+    cfg = RolloutConfig(env_id=args.env, tasks=args.tasks, simulator=args.simulator, simulator_kwargs=sim_kwargs,
+                        num_tasks=args.episodes, task_indices=_parse_indices(args.task_indices),
+                        samples_per_task=args.k, seed=args.seed, sampling=sampling, concurrency=concurrency,
+                        max_turns=args.max_turns)
+    # Everything that can be checked without a model is checked before one is loaded or called.
+    check_output_writable(args.output)
+    make_env(cfg).close()  # unknown --env / --tasks / --simulator fail here, naming the choices
+    extra = {}
+    if is_endpoint:  # default: adaptive from 4 up to 32 in flight; explicit: start at (and never pass) N
+        extra = {"initial_concurrency": args.concurrency, "timeout": args.request_timeout,
+                 "max_retries": args.max_retries}
+    policy = load_policy(args.policy, base_url=args.base_url, api_key=args.api_key, dtype=args.dtype,
+                         device=args.device, max_batch_size=concurrency, concurrency=concurrency, **extra)
+    if args.explore_rate > 0:
+        from sweet_agent.policies.exploration import ExplorationConfig, ExploringPolicy
+
+        policy = ExploringPolicy(policy, ExplorationConfig(rate=args.explore_rate, turns=args.explore_turns))
     try:
         result = collect(policy, cfg, args.output, resume=args.resume, overwrite=args.overwrite,
                          progress=not args.no_progress)
-    except (FileExistsError, RolloutError, PolicyError, RuntimeError) as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 1
+    except BaseException:
+        if args.overwrite and partial_path(args.output).exists():
+            print(f"note: {args.output} is untouched; the interrupted new run's episodes are in "
+                  f"{partial_path(args.output)}", file=sys.stderr)
+        raise
     finally:
         policy.close()
     rate = result.completion_tokens / result.wall_time if result.wall_time > 0 else 0.0
-    print(f"played {len(result.records)} episodes ({result.skipped} already in {args.output}) in "
+    failed = len(result.failed)
+    print(f"played {len(result.records)} episodes ({result.skipped} already in {args.output}"
+          f"{f', {failed} failed: see their error field' if failed else ''}) in "
           f"{result.wall_time:.1f} s, {result.completion_tokens} generated tokens ({rate:.1f} tok/s)")
     print(format_summary(summarize(read_trajectories(args.output)), title=str(args.output)))
     return 0

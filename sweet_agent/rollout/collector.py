@@ -16,12 +16,22 @@ episode's dialogue does not depend on the concurrency, the batch it shared, or a
 
 Each finished episode is appended and fsync'd at once (:class:`TrajectoryWriter`); ``resume``
 skips the episode ids already on disk, so an interrupted run continues with nothing lost or
-duplicated.
+duplicated, and refuses a file made with another seed, task source, k, policy or simulator.
+``overwrite`` writes the new run beside the old file and renames it over at the end.
+
+Faults cost one episode at most: a simulator reply that fails is retried (the env leaves the
+agent's turn unconsumed), and an episode whose policy or simulator fails for good (after the
+client's retries) is written as a *failed* record — ``"error"`` set, ``reward``/``success``
+null, ``meta.failed`` true — while the other episodes go on. Only a run of
+``max_consecutive_failures`` failures in a row (the server is down, the model name is wrong)
+stops the run, with that error.
 """
 
 from __future__ import annotations
 
 import asyncio
+import os
+import tempfile
 import time
 from collections import deque
 from collections.abc import Callable, Sequence
@@ -32,7 +42,10 @@ from typing import Any
 
 from sweet_agent.policies.base import Generation, Policy, SamplingParams, derive_seed
 from sweet_agent.prompts import agent_messages, env_kind, system_prompt
-from sweet_agent.trajectories import Record, TrajectoryWriter, episode_id, make_record
+from sweet_agent.trajectories import Record, TrajectoryWriter, episode_id, iter_trajectories, make_record
+
+#: A failed simulator reply is retried this many times (with backoff) before the episode fails.
+SIMULATOR_RETRIES = 2
 
 #: Without --episodes, a rollout plays every task of the source only up to this many.
 MAX_IMPLICIT_TASKS = 100_000
@@ -60,6 +73,8 @@ class RolloutConfig:
     concurrency: int = 8
     max_turns: int = 10
     system_prompt: str | None = None  # None: our instructions for the env (sweet_agent.prompts)
+    #: Stop the run (RolloutError) after this many failed episodes in a row; 0 = never.
+    max_consecutive_failures: int = 32
 
     def __post_init__(self) -> None:
         if self.samples_per_task < 1:
@@ -68,6 +83,14 @@ class RolloutConfig:
             raise ValueError(f"concurrency must be >= 1, got {self.concurrency}")
         if self.num_tasks is not None and self.num_tasks < 1:
             raise ValueError(f"num_tasks (--episodes) must be >= 1, got {self.num_tasks}")
+        if self.max_turns < 1:
+            raise ValueError(f"max_turns (--max-turns) must be >= 1, got {self.max_turns}")
+
+    def identity(self, policy_name: str) -> dict[str, Any]:
+        """What a resumed file must have been made with (stored in every record's ``meta``)."""
+        return {"env": self.env_id, "tasks": self.tasks if isinstance(self.tasks, str) else "custom",
+                "seed": self.seed, "k": self.samples_per_task, "policy": policy_name,
+                "simulator": self.simulator if isinstance(self.simulator, str) else type(self.simulator).__name__}
 
     @property
     def prompt(self) -> str:
@@ -93,12 +116,19 @@ class RolloutResult:
     completion_tokens: int
 
     @property
+    def failed(self) -> list[Record]:
+        """Episodes of this call recorded as failed (their ``error`` says why)."""
+        return [r for r in self.records if r.get("error")]
+
+    @property
     def success_rate(self) -> float:
-        return sum(bool(r.get("success")) for r in self.records) / max(1, len(self.records))
+        played = [r for r in self.records if not r.get("error")]
+        return sum(bool(r.get("success")) for r in played) / max(1, len(played))
 
     @property
     def mean_reward(self) -> float:
-        return sum(float(r["reward"]) for r in self.records) / max(1, len(self.records))
+        played = [r for r in self.records if r.get("reward") is not None]
+        return sum(float(r["reward"]) for r in played) / max(1, len(played))
 
 
 def make_env(cfg: RolloutConfig):
@@ -139,6 +169,7 @@ class _Episode:
         self.messages: list[dict[str, str]] = []
         self.tokens = 0
         self.truncated_turns = 0
+        self.prefilled: list[dict[str, Any]] = []  # exploration openers forced by a behaviour policy
         self.record: Record | None = None
         self.env_seed = derive_seed(cfg.seed, "env", spec.task_index, spec.sample)
 
@@ -153,16 +184,59 @@ class _Episode:
         return derive_seed(self.cfg.seed, "policy", self.spec.task_index, self.spec.sample, self.turn)
 
     def step(self, gen: Generation) -> bool:
-        """Apply one agent turn; returns True when the episode ended (``self.record`` is set)."""
+        """Apply one agent turn; returns True when the episode ended (``self.record`` is set).
+
+        A failed simulator reply leaves the turn unconsumed in the env, so the same action is
+        stepped again (``SIMULATOR_RETRIES`` times, with backoff) before the error propagates.
+        """
+        from colbench_gym.simulators import SimulatorError
+        from colbench_gym.simulators.openai_resilience import backoff
+
+        for attempt in range(SIMULATOR_RETRIES + 1):
+            try:
+                _, reward, terminated, truncated, info = self.env.step(gen.text)
+                break
+            except SimulatorError:
+                if attempt >= SIMULATOR_RETRIES:
+                    raise
+                time.sleep(backoff(attempt))
         self.turn += 1
         self.tokens += gen.completion_tokens
         self.truncated_turns += gen.finish_reason == "length"
-        _, reward, terminated, truncated, info = self.env.step(gen.text)
+        if gen.prefix:
+            self.prefilled.append({"turn": self.turn - 1, "opener": gen.prefix})
         self.messages = info["messages"]
         if terminated or truncated:
             self.record = self._finish(reward, info)
             return True
         return False
+
+    def fail(self, exc: BaseException) -> Record:
+        """Record this episode as failed: the dialogue so far, ``error``, reward and success null."""
+        error = f"{type(exc).__name__}: {' '.join(str(exc).split())}"[:2000]
+        try:
+            task = self.env.unwrapped.task_source[self.spec.task_index].to_record()
+        except Exception:  # the task itself may be what failed
+            task = {"problem_description": f"<task {self.spec.task_index} could not be loaded>"}
+        meta = {**self._meta({}), "failed": True, "error": error}
+        rec = make_record(task, self.messages or [{"role": "user", "content": task["problem_description"]}],
+                          answer="", reward=0.0, success=None, meta=meta)
+        rec["reward"] = None  # absent: a failed episode has no score (evaluate counts it apart)
+        rec["error"] = error
+        self.record = rec
+        return rec
+
+    def _meta(self, info: dict[str, Any]) -> dict[str, Any]:
+        return {
+            **self.cfg.identity(self.policy_name),
+            "episode_id": self.spec.id, "task_index": self.spec.task_index, "sample": self.spec.sample,
+            "task_id": info.get("task_id"), "env_seed": self.env_seed, "turns": self.turn,
+            "max_turns": self.cfg.max_turns, "completion_tokens": self.tokens,
+            "length_truncated_turns": self.truncated_turns,
+            "sampling": {"temperature": self.cfg.sampling.temperature, "top_p": self.cfg.sampling.top_p,
+                         "top_k": self.cfg.sampling.top_k, "max_new_tokens": self.cfg.sampling.max_new_tokens},
+            "system_prompt": self.cfg.prompt,
+        }
 
     def _finish(self, env_reward: float, info: dict[str, Any]) -> Record:
         task = self.env.unwrapped.task.to_record()  # training-time only: the official record
@@ -173,19 +247,10 @@ class _Episode:
         else:
             reward = float(env_reward)
         success = info.get("success")
-        meta = {
-            "episode_id": self.spec.id, "task_index": self.spec.task_index, "sample": self.spec.sample,
-            "task_id": info.get("task_id"), "seed": self.cfg.seed, "env_seed": self.env_seed,
-            "env": self.cfg.env_id, "tasks": self.cfg.tasks if isinstance(self.cfg.tasks, str) else "custom",
-            "simulator": self.cfg.simulator if isinstance(self.cfg.simulator, str) else type(self.cfg.simulator).__name__,
-            "policy": self.policy_name, "turns": self.turn, "ended_by": info.get("ended_by"),
-            "tests_passed": info.get("tests_passed"), "tests_total": info.get("tests_total"),
-            "grade_error": info.get("grade_error"), "completion_tokens": self.tokens,
-            "length_truncated_turns": self.truncated_turns,
-            "sampling": {"temperature": self.cfg.sampling.temperature, "top_p": self.cfg.sampling.top_p,
-                         "top_k": self.cfg.sampling.top_k, "max_new_tokens": self.cfg.sampling.max_new_tokens},
-            "system_prompt": self.cfg.prompt,
-        }
+        meta = {**self._meta(info), "ended_by": info.get("ended_by"), "tests_passed": info.get("tests_passed"),
+                "tests_total": info.get("tests_total"), "grade_error": info.get("grade_error")}
+        if self.prefilled:  # behaviour policy != target policy on these turns (policies.exploration)
+            meta["exploration"] = {"prefilled_turns": self.prefilled}
         return make_record(task, self.messages, answer=str(info.get("answer", "")), reward=reward,
                            success=None if success is None else bool(success), meta=meta)
 
@@ -196,32 +261,94 @@ def _progress(total: int, enabled: bool, desc: str):
     return tqdm(total=total, disable=not enabled, desc=desc, unit="ep", dynamic_ncols=True)
 
 
+_FLAGS = {"env": "--env", "tasks": "--tasks", "seed": "--seed", "k": "--k", "policy": "--policy",
+          "simulator": "--simulator"}
+
+
+def check_output_writable(path: str | Path) -> None:
+    """Fail before any model call if ``path`` cannot be written (folder missing and not creatable,
+    read-only, a folder itself, ...), naming the path and what to do."""
+    path = Path(path)
+    parent = path.parent
+    try:
+        parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise RolloutError(f"--output {path}: cannot create its folder {parent} ({exc.strerror or exc}); "
+                           "pick a writable --output") from None
+    if path.is_dir():
+        raise RolloutError(f"--output {path} is a folder; give a file name such as {path / 'rollout.jsonl'}")
+    if path.exists() and not os.access(path, os.W_OK):
+        raise RolloutError(f"--output {path} is not writable; fix its permissions or pick another --output")
+    try:
+        fd, probe = tempfile.mkstemp(dir=parent, prefix=f".{path.name}.", suffix=".write-test")
+        os.close(fd)
+        os.unlink(probe)
+    except OSError as exc:
+        raise RolloutError(f"--output {path}: cannot write in {parent} ({exc.strerror or exc}); "
+                           "pick a writable --output") from None
+
+
+def check_resume_identity(path: str | Path, identity: dict[str, Any]) -> None:
+    """Refuse to resume a file made with other settings (naming each difference)."""
+    path = Path(path)
+    if not path.exists() or path.stat().st_size == 0:
+        return
+    for rec in iter_trajectories(path, validate=False):
+        meta = rec.get("meta") if isinstance(rec, dict) else None
+        if not isinstance(meta, dict):
+            continue
+        diffs = [f"{_FLAGS[k]} {meta[k]!r} (now {v!r})" for k, v in identity.items()
+                 if k in meta and meta[k] != v]
+        if diffs:
+            raise RolloutError(f"--resume: {path} was made with {', '.join(diffs)}; resume with the same settings, "
+                               "or write a new --output (or --overwrite it)")
+        return
+
+
+def partial_path(path: str | Path) -> Path:
+    """Where ``--overwrite`` writes the new run until it is complete."""
+    path = Path(path)
+    return path.with_name(path.name + ".partial")
+
+
 def collect(policy: Policy, cfg: RolloutConfig, output: str | Path | None = None, *, resume: bool = False,
             overwrite: bool = False, progress: bool = True,
             on_record: Callable[[Record], None] | None = None) -> RolloutResult:
     """Play the planned episodes with ``policy``; append each finished one to ``output``.
 
-    Returns the records played by this call. With ``resume=True`` the episodes already in
-    ``output`` are skipped (their ids come from ``meta.episode_id``).
+    Returns the records played by this call (failed episodes included, with ``error`` set).
+    With ``resume=True`` the episodes already in ``output`` are skipped (their ids come from
+    ``meta.episode_id``); the file must have been made with the same settings. With
+    ``overwrite=True`` an existing ``output`` stays untouched until the new run is complete:
+    the new records go to ``<output>.partial``, renamed over ``output`` at the end.
     """
     envs: list[Any] = []
     writer: TrajectoryWriter | None = None
+    out = Path(output) if output is not None else None
+    target = out
     try:
+        if out is not None:
+            check_output_writable(out)
         probe = make_env(cfg)
         envs.append(probe)
         specs = plan_episodes(cfg, len(probe.unwrapped.task_source))  # before touching the output file
-        if output is not None:
-            writer = TrajectoryWriter(output, resume=resume, overwrite=overwrite)
+        if out is not None:
+            if resume:
+                check_resume_identity(out, cfg.identity(policy.name))
+            if overwrite and out.exists() and out.stat().st_size > 0:
+                target = partial_path(out)
+            writer = TrajectoryWriter(target, resume=resume, overwrite=overwrite)
         done = writer.done if writer is not None else {}
         todo = [s for s in specs if s.id not in done]
         skipped = len(specs) - len(todo)
         records: list[Record] = []
         tokens = 0
+        failures_in_a_row = 0
         t0 = time.perf_counter()
         bar = _progress(len(todo), progress, f"{cfg.env_id} {policy.name}")
 
         def finished(ep: _Episode) -> None:
-            nonlocal tokens
+            nonlocal tokens, failures_in_a_row
             assert ep.record is not None
             if writer is not None:
                 writer.write(ep.record)
@@ -230,7 +357,13 @@ def collect(policy: Policy, cfg: RolloutConfig, output: str | Path | None = None
             if on_record is not None:
                 on_record(ep.record)
             bar.update(1)
-            bar.set_postfix(success=f"{sum(bool(r.get('success')) for r in records)}/{len(records)}")
+            n_failed = sum(bool(r.get("error")) for r in records)
+            bar.set_postfix(success=f"{sum(bool(r.get('success')) for r in records)}/{len(records)}",
+                            **({"failed": n_failed} if n_failed else {}))
+            failures_in_a_row = failures_in_a_row + 1 if ep.record.get("error") else 0
+            if cfg.max_consecutive_failures and failures_in_a_row >= cfg.max_consecutive_failures:
+                raise RolloutError(f"{failures_in_a_row} episodes in a row failed, the last with: "
+                                   f"{ep.record['error']}; fix the cause, then rerun with --resume")
 
         concurrency = min(cfg.concurrency, max(1, len(todo)))
         while len(envs) < concurrency:
@@ -241,13 +374,25 @@ def collect(policy: Policy, cfg: RolloutConfig, output: str | Path | None = None
             else:
                 _run_batched(policy, cfg, todo, envs[:concurrency], finished)
         bar.close()
-        return RolloutResult(Path(output) if output is not None else None, records, skipped,
-                             time.perf_counter() - t0, tokens)
+        if writer is not None:
+            writer.close()
+            if target != out:
+                os.replace(target, out)  # the previous output is replaced only by a complete run
+        return RolloutResult(out, records, skipped, time.perf_counter() - t0, tokens)
     finally:
         for env in envs:
             env.close()
         if writer is not None:
             writer.close()
+
+
+def _attempt(ep: _Episode, fn: Callable[..., Any], *args: Any) -> Any:
+    """Run one episode's reset/step; an error ends that episode as failed (True = ended)."""
+    try:
+        return fn(*args)
+    except Exception as exc:  # one bad reply or task costs this episode, never the run
+        ep.fail(exc)
+        return True
 
 
 def _run_batched(policy: Policy, cfg: RolloutConfig, todo: list[EpisodeSpec], envs: list[Any],
@@ -261,10 +406,15 @@ def _run_batched(policy: Policy, cfg: RolloutConfig, todo: list[EpisodeSpec], en
                 if ep is None and queue:
                     slots[i] = _Episode(queue.popleft(), envs[i], cfg, policy.name)
                     starting.append(slots[i])
-            list(pool.map(_Episode.reset, starting))
+            for ep, end in zip(starting, list(pool.map(lambda e: _attempt(e, e.reset), starting))):
+                if end:
+                    finished(ep)
+                    slots[slots.index(ep)] = None
             active = [ep for ep in slots if ep is not None]
+            if not active:
+                continue
             gens = policy.generate([ep.prompt() for ep in active], cfg.sampling, [ep.seed() for ep in active])
-            ended = list(pool.map(_Episode.step, active, gens))
+            ended = list(pool.map(lambda e, g: _attempt(e, e.step, g), active, gens))
             for ep, end in zip(active, ended):
                 if end:
                     finished(ep)
@@ -283,12 +433,15 @@ async def _run_async(policy: Policy, cfg: RolloutConfig, todo: list[EpisodeSpec]
             env = await free.get()
             try:
                 ep = _Episode(spec, env, cfg, policy.name)
-                await loop.run_in_executor(pool, ep.reset)
-                while True:
-                    gen = (await policy.agenerate([ep.prompt()], cfg.sampling, [ep.seed()]))[0]
-                    if await loop.run_in_executor(pool, ep.step, gen):
-                        finished(ep)
-                        return
+                try:
+                    await loop.run_in_executor(pool, ep.reset)
+                    while True:
+                        gen = (await policy.agenerate([ep.prompt()], cfg.sampling, [ep.seed()]))[0]
+                        if await loop.run_in_executor(pool, ep.step, gen):
+                            break
+                except Exception as exc:  # one bad reply costs this episode, never the run
+                    ep.fail(exc)
+                finished(ep)
             finally:
                 free.put_nowait(env)
 

@@ -1,0 +1,129 @@
+"""Question-asking exploration: a behaviour policy that sometimes starts the agent's turn with a
+question opener and lets the model finish the question.
+
+Why: a small instruct model never asks a clarifying question unprompted (measured here: 0 of 32
+episodes at temperature 1.0), so an offline dataset of its own rollouts holds nothing for RFT,
+multi-turn DPO or SWEET-RL to reinforce. Temperature alone does not help; forcing the first
+words of a question does — with the first agent turn prefilled with "Before I write the
+function, one question: " the same 0.5B model passed 28 % of the hidden tests instead of 5 %
+(DESIGN.md). The model writes the question itself; only the opener is forced.
+
+Honesty about what the data is: the exploring policy is a *behaviour* policy, not the model.
+Every prefilled turn keeps its opener in :attr:`Generation.prefix`; the rollout collector
+records which turns were prefilled (``meta.exploration``) and names the policy
+``"<model>+explore(...)"``, so a trajectory never passes for the target policy's own
+behaviour. Training on such data (RFT, DPO) teaches the target policy to produce the whole
+turn — opener included — on its own, which is the point.
+
+Decisions are a pure function of the turn's seed (which the collector derives from the run seed,
+task, sample and turn), so an exploring rollout is as reproducible and resumable as any other.
+A prefilled turn stops at the first ``?`` (plus a small token cap): it is a question, not an
+answer, and it costs few tokens.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+
+from sweet_agent.policies.base import Generation, Messages, Policy, PolicyError, SamplingParams, derive_seed
+
+#: Openers in our own words; the model completes each into a concrete question.
+#: Probed on the 0.5B model: looser openers ("Quick question before I start: ") were completed
+#: with non-questions ("2021 is the year.") far more often than these.
+DEFAULT_OPENERS: tuple[str, ...] = (
+    "Before I write the function, one question: ",
+    "Before I write the function, one question: what is the exact ",
+    "Before I write the function, one question: what ",
+)
+
+
+@dataclass(frozen=True)
+class ExplorationConfig:
+    """How often to force a question.
+
+    rate:
+        Probability that an eligible agent turn is prefilled with an opener (0 = never: the
+        behaviour policy is the model itself).
+    turns:
+        Only the first ``turns`` agent turns are eligible (the first question is the one that
+        pays most; later turns should use the answer).
+    question_tokens:
+        Token cap of a prefilled turn (a question is short).
+    openers:
+        The forced starts, one picked per prefilled turn (seeded).
+    """
+
+    rate: float = 0.5
+    turns: int = 1
+    question_tokens: int = 48
+    openers: tuple[str, ...] = DEFAULT_OPENERS
+
+    def __post_init__(self) -> None:
+        if not 0.0 <= self.rate <= 1.0:
+            raise ValueError(f"exploration rate must be in [0, 1], got {self.rate}")
+        if self.turns < 1:
+            raise ValueError(f"exploration turns must be >= 1, got {self.turns}")
+        if self.question_tokens < 4:
+            raise ValueError(f"question_tokens must be >= 4, got {self.question_tokens}")
+        if not self.openers or not all(isinstance(o, str) and o.strip() for o in self.openers):
+            raise ValueError("openers must be a non-empty tuple of non-empty strings")
+
+    def describe(self) -> str:
+        return f"explore(rate={self.rate:g},turns={self.turns})"
+
+    def opener_for(self, messages: Messages, seed: int | None) -> str | None:
+        """The opener forced on this turn, or None. ``seed`` is the turn's sampling seed."""
+        if self.rate <= 0 or seed is None:
+            return None
+        turn = sum(1 for m in messages if m.get("role") == "assistant")
+        if turn >= self.turns:
+            return None
+        u = derive_seed(seed, "explore") / float(2**63)
+        if u >= self.rate:
+            return None
+        return self.openers[derive_seed(seed, "opener") % len(self.openers)]
+
+
+class ExploringPolicy(Policy):
+    """Wraps a policy that supports assistant prefixes; prefills some turns with question openers.
+
+    The wrapped policy does all the generation. Turns without an opener are generated exactly
+    as the wrapped policy would (same seeds, same sampling), so with ``rate=0`` this is the
+    wrapped policy.
+    """
+
+    def __init__(self, base: Policy, config: ExplorationConfig):
+        if not getattr(base, "supports_prefix", False):
+            raise PolicyError(f"{base!r} cannot continue a forced start of a turn; question exploration needs a "
+                              "local transformers policy")
+        self.base, self.config = base, config
+        self.name = f"{base.name}+{config.describe()}"
+        self.max_batch_size = base.max_batch_size
+
+    def generate(self, conversations: Sequence[Messages], sampling: SamplingParams | None = None,
+                 seeds: Sequence[int | None] | None = None) -> list[Generation]:
+        sampling = sampling or getattr(self.base, "default_sampling", None) or SamplingParams()
+        seeds = list(seeds) if seeds is not None else [None] * len(conversations)
+        openers = [self.config.opener_for(c, s) for c, s in zip(conversations, seeds)]
+        out: list[Generation | None] = [None] * len(conversations)
+        plain = [i for i, o in enumerate(openers) if o is None]
+        asked = [i for i, o in enumerate(openers) if o is not None]
+        if plain:
+            for i, g in zip(plain, self.base.generate([conversations[i] for i in plain], sampling,
+                                                      [seeds[i] for i in plain])):
+                out[i] = g
+        if asked:
+            q_sampling = sampling.with_(max_new_tokens=min(sampling.max_new_tokens, self.config.question_tokens),
+                                        stop=("?",))
+            gens = self.base.generate([conversations[i] for i in asked], q_sampling, [seeds[i] for i in asked],
+                                      prefixes=[openers[i] for i in asked])  # type: ignore[call-arg]
+            for i, g in zip(asked, gens):
+                text = g.text.rstrip()
+                if not text.endswith("?"):
+                    text += "?"  # the stop string is cut off; a question keeps its mark
+                out[i] = replace(g, text=text)
+        return out  # type: ignore[return-value]
+
+    def close(self) -> None:
+        self.base.close()
