@@ -8,7 +8,9 @@ What it shows, end to end on CPU with no network and no GPU:
    human simulator, all episodes batched together;
 3. every finished episode is appended to ``runs/demo/trajectories.jsonl`` in the official
    offline record shape, then the file is graded again in the sandbox and summarised with the
-   paper's metrics, and read back as a Hugging Face dataset.
+   paper's metrics, and read back as a Hugging Face dataset;
+4. the static trajectory viewer is written to ``runs/demo/viewer/index.html`` (open it from
+   ``file://``: transcripts, per-test verdicts, metrics with confidence intervals).
 
 Run ``python -m examples.demo --help`` for the knobs (more tasks, samples, tokens).
 """
@@ -88,6 +90,11 @@ def main(argv: list[str] | None = None) -> int:
     ds = to_hf_dataset(out)
     print(f"\n[demo] as a Hugging Face dataset: {ds.num_rows} rows, columns {ds.column_names}")
     print(f"[demo] evaluate again any time with: sweet-agent evaluate {out}")
+
+    from sweet_agent.viewer import ViewConfig, build_site
+
+    index = build_site(ViewConfig(runs=[str(out)], output=str(out.parent / "viewer"), names=["demo"]), progress=False)
+    print(f"[demo] trajectory viewer: file://{index.resolve()}")
     return 0
 
 

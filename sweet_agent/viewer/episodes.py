@@ -188,15 +188,15 @@ def build_episode(rec: Mapping[str, Any], *, run: int, position: int, opts: View
         "task_id": m.task_id, "task": _clip(task_title(task), 200), "sample": m.sample, "kind": m.kind,
         "reward": m.reward, "success": m.success, "tests_passed": m.tests_passed, "similarity": m.similarity,
         "turns": m.turns, "questions": m.questions, "ended_by": _clip(meta.get("ended_by") or "", 100),
-        "error": _clip(rec.get("error") or meta.get("error") or meta.get("grade_error") or "", 2000) or None,
+        "error": _clip(rec.get("error") or meta.get("error") or "", 2000) or None,
+        "grade_error": _clip(meta.get("grade_error") or "", 2000) or None,
         "request": _clip(task.get("problem_description")), "answer": _clip(answer), "transcript": turns,
     }
     if scores is not None and scores:
         ep["credit_best"] = max(range(len(scores)), key=lambda i: scores[i])
     if m.kind == "backend" and verdicts is not None and opts.tests and "test_cases" in task:
         ep["tests"], grade_error = verdicts(task, answer)
-        if grade_error:
-            ep["grade_error"] = grade_error
+        ep["grade_error"] = grade_error
     if m.kind == "frontend" and shots is not None and opts.screenshots:
         png = answer.strip() if answer.strip().lower().endswith(".png") else None
         ep["answer_shot"] = (shots.image_file(png, base) if png else None) or shots.html(

@@ -34,8 +34,8 @@
     return f(est.mean) + " [" + f(est.low) + ", " + f(est.high) + "] n=" + est.n;
   }
   function outcome(ep) {
-    if (ep.error || ep.grade_error) return "error";
-    if (ep.kind === "backend") return ep.success === 1 ? "success" : "failed";
+    if (ep.error) return "error";
+    if (ep.kind === "backend") return ep.success === 1 ? "success" : (ep.grade_error ? "failed (grading error)" : "failed");
     return ep.reward === null ? "no score" : "similarity " + fmt(ep.reward, 3);
   }
   function table(headers, rows) {
@@ -150,7 +150,7 @@
       var o = outcome(ep);
       if (oc === "success" && o !== "success") return false;
       if (oc === "failed" && (o === "success" || o === "error")) return false;
-      if (oc === "errors" && o !== "error") return false;
+      if (oc === "errors" && !(ep.error || ep.grade_error)) return false;
       if (!Number.isNaN(tmin) && ep.turns < tmin) return false;
       if (!Number.isNaN(tmax) && ep.turns > tmax) return false;
       if (q && searchText(ep).indexOf(q) < 0) return false;
