@@ -12,6 +12,7 @@ validator every reader calls, each asking for the keys it needs.
 
 from __future__ import annotations
 
+import ast
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -135,6 +136,16 @@ class BackendTask:
         for name, call in tests.items():
             if not isinstance(call, str) or not call.strip():
                 raise TaskFormatError(f"{where}: test case {name!r} must be a call expression string")
+            try:
+                ast.parse(call.strip(), mode="eval")
+            except (SyntaxError, ValueError):
+                raise TaskFormatError(f"{where}: test case {name!r} is not a Python expression: {call[:80]!r}") from None
+        try:  # a reference that does not parse would make every test impossible to pass
+            ast.parse(gt)
+        except (SyntaxError, ValueError) as exc:
+            line = f" at line {exc.lineno}" if isinstance(exc, SyntaxError) and exc.lineno else ""
+            raise TaskFormatError(f"{where}: 'ground_truth' is not valid Python{line} "
+                                  f"({exc.msg if isinstance(exc, SyntaxError) else exc})") from None
         extra = {k: v for k, v in record.items() if k not in ("problem_description", "ground_truth", "test_cases")}
         return cls(desc, gt, {str(k): v for k, v in tests.items()}, extra)
 
