@@ -76,6 +76,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         "recorded in meta.exploration). 0 = off (default: %(default)s)")
     g.add_argument("--explore-turns", type=int, default=1, metavar="N",
                    help="agent turns eligible for exploration, from the first (default: %(default)s)")
+    g.add_argument("--best-of", type=int, default=1, metavar="N",
+                   help="critic-guided decoding: sample N candidates per turn, keep the one --critic scores highest "
+                        "(sweet_agent.best_of_n; needs a critic trained with --no_use_privileged_info) (default: 1 = off)")
+    g.add_argument("--critic", default=None, metavar="DIR", help="train-critic output directory for --best-of")
 
     g = parser.add_argument_group("execution and output")
     g.add_argument("--output", "-o", required=True, help="trajectory JSONL to write")
@@ -137,6 +141,13 @@ def run(args: argparse.Namespace) -> int:
         from sweet_agent.policies.exploration import ExplorationConfig, ExploringPolicy
 
         policy = ExploringPolicy(policy, ExplorationConfig(rate=args.explore_rate, turns=args.explore_turns))
+    if args.best_of > 1:
+        from sweet_agent.best_of_n import BestOfNPolicy
+
+        if not args.critic:
+            policy.close()
+            raise SystemExit("error: --best-of needs --critic DIR (a train-critic output)")
+        policy = BestOfNPolicy.from_dir(policy, args.critic, args.best_of)
     try:
         result = collect(policy, cfg, args.output, resume=args.resume, overwrite=args.overwrite,
                          progress=not args.no_progress)
