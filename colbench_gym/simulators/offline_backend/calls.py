@@ -35,6 +35,12 @@ _STR_METHODS = {"lower": "{x} in lowercase", "upper": "{x} in uppercase", "strip
                 "lstrip": "{x} trimmed on the left", "rstrip": "{x} trimmed on the right",
                 "swapcase": "{x} with letter case swapped"}
 
+#: Builtins called with an argument that read as a phrase around it ({x}: the first argument).
+_ONE_ARG_CALLS = {"len": "the length of {x}", "sum": "the sum of {x}", "abs": "the absolute value of {x}",
+                  "str": "{x} as text", "bool": "whether {x} is non-empty", "list": "{x}", "tuple": "{x} as a tuple",
+                  "set": "the distinct {x}", "reversed": "{x} reversed", "enumerate": "{x} with positions",
+                  "any": "any of {x}", "all": "all of {x}", "dict": "{x} as a dict"}
+
 
 class CallPhrases:
     """Calls, sort keys and type checks in words; a part of :class:`.speaker.Speaker`."""
@@ -45,10 +51,8 @@ class CallPhrases:
         if isinstance(func, ast.Name):
             f = func.id
             a = [self.say(x, 5) for x in args]
-            if f == "len" and args:
-                return f"the length of {a[0]}"
-            if f == "sum" and args:
-                return f"the sum of {a[0]}"
+            if f in _ONE_ARG_CALLS and args:
+                return _ONE_ARG_CALLS[f].format(x=a[0])
             if f in ("max", "min") and args:
                 return self._extreme(f, node)
             if f == "round" and args:
@@ -58,8 +62,6 @@ class CallPhrases:
                     self.numbers.add(float(digits))
                     return f"{inner}, rounded to {digits} decimal{'s' if digits != 1 else ''}"
                 return f"{inner}, rounded to a whole number"
-            if f == "abs" and args:
-                return f"the absolute value of {a[0]}"
             if f in ("int",) and args:
                 if isinstance(args[0], ast.Call) and isinstance(args[0].func, ast.Name) and args[0].func.id == "round":
                     return self.say(args[0], 5)
@@ -71,32 +73,16 @@ class CallPhrases:
                 if isinstance(args[0], ast.Constant) and isinstance(args[0].value, str):
                     return {"inf": "infinity", "-inf": "minus infinity"}.get(args[0].value.lower(), a[0])
                 return f"{a[0]} as a decimal number"
-            if f == "str" and args:
-                return f"{a[0]} as text"
-            if f == "bool" and args:
-                return f"whether {a[0]} is non-empty"
             if f == "sorted" and args:
                 return self.sorted_phrase(node)
-            if f in ("list", "tuple") and args:
-                return a[0] if f == "list" else f"{a[0]} as a tuple"
-            if f == "set" and args:
-                return f"the distinct {a[0]}"
-            if f == "reversed" and args:
-                return f"{a[0]} reversed"
-            if f == "enumerate" and args:
-                return f"{a[0]} with positions"
             if f == "zip" and args:
                 return join_and(a) + " side by side"
             if f == "range" and args:
                 if len(args) == 1:
                     return f"0 up to {a[0]} (not included)"
                 return f"{a[0]} up to {a[1]} (not included)"
-            if f in ("any", "all") and args:
-                return f"{'any' if f == 'any' else 'all'} of {a[0]}"
             if f == "isinstance" and len(args) == 2:
                 return f"{a[0]} is {self.type_phrase(args[1])}"
-            if f == "dict" and args:
-                return f"{a[0]} as a dict"
             if f == "dict" and not args and kw:
                 return "a dict with " + join_and([f"'{k}' ({self.say(v)})" for k, v in kw.items()])
             if f in _TYPE_WORDS and not args:

@@ -9,6 +9,7 @@ state (``say``, ``cond_defs``, ``param_kinds``, ...) it uses.
 from __future__ import annotations
 
 import ast
+from collections.abc import Callable
 
 from colbench_gym.simulators.offline_backend.syntax import CMP_FLIP, const_key, is_const
 from colbench_gym.simulators.offline_backend.wording import CMP_WORDS, humanise, join_and, singular
@@ -35,12 +36,9 @@ class ConditionPhrases:
             if fname in ("isinstance", "startswith", "endswith", "any", "all") or fname.startswith("is"):
                 return text
             return f"{text} holds"
-        if isinstance(node, ast.Name) and node.id in self.cond_defs and node.id not in self.expanding:
-            self.expanding.add(node.id)
-            try:
-                return self.cond(self.cond_defs[node.id])
-            finally:
-                self.expanding.discard(node.id)
+        defined = self._through_definition(node, self.cond)
+        if defined is not None:
+            return defined
         if isinstance(node, ast.Name) and self.param_kinds.get(node.id) == "true or false":
             return f"{node.id} is true"
         if isinstance(node, (ast.Name, ast.Attribute, ast.Subscript)):
@@ -48,12 +46,9 @@ class ConditionPhrases:
         return self.say(node)
 
     def negate(self, node: ast.AST) -> str:
-        if isinstance(node, ast.Name) and node.id in self.cond_defs and node.id not in self.expanding:
-            self.expanding.add(node.id)
-            try:
-                return self.negate(self.cond_defs[node.id])
-            finally:
-                self.expanding.discard(node.id)
+        defined = self._through_definition(node, self.negate)
+        if defined is not None:
+            return defined
         if isinstance(node, ast.BoolOp):
             word = " or " if isinstance(node.op, ast.And) else " and "
             return word.join(self.negate(v) for v in node.values)
@@ -81,6 +76,18 @@ class ConditionPhrases:
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "isinstance":
             return f"{self.say(node.args[0])} is not {self.type_phrase(node.args[1])}"
         return f"it is not the case that {self.cond(node)}"
+
+    def _through_definition(self, node: ast.AST, say: Callable[[ast.AST], str]) -> str | None:
+        """A local that holds a condition (``night = hour >= 22``) said through its definition
+        ("hour is at least 22"), once per local (a definition that refers to itself is not
+        followed again); None for anything else."""
+        if not (isinstance(node, ast.Name) and node.id in self.cond_defs and node.id not in self.expanding):
+            return None
+        self.expanding.add(node.id)
+        try:
+            return say(self.cond_defs[node.id])
+        finally:
+            self.expanding.discard(node.id)
 
     def compare(self, node: ast.Compare) -> str:
         items = [node.left, *node.comparators]
