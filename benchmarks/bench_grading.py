@@ -13,6 +13,7 @@ Measured side by side in one run on this machine:
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import statistics
 import subprocess
@@ -83,6 +84,24 @@ def bench_parallel(n: int, threads: int = 2) -> float:
         return per * threads / (time.perf_counter() - t0)
 
 
+def bench_forged_frames(reps: int = 5) -> tuple[float, float]:
+    """ms for the trusted side to refuse two forged result frames (bounded work, no exception):
+    20 000 ints built to collide in hashing (quadratic if decoded naively), 250 000 elements."""
+    from colbench_gym.grading.wire import READY, parse_segments  # noqa: PLC0415
+
+    p = 2**61 - 1
+    flood = json.dumps({"t": "r", "i": 0, "v": ["S", [["i", format(k * p, "x")] for k in range(1, 20_001)]]})
+    wide = json.dumps({"t": "r", "i": 0, "v": ["l", [["n"]] * 250_000]})
+    out = []
+    for line in (flood, wide):
+        t0 = time.perf_counter()
+        for _ in range(reps):
+            outs, err = parse_segments([{"start": 0, "lines": [READY, line], "end": "done"}], 1)
+            assert outs[0].kind == "missing" and err
+        out.append((time.perf_counter() - t0) / reps * 1000)
+    return out[0], out[1]
+
+
 def bench_cold(runs: int, autoload: bool) -> list[float]:
     """One ``python -m pytest`` process per submission on a generated 10-test file."""
     expected = {}
@@ -128,6 +147,7 @@ def main() -> int:
     par_rate = bench_parallel(args.n)
     cold = bench_cold(args.cold, autoload=False)
     cold_auto = bench_cold(max(2, args.cold // 4), autoload=True)
+    flood_ms, wide_ms = bench_forged_frames()
     med, p90 = statistics.median(warm), statistics.quantiles(warm, n=10)[-1]
     cold_med, cold_auto_med = statistics.median(cold), statistics.median(cold_auto)
     ratio = cold_med / med
@@ -140,6 +160,8 @@ def main() -> int:
         ("cold pytest process per submission, median ms", f"{cold_auto_med:8.1f}", "(no sandbox, autoload on)"),
         ("speed-up, warm vs cold (autoload off)", f"{ratio:7.1f}x", "(target >= 30x)"),
         ("speed-up, warm vs cold (autoload on)", f"{cold_auto_med / med:7.1f}x", ""),
+        ("forged frame: 20 000 hash-colliding ints, ms to refuse", f"{flood_ms:8.1f}", "(bounded, no exception)"),
+        ("forged frame: 250 000 elements, ms to refuse", f"{wide_ms:8.1f}", "(bounded, no exception)"),
     ]
     for name, value, note in rows:
         print(f"{name:<62}{value}  {note}")

@@ -44,6 +44,7 @@ _PRELOAD = ("math", "re", "json", "collections", "itertools", "functools", "date
 IS_INIT = False  # set in main(): PID namespace init, kill(-1) reaches every other process
 _libc = None
 _FILTER = None  # the child's seccomp program, built once in main()
+_FILTER_REF = None  # ctypes.byref(_FILTER), made in the worker: a child only calls, never builds
 
 _CLONE_NEWIPC, _CLONE_NEWUSER = 0x08000000, 0x10000000
 _CLONE_NS_FLAGS = 0x7E020000  # NEWNS | NEWCGROUP | NEWUTS | NEWIPC | NEWUSER | NEWPID | NEWNET
@@ -112,13 +113,11 @@ def _new_ipc_namespace():
 
 def _seccomp():
     """Install the filter (no_new_privs first, as an unprivileged process must)."""
-    if _libc is None or _FILTER is None:
+    if _libc is None or _FILTER_REF is None:
         return False
-    import ctypes
-
     if _libc.prctl(38, 1, 0, 0, 0) != 0:  # PR_SET_NO_NEW_PRIVS
         return False
-    return _libc.prctl(22, 2, ctypes.byref(_FILTER), 0, 0) == 0  # PR_SET_SECCOMP, SECCOMP_MODE_FILTER
+    return _libc.prctl(22, 2, _FILTER_REF, 0, 0) == 0  # PR_SET_SECCOMP, SECCOMP_MODE_FILTER
 
 
 class Unencodable(Exception):
@@ -467,7 +466,7 @@ def wipe(root):
 
 
 def main():
-    global IS_INIT, _libc, _FILTER
+    global IS_INIT, _libc, _FILTER, _FILTER_REF
     for name in _PRELOAD:
         try:
             __import__(name)
@@ -482,6 +481,8 @@ def main():
         if not IS_INIT:
             _libc.prctl(36, 1, 0, 0, 0)  # PR_SET_CHILD_SUBREAPER: orphans come back to us
         _FILTER = _build_filter()
+        _FILTER_REF = ctypes.byref(_FILTER) if _FILTER is not None else None
+        _libc.unshare  # noqa: B018 - resolve the symbol here: each child would pay the lookup (and its page faults)
     except Exception:  # noqa: BLE001
         pass
     signal.signal(signal.SIGPIPE, signal.SIG_DFL)
