@@ -373,7 +373,7 @@ def _annotation_phrase(node: ast.AST | None, depth: int = 0) -> str | None:
         try:
             return _annotation_phrase(ast.parse(node.value, mode="eval").body, depth + 1)
         except SyntaxError:
-            return None
+            return None  # a string hint may be any prose ("price list"): not a type, so no type from it
     if isinstance(node, ast.Name):
         return _ANNOTATION_WORDS.get(node.id)
     if isinstance(node, ast.Attribute):
