@@ -13,8 +13,6 @@ a pair is won, tied or lost by the one win rule of :mod:`colbench_gym.evaluation
 
 from __future__ import annotations
 
-import math
-import random
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -109,26 +107,26 @@ class Estimate:
         return {"mean": self.mean, "low": self.low, "high": self.high, "n": self.n}
 
 
-def _percentile(sorted_xs: Sequence[float], q: float) -> float:
-    if len(sorted_xs) == 1:
-        return sorted_xs[0]
-    pos = q * (len(sorted_xs) - 1)
-    lo, hi = math.floor(pos), math.ceil(pos)
-    return sorted_xs[lo] + (sorted_xs[hi] - sorted_xs[lo]) * (pos - lo)
-
-
 def bootstrap_ci(values: Sequence[float], *, samples: int = BOOTSTRAP_SAMPLES, seed: int = 0,
                  level: float = 0.95) -> Estimate:
-    """Mean of ``values`` with a percentile-bootstrap interval (seeded: the same input gives the same interval)."""
-    xs = [float(v) for v in values if v is not None]
-    if not xs:
+    """Mean of ``values`` with a percentile-bootstrap interval (seeded: the same input gives the same interval).
+
+    Vectorised with numpy in chunks of resamples, so 15k values x 2,000 resamples stays within a
+    few tens of MB and well under a second.
+    """
+    import numpy as np
+
+    xs = np.asarray([float(v) for v in values if v is not None], dtype=np.float64)
+    if xs.size == 0:
         return Estimate(None, None, None, 0)
-    mean = sum(xs) / len(xs)
-    rng = random.Random(seed)
-    n = len(xs)
-    means = sorted(sum(xs[rng.randrange(n)] for _ in range(n)) / n for _ in range(samples))
+    n = xs.size
+    rng = np.random.default_rng(seed)
+    chunk = max(1, min(samples, (4 << 20) // n))
+    means = np.concatenate([xs[rng.integers(0, n, size=(min(chunk, samples - start), n))].mean(axis=1)
+                            for start in range(0, samples, chunk)])
     alpha = (1.0 - level) / 2
-    return Estimate(mean, _percentile(means, alpha), _percentile(means, 1 - alpha), n)
+    low, high = np.quantile(means, [alpha, 1 - alpha])
+    return Estimate(float(xs.mean()), float(low), float(high), int(n))
 
 
 def summarize_episodes(episodes: Sequence[EpisodeMetrics], *, seed: int = 0) -> dict[str, Estimate]:

@@ -112,8 +112,24 @@ class Verdicts:
     def __init__(self, show_expected: bool):
         self.show_expected = show_expected
         self._grader = None
+        self._cache: dict[tuple[str, str], tuple[list[dict[str, Any]], str | None]] = {}
+
+    def prefetch(self, items: Sequence[tuple[Mapping[str, Any], str]], workers: int = 2) -> None:
+        """Grade many answers at once (the grader's sandbox pool serves threads in parallel)."""
+        from concurrent.futures import ThreadPoolExecutor
+
+        with ThreadPoolExecutor(max_workers=workers) as pool:
+            list(pool.map(lambda item: self(*item), items))
 
     def __call__(self, task: Mapping[str, Any], answer: str) -> tuple[list[dict[str, Any]], str | None]:
+        from colbench_gym.tasks.identity import task_identity
+
+        key = (task_identity(task), answer or "")
+        if key not in self._cache:
+            self._cache[key] = self._grade(task, answer)
+        return self._cache[key]
+
+    def _grade(self, task: Mapping[str, Any], answer: str) -> tuple[list[dict[str, Any]], str | None]:
         from colbench_gym.grading import get_default_grader
         from colbench_gym.tasks.records import BackendTask
 
@@ -215,6 +231,9 @@ def build_episodes(runs: Sequence[tuple[str, Sequence[Mapping[str, Any]]]], out_
     shots = Screenshotter(out_dir) if opts.screenshots and "frontend" in kinds else None
     verdicts = Verdicts(opts.show_expected) if opts.tests and "backend" in kinds else None
     total = sum(len(recs) for _, recs in runs)
+    if verdicts is not None:
+        verdicts.prefetch([(r["task"], r.get("answer") if isinstance(r.get("answer"), str) else "")
+                           for _, recs in runs for r in recs if "test_cases" in (r.get("task") or {})])
     out: list[dict[str, Any]] = []
     try:
         with tqdm(total=total, disable=not progress, desc="[view] episodes", unit="ep", dynamic_ncols=True) as bar:
