@@ -228,7 +228,8 @@ def test_critic_credit_is_the_critics_advantage(tmp_path, critic_dir, playwright
 
     out_critic, data, recs = critic_dir
     out = tmp_path / "site"
-    assert main(["view", str(data), "--output", str(out), "--critic", str(out_critic), "--no-tests"]) == 0
+    assert main(["view", str(data), "--output", str(out), "--critic", str(out_critic), "--no-tests",
+                 "--plots", str(out_critic)]) == 0
     loaded = load_critic(out_critic)
     expected = turn_advantages(loaded.model, loaded.ref, loaded.tokenizer, R.dialogue_messages(recs[0]),
                                R.privileged_info(recs[0]), loaded.normalize)
@@ -246,6 +247,8 @@ def test_critic_credit_is_the_critics_advantage(tmp_path, critic_dir, playwright
         assert best.locator(".credit").inner_text() == badges.nth(best_index).inner_text()
         colours = {badges.nth(i).evaluate("b => b.style.backgroundColor") for i in range(2)}
         assert len(colours) == 2
+        plots = p.page.locator("#plots img")  # the training curves, linked from the summary
+        assert plots.count() >= 2 and all(plots.nth(i).evaluate("i => i.naturalWidth > 0") for i in range(2))
         assert p.console == []
     finally:
         p.browser.close()
