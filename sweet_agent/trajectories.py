@@ -173,10 +173,7 @@ class TrajectoryWriter:
                             "line; the file is damaged in the middle, refusing to resume (fix or move it)"
                         ) from None
                     break  # a bad final line is a torn write
-                eid = record_episode_id(rec)
-                if eid is not None:
-                    self.done[eid] += 1
-                self.records_on_disk += 1
+                self._count(rec)
             good_end = nl + 1
             pos = nl + 1
         if good_end < len(data):
@@ -192,6 +189,10 @@ class TrajectoryWriter:
         self._fh.write(line)
         self._fh.flush()
         os.fsync(self._fh.fileno())
+        self._count(rec)
+
+    def _count(self, rec: Record) -> None:
+        """Book one record that is on disk (read on resume, or just written)."""
         eid = record_episode_id(rec)
         if eid is not None:
             self.done[eid] += 1
