@@ -39,7 +39,7 @@ MAX_NODES = 200_000
 _PRELOAD = ("math", "re", "json", "collections", "itertools", "functools", "datetime", "string",
             "random", "heapq", "bisect", "statistics", "decimal", "fractions", "typing",
             "dataclasses", "copy", "operator", "enum", "calendar", "textwrap", "unicodedata",
-            "hashlib", "abc", "array", "time", "cmath", "numbers", "struct", "base64")
+            "hashlib", "abc", "array", "time", "cmath", "numbers", "struct", "base64", "threading")
 
 IS_INIT = False  # set in main(): PID namespace init, kill(-1) reaches every other process
 _libc = None
