@@ -1,7 +1,9 @@
 """A hidden reference the offline backend simulator cannot read is reported, never silent.
 
-A task set may hold a reference that does not parse, or one crafted to be nested deeper than
-the parser or the reader can follow. The simulator must not crash the environment step on it
+A task set may hold a reference crafted to be nested deeper than the parser or the reader can
+follow (record loading accepts it: it is valid Python), and a task built in code may hold one
+that does not parse at all (record loading rejects that with a ``TaskFormatError``; a
+``BackendTask`` made directly is not checked). The simulator must not crash the environment step on it
 (one bad task must not end a rollout of thousands), must not hide it either: it emits an
 ``UnreadableReferenceWarning`` naming the task and the reason, and the simulated person says
 "I don't know" about what it could not read.
@@ -36,8 +38,8 @@ UNREADABLE = [
 
 
 def task_of(reference: str) -> BackendTask:
-    return BackendTask.from_record({"problem_description": "Write f(x) for me.", "ground_truth": reference,
-                                    "test_cases": {"t": "f(1)"}})
+    # built directly, as code may do: from_record would reject the references that do not parse
+    return BackendTask("Write f(x) for me.", reference, {"t": "f(1)"})
 
 
 def ask(sim: OfflineBackendSimulator, task: BackendTask, question: str) -> str:
@@ -98,8 +100,9 @@ def test_a_user_can_make_it_an_error():
 
 
 def test_an_environment_step_survives_an_unreadable_task():
-    records = [{"problem_description": "Write f(x) for me.", "ground_truth": "def f(x:\n    return x\n",
-                "test_cases": {"t": "f(1)"}}]
+    # valid Python nested beyond the parser's limits: task loading accepts it, the simulator cannot read it
+    deep = "def f(x):\n    return " + "-" * 100_000 + "x\n"
+    records = [{"problem_description": "Write f(x) for me.", "ground_truth": deep, "test_cases": {"t": "f(1)"}}]
     env = gym.make("ColBench-Backend-v0", tasks=records, simulator="offline")
     try:
         with pytest.warns(UnreadableReferenceWarning):
