@@ -23,7 +23,12 @@ def write_jsonl_atomic(path: str | os.PathLike[str], records: Iterable[Mapping[s
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as fh:
             for record in records:
-                fh.write(json.dumps(record, ensure_ascii=False) + "\n")
+                line = json.dumps(record, ensure_ascii=False)
+                try:
+                    line.encode("utf-8")
+                except UnicodeEncodeError:  # lone surrogates: keep them as \uXXXX escapes (round-trips)
+                    line = json.dumps(record)
+                fh.write(line + "\n")
             fh.flush()
             os.fsync(fh.fileno())
         os.replace(tmp, path)

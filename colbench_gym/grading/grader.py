@@ -19,6 +19,7 @@ import logging
 import math
 import os
 import queue
+import tempfile
 import threading
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -386,10 +387,16 @@ class BackendGrader:
                                "v": encode(o.value) if o.kind == "value" else o.value}
                               for (name, call), o in outcomes.items()]}
             path.parent.mkdir(parents=True, exist_ok=True)
-            tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
-            # ensure_ascii: text with lone surrogates is stored escaped, never fails to encode
-            tmp.write_text(json.dumps(data, ensure_ascii=True), encoding="utf-8")
-            os.replace(tmp, path)
+            # mkstemp: a fresh name opened O_EXCL, so a planted symlink is never written through;
+            # ensure_ascii: text with lone surrogates is stored escaped, never fails to encode.
+            fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+            try:
+                with os.fdopen(fd, "w", encoding="utf-8") as fh:
+                    fh.write(json.dumps(data, ensure_ascii=True))
+                os.replace(tmp, path)
+            except BaseException:
+                Path(tmp).unlink(missing_ok=True)
+                raise
         except (OSError, WireError, ValueError, RecursionError) as exc:
             # A cache that cannot be written only costs speed: grading goes on.
             _log.warning("reference cache %s not written: %s", path, exc)

@@ -141,3 +141,15 @@ def test_forged_floats_decode_within_bounds():
         assert decode(["f", x.hex()]) == x
     assert math.isnan(decode(["f", "nan"]))
     assert decode(["i", format(3**5000, "x")]) == 3**5000
+
+
+def test_evaluate_cli_output_survives_surrogates_in_the_input(tmp_path):
+    """A task record with a lone surrogate escape (crafted input) must not cost the run's output."""
+    from colbench_gym.cli import main
+
+    src, out = tmp_path / "in.jsonl", tmp_path / "out.jsonl"
+    src.write_text('{"task": {"problem_description": "p \\ud800", "ground_truth": "def f(x):\\n    return x\\n", '
+                   '"test_cases": {"test1": "f(1)"}}, "answer": "def f(x):\\n    return x\\n"}\n')
+    assert main(["evaluate", "backend", str(src), "--output", str(out), "--no-progress"]) == 0
+    graded = json.loads(out.read_text(encoding="utf-8"))
+    assert graded["task"]["problem_description"] == "p \ud800" and graded["tests_passed"] == 1  # exact round trip
