@@ -21,6 +21,7 @@ import os
 import queue
 import tempfile
 import threading
+from collections import OrderedDict
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -42,6 +43,10 @@ CACHE_VERSION = 2
 #: never by position: the task id hashes the tests as a key-sorted mapping, so two records of
 #: one task may list their tests in different orders.
 TestKey = tuple[str, str]
+
+#: Tasks whose reference outputs stay in memory (least recently used go; the disk cache stays).
+REF_CACHE_TASKS = 8192
+_REF_LOCK_STRIPES = 64
 
 
 @dataclass
@@ -193,7 +198,9 @@ class BackendGrader:
                              isolation=isolation, workers=workers, cache_dir=cache_dir, rel_tol=rel_tol,
                              abs_tol=abs_tol, output_cap_bytes=output_cap_bytes, pids_max=pids_max,
                              file_size_mb=file_size_mb)
-        self._refs: dict[str, dict[TestKey, Outcome]] = {}
+        # Bounded (LRU): an RL run over generated tasks would otherwise grow it without end.
+        self._refs: OrderedDict[str, dict[TestKey, Outcome]] = OrderedDict()
+        self._refs_lock = threading.Lock()
         self._closed = False
         self._start_runtime()
 
@@ -204,8 +211,8 @@ class BackendGrader:
         self._pool = _Pool(lambda: Worker(self.isolation, pids_max=pids_max), self._options["workers"])
         # References run in their own sandbox: an answer can never observe them being computed.
         self._ref_pool = _Pool(lambda: Worker(self.isolation, pids_max=pids_max), self._options["workers"])
-        self._ref_locks: dict[str, threading.Lock] = {}
-        self._ref_locks_lock = threading.Lock()
+        # Striped: one computation per task, different tasks mostly in parallel, bounded memory.
+        self._ref_locks = [threading.Lock() for _ in range(_REF_LOCK_STRIPES)]
         self._driver: PytestDriver | None = None
         self._driver_lock = threading.Lock()
 
@@ -272,13 +279,11 @@ class BackendGrader:
         self._check_fork()
         key = task.task_id
         wanted = list(task.test_cases.items())
-        cached = self._refs.get(key)
+        cached = self._cached_refs(key)
         if cached is not None and all(t in cached for t in wanted):
             return cached
-        with self._ref_locks_lock:  # one computation per task; different tasks in parallel
-            lock = self._ref_locks.setdefault(key, threading.Lock())
-        with lock:
-            cached = self._refs.get(key)
+        with self._ref_locks[hash(key) % _REF_LOCK_STRIPES]:
+            cached = self._cached_refs(key)
             if cached is None or not all(t in cached for t in wanted):
                 cached = self._load_disk(key, wanted)
             if cached is None:
@@ -293,7 +298,18 @@ class BackendGrader:
                 # by the next process instead of being frozen into the cache.
                 if all(o.kind != "missing" for o in outs):
                     self._save_disk(key, cached)
-            self._refs[key] = cached
+            with self._refs_lock:
+                self._refs[key] = cached
+                self._refs.move_to_end(key)
+                while len(self._refs) > REF_CACHE_TASKS:
+                    self._refs.popitem(last=False)
+            return cached
+
+    def _cached_refs(self, key: str) -> dict[TestKey, Outcome] | None:
+        with self._refs_lock:
+            cached = self._refs.get(key)
+            if cached is not None:
+                self._refs.move_to_end(key)
             return cached
 
     def close(self) -> None:

@@ -110,3 +110,16 @@ def test_crafted_task_material_fails_its_task_not_the_run(grader, tmp_path):
     graded = [json.loads(line) for line in out.read_text().splitlines()]
     assert [g["tests_passed"] for g in graded] == [0, 2, 1]
     assert [bool(g["grade_error"]) for g in graded] == [True, True, False]
+
+
+def test_reference_memory_is_bounded(monkeypatch):
+    """An RL run over endless generated tasks must not grow the in-memory reference cache forever."""
+    from colbench_gym.grading import grader as grader_module
+
+    monkeypatch.setattr(grader_module, "REF_CACHE_TASKS", 3)
+    with BackendGrader(call_timeout=1.0, total_timeout=5.0, memory_mb=256) as g:
+        tasks = [BackendTask(f"task {i}", f"def k():\n    return {i}\n", {"test1": "k()"}) for i in range(6)]
+        for i, t in enumerate(tasks):
+            assert g.grade(f"def k():\n    return {i}\n", t).passed == 1
+        assert list(g._refs) == [t.task_id for t in tasks[3:]]
+        assert g.grade("def k():\n    return 0\n", tasks[0]).passed == 1  # recomputed when needed
