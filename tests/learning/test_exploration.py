@@ -1,0 +1,123 @@
+"""Question exploration (behaviour policy) and critic-guided best-of-N, on a real tiny model."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from sweet_agent.policies.base import Policy, PolicyError, SamplingParams
+from sweet_agent.policies.exploration import DEFAULT_OPENERS, ExplorationConfig, ExploringPolicy
+from sweet_agent.policies.transformers_policy import TransformersPolicy
+from tests.training.tiny_model import build_tiny_model, build_tiny_tokenizer
+
+SAMPLING = SamplingParams(max_new_tokens=12, temperature=1.0)
+
+
+@pytest.fixture(scope="module")
+def tiny_policy():
+    tok = build_tiny_tokenizer()
+    return TransformersPolicy(build_tiny_model(tok), tok, name="tiny")
+
+
+def conv(turns: int = 0):
+    msgs = [{"role": "system", "content": "You may ask."}, {"role": "user", "content": "write def f(x)"}]
+    for _ in range(turns):
+        msgs += [{"role": "assistant", "content": "What should it return?"}, {"role": "user", "content": "x + 1"}]
+    return msgs
+
+
+def test_prefix_is_continued_and_reported(tiny_policy):
+    plain = tiny_policy.generate([conv()], SAMPLING, [7])[0]
+    forced = tiny_policy.generate([conv()], SAMPLING, [7], prefixes=["Before I write the function, one question: "])[0]
+    assert forced.prefix == "Before I write the function, one question: "
+    assert forced.text.startswith(forced.prefix) and len(forced.text) > len(forced.prefix)
+    assert plain.prefix == "" and not plain.text.startswith(forced.prefix)
+
+
+def test_rate_one_prefills_every_eligible_turn_and_only_those(tiny_policy):
+    pol = ExploringPolicy(tiny_policy, ExplorationConfig(rate=1.0, turns=1))
+    first = pol.generate([conv(0)] * 4, SAMPLING, [1, 2, 3, 4])
+    assert all(g.prefix in DEFAULT_OPENERS and g.text.startswith(g.prefix) for g in first)
+    assert all(g.text.endswith("?") for g in first)  # a prefilled turn is a question
+    later = pol.generate([conv(1)] * 2, SAMPLING, [5, 6])
+    assert all(g.prefix == "" for g in later)
+    assert "explore(rate=1" in pol.name and pol.name.startswith("tiny+")
+
+
+def test_rate_zero_is_the_wrapped_policy_and_decisions_are_seeded(tiny_policy):
+    seeds = list(range(20))
+    off = ExploringPolicy(tiny_policy, ExplorationConfig(rate=0.0))
+    assert [g.text for g in off.generate([conv()] * 20, SAMPLING, seeds)] == \
+        [g.text for g in tiny_policy.generate([conv()] * 20, SAMPLING, seeds)]
+    half = ExplorationConfig(rate=0.5)
+    picks = [half.opener_for(conv(), s) for s in range(200)]
+    assert picks == [half.opener_for(conv(), s) for s in range(200)]
+    assert 60 < sum(p is not None for p in picks) < 140
+
+
+def test_policy_without_prefix_support_is_refused():
+    class Endpoint(Policy):
+        name = "endpoint"
+
+        def generate(self, conversations, sampling=None, seeds=None):
+            raise AssertionError("not called")
+
+    with pytest.raises(PolicyError, match="cannot continue"):
+        ExploringPolicy(Endpoint(), ExplorationConfig())
+    with pytest.raises(ValueError, match="rate"):
+        ExplorationConfig(rate=1.5)
+
+
+def test_rollout_records_the_behaviour_policy(tiny_policy, tmp_path):
+    from sweet_agent.rollout.collector import RolloutConfig, collect
+
+    pol = ExploringPolicy(tiny_policy, ExplorationConfig(rate=1.0, turns=1))
+    cfg = RolloutConfig(tasks="collab:train", num_tasks=2, samples_per_task=1, max_turns=2, concurrency=2,
+                        sampling=SamplingParams(max_new_tokens=8, temperature=1.0))
+    result = collect(pol, cfg, tmp_path / "t.jsonl", progress=False)
+    recs = [json.loads(x) for x in (tmp_path / "t.jsonl").read_text().splitlines()]
+    assert len(recs) == 2 == len(result.records)
+    for r in recs:
+        prefilled = r["meta"]["exploration"]["prefilled_turns"]
+        assert [p["turn"] for p in prefilled] == [0]
+        first_agent = next(m for m in r["dialogue_history"] if m["role"] == "assistant")
+        assert first_agent["content"].startswith(prefilled[0]["opener"])
+        assert "+explore(" in r["meta"]["policy"]
+
+
+# ----------------------------------------------------------------------------- best-of-N
+class _Critic:
+    """A real (tiny, random) critic/reference pair as :class:`LoadedCritic` exposes it."""
+
+    def __init__(self, privileged: bool):
+        tok = build_tiny_tokenizer()
+        self.model, self.ref, self.tokenizer = build_tiny_model(tok, seed=3), build_tiny_model(tok, seed=4), tok
+        self.normalize, self.use_privileged_info = "turn", privileged
+
+
+def test_best_of_n_keeps_the_candidate_the_critic_scores_highest(tiny_policy):
+    from sweet_agent.actor.candidates import score_candidates
+    from sweet_agent.best_of_n import BestOfNPolicy
+    from sweet_agent.policies.base import derive_seed
+
+    critic = _Critic(privileged=False)
+    bon = BestOfNPolicy(tiny_policy, critic, n=4)
+    out = bon.generate([conv()], SAMPLING, [11])[0]
+    cands = tiny_policy.generate([conv()] * 4, SAMPLING, [derive_seed(11, "best-of-n", j) for j in range(4)])
+    scores = score_candidates(critic.model, critic.ref, critic.tokenizer, conv(), [c.text for c in cands])
+    assert len(set(c.text for c in cands)) > 1
+    assert out.text == cands[max(range(4), key=lambda j: (scores[j], -j))].text
+    assert bon.last_scores[0] == pytest.approx(scores)
+
+
+def test_best_of_n_refuses_a_privileged_critic_and_greedy(tiny_policy, tmp_path):
+    from sweet_agent.best_of_n import BestOfNPolicy
+
+    with pytest.raises(PolicyError, match="leak the answer"):
+        BestOfNPolicy(tiny_policy, _Critic(privileged=True), n=4)
+    (tmp_path / "sweet_critic.json").write_text(json.dumps({"use_privileged_info": True}))
+    with pytest.raises(PolicyError, match="no_use_privileged_info"):
+        BestOfNPolicy.from_dir(tiny_policy, tmp_path, 4)
+    with pytest.raises(PolicyError, match="greedy"):
+        BestOfNPolicy(tiny_policy, _Critic(privileged=False), n=2).generate([conv()], SAMPLING.with_(temperature=0), [1])
