@@ -102,6 +102,22 @@ def bench_forged_frames(reps: int = 5) -> tuple[float, float]:
     return out[0], out[1]
 
 
+def bench_escaping_flood(reps: int = 3) -> float:
+    """Trusted-process CPU ms for a submission whose one result line is 4 MiB of invalid UTF-8
+    (24 MB once the worker escapes it as U+FFFD): the response must be read in linear time."""
+    forged = ("import os\n"
+              "data = b'{\"t\":\"ready\"}\\n' + b'\\xff' * (4 * 1024 * 1024 - 4096) + b'\\n'\n"
+              "view = memoryview(data)\n"
+              "while view:\n    view = view[os.write(3, view):]\n"
+              "os._exit(0)\n")
+    with BackendGrader() as grader:
+        grader.grade(ANSWERS[0], TASK)
+        t0 = time.process_time()
+        for _ in range(reps):
+            assert "malformed" in (grader.grade(forged, TASK).error or "")
+        return (time.process_time() - t0) / reps * 1000
+
+
 def bench_cold(runs: int, autoload: bool) -> list[float]:
     """One ``python -m pytest`` process per submission on a generated 10-test file."""
     expected = {}
@@ -148,6 +164,7 @@ def main() -> int:
     cold = bench_cold(args.cold, autoload=False)
     cold_auto = bench_cold(max(2, args.cold // 4), autoload=True)
     flood_ms, wide_ms = bench_forged_frames()
+    escape_ms = bench_escaping_flood()
     med, p90 = statistics.median(warm), statistics.quantiles(warm, n=10)[-1]
     cold_med, cold_auto_med = statistics.median(cold), statistics.median(cold_auto)
     ratio = cold_med / med
@@ -162,6 +179,7 @@ def main() -> int:
         ("speed-up, warm vs cold (autoload on)", f"{cold_auto_med / med:7.1f}x", ""),
         ("forged frame: 20 000 hash-colliding ints, ms to refuse", f"{flood_ms:8.1f}", "(bounded, no exception)"),
         ("forged frame: 250 000 elements, ms to refuse", f"{wide_ms:8.1f}", "(bounded, no exception)"),
+        ("forged 4 MiB invalid-UTF-8 line (24 MB response), trusted CPU ms", f"{escape_ms:8.1f}", "(linear read)"),
     ]
     for name, value, note in rows:
         print(f"{name:<62}{value}  {note}")

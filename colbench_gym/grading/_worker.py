@@ -363,7 +363,7 @@ def run_child(req, start, t_end, base, cap):
         finally:
             os._exit(0)
     os.close(w)
-    lines, buf, total, end = [], b"", 0, "eof"
+    lines, buf, total, end = [], bytearray(), 0, "eof"
     deadline = min(time.monotonic() + call_timeout, t_end)
     try:
         while len(lines) < want:
@@ -383,10 +383,16 @@ def run_child(req, start, t_end, base, cap):
             if total > cap:
                 end = "oversize"
                 break
+            # Linear however the child splits its writes: grow in place, search only new bytes.
+            scan = len(buf)
             buf += data
-            while b"\n" in buf and len(lines) < want:
-                line, buf = buf.split(b"\n", 1)
-                lines.append(line.decode("utf-8", "replace"))
+            while len(lines) < want:
+                nl = buf.find(b"\n", scan)
+                if nl < 0:
+                    break
+                lines.append(buf[:nl].decode("utf-8", "replace"))
+                del buf[:nl + 1]
+                scan = 0
                 deadline = min(time.monotonic() + call_timeout, t_end)
         else:
             end = "done"

@@ -153,3 +153,16 @@ def test_evaluate_cli_output_survives_surrogates_in_the_input(tmp_path):
     assert main(["evaluate", "backend", str(src), "--output", str(out), "--no-progress"]) == 0
     graded = json.loads(out.read_text(encoding="utf-8"))
     assert graded["task"]["problem_description"] == "p \ud800" and graded["tests_passed"] == 1  # exact round trip
+
+
+def test_a_record_line_that_explodes_in_escaping_is_refused(grader, task):
+    """4 MiB of invalid UTF-8 on one line comes back as 24 MB of escaped U+FFFD: read in linear
+    time (benchmarks/bench_grading.py times it), refused as malformed, and the grader goes on."""
+    forged = ("import os\n"
+              "data = b'{\"t\":\"ready\"}\\n' + b'\\xff' * (4 * 1024 * 1024 - 4096) + b'\\n'\n"
+              "view = memoryview(data)\n"
+              "while view:\n    view = view[os.write(3, view):]\n"
+              "os._exit(0)\n")
+    res = grader.grade(forged, task)
+    assert res.passed == 0 and res.error is not None and "malformed" in res.error
+    assert grader.grade(CORRECT, task).passed == 10
