@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 export HF_HUB_OFFLINE ?= 1
 export TOKENIZERS_PARALLELISM ?= false
 
-.PHONY: setup setup-base demo test test-fast bench bench-learning lint clean
+.PHONY: setup setup-base demo test test-fast bench bench-learning lint clean soak
 
 setup:
 	@bash scripts/setup.sh full
@@ -29,6 +29,10 @@ bench: setup
 # critic-guided best-of-N on the same data and held-out tasks. E.g. ARGS="--profile quick".
 bench-learning: setup
 	@$(PY) benchmarks/bench_learning.py $(ARGS)
+
+# fault-injection soak of rollouts (>= 500 episodes, concurrency 32, SIGKILLs + resumes; see docs/agent.md)
+soak: setup
+	@$(PY) benchmarks/soak_rollouts.py
 
 lint: setup
 	@$(VENV)/bin/ruff check colbench_gym sweet_agent tests examples benchmarks

@@ -15,6 +15,7 @@ import signal
 import sys
 import threading
 import traceback
+from pathlib import Path
 from typing import Any
 
 # (command words, module, help)
@@ -24,7 +25,37 @@ COMMANDS: list[tuple[tuple[str, ...], str, str]] = [
     (("render",), "colbench_gym.rendering.cli", "render an HTML page to a PNG screenshot"),
     (("sandbox-info",), "colbench_gym.grading.cli", "report the isolation the grading sandbox gets here"),
     (("tasks",), "colbench_gym.tasks.cli", "list or export embedded / generated tasks"),
+    (("serve",), "colbench_gym.online.serve", "serve the environments as OpenEnv servers (/backend, /frontend)"),
 ]
+
+
+class OutputNotWritable(ValueError):
+    """An output path that cannot be written; raised before any model call or grading."""
+
+
+def check_output_writable(path: str | os.PathLike[str], flag: str = "--output") -> None:
+    """Fail early, naming ``flag`` and the path, if ``path`` cannot be written: its folder is
+    missing and cannot be created, is read-only or is a file, or ``path`` is a folder."""
+    import tempfile  # noqa: PLC0415
+
+    path = Path(path)
+    parent = path.parent
+    try:
+        parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise OutputNotWritable(f"{flag} {path}: cannot create its folder {parent} ({exc.strerror or exc}); "
+                                f"pick a writable {flag}") from None
+    if path.is_dir():
+        raise OutputNotWritable(f"{flag} {path} is a folder; give a file name inside it")
+    if path.exists() and not os.access(path, os.W_OK):
+        raise OutputNotWritable(f"{flag} {path} is not writable; fix its permissions or pick another {flag}")
+    try:
+        fd, probe = tempfile.mkstemp(dir=parent, prefix=f".{path.name}.", suffix=".write-test")
+        os.close(fd)
+        os.unlink(probe)
+    except OSError as exc:
+        raise OutputNotWritable(f"{flag} {path}: cannot write in {parent} ({exc.strerror or exc}); "
+                                f"pick a writable {flag}") from None
 
 
 def _usage(prog: str, commands: list[tuple[tuple[str, ...], str, str]]) -> str:
@@ -94,6 +125,11 @@ def dispatch(prog: str, commands: list[tuple[tuple[str, ...], str, str]], argv: 
                 status = int(module.run(args) or 0)
                 sys.stdout.flush()
                 return status
+        if argv and argv[-1] in ("-h", "--help"):  # help on a group, e.g. `colbench evaluate --help`
+            group = [c for c in commands if tuple(c[0][: len(argv) - 1]) == tuple(argv[:-1])] or commands
+            print(_usage(prog, group))
+            sys.stdout.flush()
+            return 0
         if argv and argv[0] not in ("-h", "--help"):
             print(f"{prog}: unknown command {' '.join(argv[:2])!r}\n", file=sys.stderr)
             print(_usage(prog, commands), file=sys.stderr)

@@ -48,6 +48,7 @@ class Summary:
     answered: float | None = None  # episodes ended by I WANT TO ANSWER: (not the turn limit)
     regraded: int = 0
     mismatches: list[str] = field(default_factory=list)
+    failed: int = 0  # episodes recorded as failed (``error`` set: endpoint gave up); not in the metrics above
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -89,6 +90,8 @@ def win_rate(ours: Iterable[Record], reference: Iterable[Record]) -> tuple[float
 def summarize(records: list[Record], *, reference: list[Record] | None = None, regrade: bool = False) -> Summary:
     """The paper's metrics for one file's records."""
     s = Summary(episodes=len(records))
+    s.failed = sum(bool(r.get("error")) for r in records)
+    records = [r for r in records if not r.get("error")]  # failed episodes have no score: counted apart
     if not records:
         return s
     s.tasks = len({task_key(r["task"]) for r in records})
@@ -139,6 +142,9 @@ def format_summary(s: Summary, title: str = "") -> str:
         lines.append(f"agent turns     {s.mean_turns:.2f} per episode")
     if s.answered is not None:
         lines.append(f"answered        {_pct(s.answered)} (rest hit the turn limit)")
+    if s.failed:
+        lines.append(f"failed          {s.failed} episodes not scored (each record's 'error' says why; "
+                     "the metrics above leave them out)")
     if s.regraded:
         lines.append(f"regraded        {s.regraded} answers, {len(s.mismatches)} differ from the stored scores")
         lines += [f"  ! {m}" for m in s.mismatches[:10]]

@@ -18,6 +18,7 @@ from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
+from colbench_gym.cli import check_output_writable
 from colbench_gym.evaluation.records import INPUT_ERRORS, input_error, load_answer_records
 from colbench_gym.jsonl import write_jsonl_atomic
 from colbench_gym.protocol import extract_code
@@ -63,6 +64,7 @@ def run(args: argparse.Namespace) -> int:
         items = load_records(args.input)
     except INPUT_ERRORS as exc:
         return input_error(exc)
+    check_output_writable(args.output)  # before any grading: a bad --output must not cost the run
     from tqdm.auto import tqdm  # noqa: PLC0415 - only when grading
 
     from colbench_gym.grading import BackendGrader  # noqa: PLC0415 - starts sandboxes

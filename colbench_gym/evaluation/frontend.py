@@ -22,6 +22,7 @@ import argparse
 import sys
 from typing import Any
 
+from colbench_gym.cli import check_output_writable
 from colbench_gym.evaluation.metrics import TIE_TOLERANCE, win_value
 from colbench_gym.evaluation.records import INPUT_ERRORS, input_error, load_answer_records
 from colbench_gym.jsonl import write_jsonl_atomic
@@ -81,6 +82,7 @@ def run(args: argparse.Namespace) -> int:
         ref_items = load_records(args.reference_run) if args.reference_run else []
     except INPUT_ERRORS as exc:
         return input_error(exc)
+    check_output_writable(args.output)  # before any grading: a bad --output must not cost the run
     from tqdm.auto import tqdm  # noqa: PLC0415
 
     from colbench_gym.rendering import Renderer, RendererError, WebAssetsMissing  # noqa: PLC0415

@@ -6,15 +6,21 @@ import os
 from typing import Any
 
 from colbench_gym.simulators.base import Dialogue, HumanSimulator, SimulatorError
+from colbench_gym.simulators.openai_resilience import GarbageResponse, call_sync, shared_limits, sync_http_client
 from colbench_gym.simulators.prompts import BACKEND_SYSTEM_PROMPT, simulator_messages
 from colbench_gym.tasks.records import BackendTask
 
 
 class OpenAIChatSimulator(HumanSimulator):
-    """Shared client handling: timeouts, retries with exponential backoff, clear errors.
+    """Shared client handling: timeouts, retries with backoff, adaptive concurrency, clear errors.
 
-    Retries and backoff are the ``openai`` client's own (``max_retries``); connection and HTTP
-    failures that survive them become :class:`SimulatorError` naming the endpoint and what to do.
+    Transient HTTP failures are retried by the ``openai`` client (``max_retries``, exponential
+    backoff, ``Retry-After`` honoured); garbage bodies are retried too
+    (:mod:`~colbench_gym.simulators.openai_resilience`). Requests from every simulator of the
+    process to one endpoint share an AIMD limit (``concurrency=None``: adaptive, start at 4; an
+    int: at most that many). What survives the retries becomes :class:`SimulatorError` naming the
+    endpoint and what to do; the environment then leaves the agent's turn unconsumed.
+    The client is built on first use, so the simulator (and its env) pickles before ``reset``.
     """
 
     def __init__(
@@ -29,9 +35,10 @@ class OpenAIChatSimulator(HumanSimulator):
         max_retries: int = 3,
         extra_body: dict[str, Any] | None = None,
         seed: int | None = None,
+        concurrency: int | None = None,
     ) -> None:
         try:
-            import openai  # noqa: PLC0415 - a base dependency, but keep import cost off gym.make
+            import openai  # noqa: F401, PLC0415 - a base dependency, but keep import cost off gym.make
         except ImportError as exc:  # pragma: no cover
             raise SimulatorError("the 'openai' simulator needs the openai package: pip install openai") from exc
         self.base_url = base_url or os.environ.get("OPENAI_BASE_URL") or "https://api.openai.com/v1"
@@ -41,36 +48,69 @@ class OpenAIChatSimulator(HumanSimulator):
                 "the 'openai' simulator needs a model name: simulator_kwargs={'model': ..., 'base_url': ...} "
                 "(e.g. the model served by `vllm serve`), or set COLBENCH_SIMULATOR_MODEL"
             )
-        key = api_key or os.environ.get("OPENAI_API_KEY") or "EMPTY"  # local servers accept any key
-        self._client = openai.OpenAI(base_url=self.base_url, api_key=key, timeout=timeout, max_retries=max_retries)
-        self._openai = openai
+        if concurrency is not None and int(concurrency) < 1:
+            raise SimulatorError(f"simulator concurrency must be >= 1, got {concurrency}")
+        self._key = api_key or os.environ.get("OPENAI_API_KEY") or "EMPTY"  # local servers accept any key
+        self.timeout, self.max_retries = float(timeout), int(max_retries)
+        self.concurrency = None if concurrency is None else int(concurrency)
+        self._client_obj: Any = None
         self.sampling = {"temperature": temperature, "top_p": top_p, "max_tokens": max_tokens}
         self.extra_body = extra_body or {}
         self.seed = seed
         self._episode_seed: int | None = None
 
+    def __getstate__(self) -> dict[str, Any]:
+        state = dict(self.__dict__)
+        state["_client_obj"] = None  # HTTP clients do not pickle; rebuilt on first use
+        return state
+
+    @property
+    def _client(self):
+        if self._client_obj is None:
+            import openai  # noqa: PLC0415
+
+            control, slots = shared_limits(self.base_url, self.concurrency)
+            self._client_obj = openai.OpenAI(base_url=self.base_url, api_key=self._key, timeout=self.timeout,
+                                             max_retries=self.max_retries, http_client=sync_http_client(control, slots))
+        return self._client_obj
+
     def reset(self, task, *, seed: int | None = None) -> None:
         self._episode_seed = seed if self.seed is None else self.seed
 
     def _chat(self, messages: list[dict[str, Any]]) -> str:
+        import openai  # noqa: PLC0415
+
+        client = self._client
+        control, _ = shared_limits(self.base_url, self.concurrency)
+
+        def request():
+            return client.chat.completions.create(model=self.model, messages=messages, seed=self._episode_seed,
+                                                  extra_body=self.extra_body or None, **self.sampling)
+
         try:
-            response = self._client.chat.completions.create(
-                model=self.model, messages=messages, seed=self._episode_seed, extra_body=self.extra_body or None,
-                **self.sampling,
-            )
-        except self._openai.APIConnectionError as exc:
+            text, _, _ = call_sync(request, control, garbage_retries=self.max_retries)
+        except openai.APITimeoutError as exc:
+            raise SimulatorError(f"the simulator endpoint {self.base_url} timed out (no answer within {self.timeout:g} s, "
+                                 f"{self.max_retries} retries); raise simulator_kwargs['timeout'] or check the "
+                                 "server's load") from exc
+        except openai.APIConnectionError as exc:
             raise SimulatorError(
                 f"cannot reach the simulator endpoint {self.base_url} ({exc}); start the server "
                 "(e.g. `vllm serve MODEL`) or fix simulator_kwargs['base_url']"
             ) from exc
-        except self._openai.APIStatusError as exc:
+        except openai.APIStatusError as exc:
             raise SimulatorError(
                 f"the simulator endpoint {self.base_url} answered HTTP {exc.status_code} for model "
-                f"{self.model!r}: {str(exc)[:300]}"
+                f"{self.model!r}: {' '.join(str(exc).split())[:300]}"
             ) from exc
-        if not response.choices:
-            raise SimulatorError(f"the simulator endpoint {self.base_url} returned no choices")
-        return (response.choices[0].message.content or "").strip()
+        except GarbageResponse as exc:
+            raise SimulatorError(f"the simulator endpoint {self.base_url} sent an unreadable reply: {exc}") from exc
+        return text.strip()
+
+    def close(self) -> None:
+        if self._client_obj is not None:
+            self._client_obj.close()
+            self._client_obj = None
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(model={self.model!r}, base_url={self.base_url!r})"

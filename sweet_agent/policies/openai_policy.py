@@ -13,6 +13,12 @@ import os
 from collections.abc import Sequence
 from typing import Any
 
+from colbench_gym.simulators.openai_resilience import (
+    AdaptiveConcurrency,
+    GarbageResponse,
+    async_http_client,
+    call_async,
+)
 from sweet_agent.policies.base import (
     Generation,
     Messages,
@@ -30,7 +36,8 @@ class OpenAIPolicy(Policy):
     prefers_async = True
 
     def __init__(self, model: str, *, base_url: str | None = None, api_key: str | None = None,
-                 concurrency: int = 64, timeout: float = 120.0, max_retries: int = 3,
+                 concurrency: int = 64, initial_concurrency: int | None = None, adaptive: bool = True,
+                 timeout: float = 120.0, max_retries: int = 3,
                  sampling: SamplingParams | None = None, extra_body: dict[str, Any] | None = None):
         if not model:
             raise PolicyError("an OpenAI-compatible policy needs a model name, e.g. --policy openai:Qwen/Qwen2.5-7B-Instruct")
@@ -42,10 +49,15 @@ class OpenAIPolicy(Policy):
                 f"{self.name}: no endpoint configured; pass --base-url http://HOST:PORT/v1 (e.g. a vLLM server) "
                 "or set OPENAI_BASE_URL / OPENAI_API_KEY"
             )
+        if int(concurrency) < 1:
+            raise PolicyError(f"concurrency must be >= 1, got {concurrency}")
         # local servers (vLLM, llama.cpp) accept any key; the client insists on one
         self.api_key = api_key or os.environ.get("OPENAI_API_KEY") or "EMPTY"
-        self.concurrency = max(1, int(concurrency))
+        self.concurrency = int(concurrency)
         self.max_batch_size = self.concurrency
+        # AIMD on requests in flight: start modest and back off on 429/503/timeouts, so a one-slot
+        # llama.cpp server is not flooded (colbench_gym.simulators.openai_resilience)
+        self.control = AdaptiveConcurrency(self.concurrency, initial_concurrency, adaptive=adaptive)
         self.timeout, self.max_retries = timeout, max_retries
         self.default_sampling = sampling or SamplingParams()
         self.extra_body = dict(extra_body or {})
@@ -57,13 +69,15 @@ class OpenAIPolicy(Policy):
         loop = asyncio.get_running_loop()
         client = self._clients.get(id(loop))
         if client is None:
+            # Transient errors (429/5xx with Retry-After, dropped connections, timeouts) are retried by
+            # the SDK itself; the observing transport tells the AIMD limit about overload.
             client = AsyncOpenAI(base_url=self.base_url, api_key=self.api_key, timeout=self.timeout,
-                                 max_retries=self.max_retries)
+                                 max_retries=self.max_retries, http_client=async_http_client(self.control))
             self._clients = {id(loop): client}  # a new loop means older clients are dead
-            self._sem = asyncio.Semaphore(self.concurrency)
         return client
 
     async def _one(self, messages: Messages, sampling: SamplingParams, seed: int | None) -> Generation:
+        import openai
         from openai.types.chat import ChatCompletion
 
         client = self._client()
@@ -79,18 +93,23 @@ class OpenAIPolicy(Policy):
         if sampling.top_k:
             extra["top_k"] = sampling.top_k
         kwargs.update(extra)
-        async with self._sem:
-            try:
-                # The SDK's documented raw-request path: the same retries, timeouts and response
-                # parsing as chat.completions.create, without re-validating every message of a
-                # long dialogue on the event loop (~2 ms a request, serialising concurrent episodes).
-                resp = await client.post("/chat/completions", body=kwargs, cast_to=ChatCompletion)
-            except Exception as exc:
-                raise PolicyError(f"{self.name} at {self.base_url or 'api.openai.com'}: request failed: {exc}") from exc
-        if not resp.choices:
-            raise PolicyError(f"{self.name}: the endpoint returned no choices")
-        choice = resp.choices[0]
-        text = choice.message.content or ""
+        where = f"{self.name} at {self.base_url or 'api.openai.com'}"
+
+        def request():
+            # The SDK's documented raw-request path: the same retries, timeouts and response
+            # parsing as chat.completions.create, without re-validating every message of a
+            # long dialogue on the event loop (~2 ms a request, serialising concurrent episodes).
+            return client.post("/chat/completions", body=kwargs, cast_to=ChatCompletion)
+
+        try:
+            text, choice, resp = await call_async(request, self.control, garbage_retries=self.max_retries)
+        except openai.APITimeoutError as exc:
+            raise PolicyError(f"{where}: timed out (no answer within {self.timeout:g} s, {self.max_retries} retries); "
+                              "raise --request-timeout or lower --concurrency") from exc
+        except openai.APIStatusError as exc:
+            raise PolicyError(f"{where}: request failed: HTTP {exc.status_code}: {' '.join(str(exc).split())[:300]}") from exc
+        except (openai.APIError, GarbageResponse) as exc:
+            raise PolicyError(f"{where}: request failed: {' '.join(str(exc).split())[:300]}") from exc
         text, cut = apply_stop(text, sampling.stop)
         usage = getattr(resp, "usage", None)
         finish = "stop" if cut else ("length" if choice.finish_reason == "length" else "stop")

@@ -31,7 +31,6 @@ from __future__ import annotations
 
 import asyncio
 import os
-import tempfile
 import time
 from collections import deque
 from collections.abc import Callable, Sequence
@@ -40,6 +39,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from colbench_gym.cli import check_output_writable
 from sweet_agent.policies.base import Generation, Policy, SamplingParams, derive_seed
 from sweet_agent.prompts import agent_messages, env_kind, system_prompt
 from sweet_agent.trajectories import Record, TrajectoryWriter, episode_id, iter_trajectories, make_record
@@ -263,29 +263,6 @@ def _progress(total: int, enabled: bool, desc: str):
 
 _FLAGS = {"env": "--env", "tasks": "--tasks", "seed": "--seed", "k": "--k", "policy": "--policy",
           "simulator": "--simulator"}
-
-
-def check_output_writable(path: str | Path) -> None:
-    """Fail before any model call if ``path`` cannot be written (folder missing and not creatable,
-    read-only, a folder itself, ...), naming the path and what to do."""
-    path = Path(path)
-    parent = path.parent
-    try:
-        parent.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise RolloutError(f"--output {path}: cannot create its folder {parent} ({exc.strerror or exc}); "
-                           "pick a writable --output") from None
-    if path.is_dir():
-        raise RolloutError(f"--output {path} is a folder; give a file name such as {path / 'rollout.jsonl'}")
-    if path.exists() and not os.access(path, os.W_OK):
-        raise RolloutError(f"--output {path} is not writable; fix its permissions or pick another --output")
-    try:
-        fd, probe = tempfile.mkstemp(dir=parent, prefix=f".{path.name}.", suffix=".write-test")
-        os.close(fd)
-        os.unlink(probe)
-    except OSError as exc:
-        raise RolloutError(f"--output {path}: cannot write in {parent} ({exc.strerror or exc}); "
-                           "pick a writable --output") from None
 
 
 def check_resume_identity(path: str | Path, identity: dict[str, Any]) -> None:

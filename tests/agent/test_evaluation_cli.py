@@ -82,7 +82,7 @@ def test_rollout_command_end_to_end(tiny_model_dir, tmp_path, capsys):
     assert "played 0 episodes (4 already in" in capsys.readouterr().out
     assert len(read_trajectories(out)) == 4
     # bad inputs
-    assert main(["rollout", "--policy", str(tmp_path / "nope"), "--output", str(tmp_path / "x.jsonl")]) == 2
+    assert main(["rollout", "--policy", str(tmp_path / "nope"), "--output", str(tmp_path / "x.jsonl")]) == 1
     assert "no such local path" in capsys.readouterr().err
     assert main(argv[:-1] + ["--overwrite", "--episodes", "999", "--no-progress"]) == 1
     assert "more tasks than the source holds" in capsys.readouterr().err

@@ -163,10 +163,16 @@ def test_async_rollout_against_an_endpoint(tmp_path):
 
 
 def test_endpoint_failure_names_the_endpoint(tmp_path):
+    # one failed episode is recorded as failed (error names the endpoint); the run is not lost
     policy = OpenAIPolicy("m", base_url="http://127.0.0.1:9/v1", max_retries=0, timeout=2)
-    with pytest.raises(Exception, match="127.0.0.1:9"):
-        collect(policy, _cfg(num_tasks=1, samples_per_task=1), tmp_path / "x.jsonl", progress=False)
-    assert read_trajectories(tmp_path / "x.jsonl") == []
+    collect(policy, _cfg(num_tasks=1, samples_per_task=1), tmp_path / "x.jsonl", progress=False)
+    [rec] = read_trajectories(tmp_path / "x.jsonl")
+    assert "127.0.0.1:9" in rec["error"] and rec["reward"] is None and rec["meta"]["failed"] is True
+    # a server that is down for good stops the run after max_consecutive_failures, naming it
+    with pytest.raises(RolloutError, match="127.0.0.1:9"):
+        collect(policy, _cfg(num_tasks=4, samples_per_task=1, max_consecutive_failures=2, concurrency=1),
+                tmp_path / "y.jsonl", progress=False)
+    assert len(read_trajectories(tmp_path / "y.jsonl")) == 2
 
 
 def test_record_meta_is_json_and_carries_the_system_prompt(tiny_policy):

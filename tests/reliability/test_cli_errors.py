@@ -1,0 +1,144 @@
+"""Bad input to the CLIs: one line naming what is wrong, exit status != 0, no traceback unless
+--debug / COLBENCH_DEBUG=1; every sub-command's --help exits 0; a closed stdout pipe is quiet."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from colbench_gym.cli import COMMANDS as COLBENCH_COMMANDS
+from sweet_agent.cli import COMMANDS as SWEET_COMMANDS
+
+ENV = {**os.environ, "HF_HUB_OFFLINE": "1", "COLBENCH_DEBUG": ""}
+
+
+def _cli(prog: str, *args: str, env: dict | None = None, stdin: str | None = None, timeout: float = 120):
+    module = "colbench_gym.cli" if prog == "colbench" else "sweet_agent.cli"
+    return subprocess.run([sys.executable, "-m", module, *args], capture_output=True, text=True,
+                          env=env or ENV, timeout=timeout, input=stdin)
+
+
+def _one_line_error(proc, *needles: str) -> str:
+    assert proc.returncode not in (0, None), proc.stdout
+    assert "Traceback" not in proc.stderr, proc.stderr
+    lines = [ln for ln in proc.stderr.splitlines() if ln.strip() and "warn" not in ln.lower()]
+    assert len(lines) == 1, proc.stderr
+    for n in needles:
+        assert n in lines[0], lines[0]
+    return lines[0]
+
+
+@pytest.mark.parametrize("prog,words", [("colbench", w) for w, _, _ in COLBENCH_COMMANDS]
+                         + [("sweet-agent", w) for w, _, _ in SWEET_COMMANDS])
+def test_every_subcommand_help_exits_zero(prog, words):
+    proc = _cli(prog, *words, "--help")
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.startswith(f"usage: {prog} {' '.join(words)}")
+
+
+@pytest.mark.parametrize("prog", ["colbench", "sweet-agent"])
+def test_top_level_help_and_bare_group(prog):
+    assert _cli(prog, "--help").returncode == 0
+    if prog == "colbench":
+        proc = _cli(prog, "evaluate", "--help")
+        assert proc.returncode == 0 and "evaluate backend" in proc.stdout
+
+
+def test_non_utf8_and_non_json_lines_name_file_and_line(tmp_path):
+    bad = tmp_path / "bad.jsonl"
+    good = {"task": {"problem_description": "p", "ground_truth": "def f(): pass", "test_cases": {"test1": "f()"}},
+            "dialogue_history": [{"role": "user", "content": "p"}], "answer": "", "reward": 0.0}
+    bad.write_bytes(json.dumps(good).encode() + b"\n\xff\xfe not text\n")
+    for prog, args in (("colbench", ["evaluate", "backend", str(bad), "-o", str(tmp_path / "o.jsonl")]),
+                       ("sweet-agent", ["evaluate", str(bad)])):
+        line = _one_line_error(_cli(prog, *args), f"{bad}:2")
+        assert "UTF-8" in line
+    notjson = tmp_path / "notjson.jsonl"
+    notjson.write_text('{"task": 1}\nnot json at all\n{}\n')
+    _one_line_error(_cli("sweet-agent", "evaluate", str(notjson)), f"{notjson}:")
+
+
+def test_wrong_shape_and_unparsable_task(tmp_path):
+    shape = tmp_path / "shape.jsonl"
+    shape.write_text(json.dumps({"task": "not an object", "answer": "x"}) + "\n")
+    _one_line_error(_cli("colbench", "evaluate", "backend", str(shape), "-o", str(tmp_path / "o.jsonl")),
+                    f"{shape}:1")
+    broken = tmp_path / "broken.jsonl"
+    broken.write_text(json.dumps({"task": {"problem_description": "p", "ground_truth": "def f(:\n",
+                                           "test_cases": {"test1": "f("}}, "answer": "def f(): return 1"}) + "\n")
+    _one_line_error(_cli("colbench", "evaluate", "backend", str(broken), "-o", str(tmp_path / "o.jsonl")),
+                    f"{broken}:1")
+
+
+def test_debug_flag_and_env_var_show_the_traceback(tmp_path):
+    args = ["rollout", "--policy", "openai:m", "--base-url", "http://127.0.0.1:9/v1", "--simulator", "nosuch",
+            "--output", str(tmp_path / "o.jsonl")]
+    assert "Traceback" not in _cli("sweet-agent", *args).stderr
+    assert "Traceback" in _cli("sweet-agent", *args, "--debug").stderr
+    assert "Traceback" in _cli("sweet-agent", *args, env={**ENV, "COLBENCH_DEBUG": "1"}).stderr
+
+
+@pytest.mark.parametrize("flag,value", [("--max-turns", "0"), ("--concurrency", "0"), ("--k", "0"),
+                                        ("--episodes", "-1")])
+def test_rollout_rejects_non_positive_counts(tmp_path, flag, value):
+    proc = _cli("sweet-agent", "rollout", "--policy", "openai:m", "--base-url", "http://127.0.0.1:9/v1",
+                "--output", str(tmp_path / "o.jsonl"), flag, value)
+    assert proc.returncode == 2 and flag in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_rollout_unknown_simulator_and_policy_fail_before_work(tmp_path):
+    out = tmp_path / "o.jsonl"
+    line = _one_line_error(_cli("sweet-agent", "rollout", "--policy", "openai:m", "--base-url", "http://127.0.0.1:9/v1",
+                                "--simulator", "nosuch", "--output", str(out)), "nosuch")
+    assert "offline" in line  # names the choices
+    _one_line_error(_cli("sweet-agent", "rollout", "--policy", str(tmp_path / "no-such-model"),
+                         "--output", str(out)), "no-such-model")
+    assert not out.exists()
+
+
+def test_unwritable_output_fails_before_any_model_call(tmp_path):
+    from tests.local_openai_server import LocalOpenAIServer
+
+    ro = tmp_path / "ro"
+    ro.mkdir()
+    ro.chmod(0o500)
+    if os.access(ro, os.W_OK):
+        pytest.skip("running as a user who can write anywhere (root)")
+    with LocalOpenAIServer(lambda body: "I WANT TO ANSWER: def f(): pass") as server:
+        proc = _cli("sweet-agent", "rollout", "--policy", "openai:m", "--base-url", server.base_url,
+                    "--episodes", "1", "--output", str(ro / "sub" / "o.jsonl"), "--no-progress")
+        _one_line_error(proc, str(ro))
+        assert server.requests == []
+
+
+def test_output_under_a_file_fails_before_any_model_call(tmp_path):
+    from tests.local_openai_server import LocalOpenAIServer
+
+    blocker = tmp_path / "file"
+    blocker.write_text("x")
+    with LocalOpenAIServer(lambda body: "I WANT TO ANSWER: def f(): pass") as server:
+        proc = _cli("sweet-agent", "rollout", "--policy", "openai:m", "--base-url", server.base_url,
+                    "--episodes", "1", "--output", str(blocker / "o.jsonl"), "--no-progress")
+        _one_line_error(proc, str(blocker))
+        assert server.requests == []
+    ans = tmp_path / "answers.jsonl"
+    ans.write_text(json.dumps({"task": {"problem_description": "p", "ground_truth": "def f():\n    return 1\n",
+                                        "test_cases": {"test1": "f()"}}, "answer": "def f(): return 1"}) + "\n")
+    _one_line_error(_cli("colbench", "evaluate", "backend", str(ans), "-o", str(blocker / "o.jsonl")), str(blocker))
+
+
+def test_closed_stdout_pipe_is_reported_quietly(tmp_path):
+    # `colbench tasks` prints many lines; the reader goes away after the first one.
+    code = ("import subprocess, sys\n"
+            f"p = subprocess.Popen([{sys.executable!r}, '-m', 'colbench_gym.cli', 'tasks', 'list', '--tasks', 'generated:train', '--limit', '3000'],"
+            " stdout=subprocess.PIPE, stderr=subprocess.PIPE, bufsize=0)\n"
+            "p.stdout.read(10); p.stdout.close(); err = p.stderr.read().decode(); rc = p.wait()\n"
+            "print(rc); print(err)\n")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=ENV, timeout=120)
+    rc, _, err = proc.stdout.partition("\n")
+    assert "Traceback" not in err and "Exception ignored" not in err, err
+    assert int(rc) != 0
