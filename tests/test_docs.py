@@ -1,4 +1,4 @@
-"""No document names a repository file, folder or module that does not exist.
+"""No document names a repository file, folder, module or test that does not exist.
 
 Checked: README.md, CONTRIBUTING.md and docs/*.md. What counts as a reference to the repository:
 
@@ -7,6 +7,7 @@ Checked: README.md, CONTRIBUTING.md and docs/*.md. What counts as a reference to
 - a backticked bare file name of source or docs (``speech.py``): some tracked file has that name;
 - a backticked dotted name under ``colbench_gym.``/``sweet_agent.``: a module, or a module plus one
   name the module defines;
+- a pytest node id (``tests/x.py::test_name``): the file defines that test;
 - a relative Markdown link (``[text](docs/agent.md)``), resolved from the document's folder.
 
 Paths outside the repository (``~/.cache/…``, ``/etc/passwd``, ``runs/…`` outputs) are not claims
@@ -43,6 +44,12 @@ NAMES = {path.rsplit("/", 1)[-1] for path in TRACKED}
 
 def _exists(rel: str) -> bool:
     rel = rel.rstrip("/")
+    if "::" in rel:  # a pytest node id: the file exists and defines every named test/class
+        path, *names = rel.split("::")
+        source = ROOT / path
+        return source.is_file() and all(
+            re.search(rf"^\s*(?:async\s+)?(?:def|class)\s+{re.escape(n.split('[')[0])}\b", source.read_text(), re.M)
+            for n in names)
     if any(ch in rel for ch in "*?[{"):
         return any(ROOT.glob(rel.replace("{", "[").replace("}", "]")) if "{" in rel else ROOT.glob(rel))
     return (ROOT / rel).exists()
