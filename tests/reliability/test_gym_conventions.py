@@ -125,3 +125,14 @@ def test_check_env_frontend_offline():
     env = gym.make("ColBench-Frontend-v0", simulator="offline")
     check_env(env.unwrapped, skip_render_check=False)
     env.close()
+
+
+@pytest.mark.parametrize("env_id", ["ColBench-Backend-v0", "ColBench-Frontend-v0"])
+def test_envs_with_an_endpoint_simulator_pickle_before_reset(env_id):
+    env = gym.make(env_id, simulator="openai", simulator_kwargs={"model": "m", "base_url": "http://127.0.0.1:9/v1"})
+    try:
+        clone = pickle.loads(pickle.dumps(env))
+        assert clone.unwrapped.simulator.base_url == "http://127.0.0.1:9/v1"
+        clone.close()
+    finally:
+        env.close()
