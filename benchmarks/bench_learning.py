@@ -179,6 +179,13 @@ def _lock(run: Path, name: str) -> Path | None:
     return None
 
 
+_JOBS = 1
+
+
+def _threads_per_stage() -> int:
+    return max(1, (os.cpu_count() or 1) // _JOBS)
+
+
 def run_stage(st: Stage, run: Path) -> bool:
     lock = _lock(run, st.name)
     if lock is None:
@@ -195,6 +202,9 @@ def run_stage(st: Stage, run: Path) -> bool:
         say(f"> {st.name} (log: {log})")
         t0 = time.time()
         env = {**os.environ, "HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false"}
+        # stages run side by side on a small machine: one intra-op thread each (two torch threads
+        # per process on an oversubscribed CPU mostly wait for each other)
+        env.setdefault("OMP_NUM_THREADS", str(_threads_per_stage()))
         with open(log, "a", encoding="utf-8") as fh:
             fh.write("$ " + " ".join(shlex.quote(c) for c in st.cmd or []) + "\n")
             fh.flush()
@@ -292,6 +302,20 @@ def method_table(run: Path, prefix: str = "") -> list[dict[str, Any]]:
     return rows
 
 
+def offline_summary(run: Path) -> dict[str, Any] | None:
+    """What the behaviour policy collected: episodes with a prefilled question vs without."""
+    recs = list(_load(run / "offline.jsonl").values())
+    if not recs:
+        return None
+    out: dict[str, Any] = {"episodes": len(recs)}
+    for name, group in (("explored", [r for r in recs if r["meta"].get("exploration")]),
+                        ("own", [r for r in recs if not r["meta"].get("exploration")])):
+        stats = [episode_stats(r) for r in group]
+        out[name] = {"episodes": len(group)} | ({
+            k: bootstrap_ci([st[k] for st in stats])[0] for k in ("success", "tests", "turns", "questions")} if group else {})
+    return out
+
+
 def _fmt(cell: dict[str, Any], pct: bool) -> str:
     k = 100 if pct else 1
     f = "{:.1f}" if pct else "{:.2f}"
@@ -349,13 +373,19 @@ def write_report(run: Path, settings: dict) -> dict[str, Any]:
     emb = method_table(run, "embedded-")
     timings = [json.loads(x) for x in (run / "timings.jsonl").read_text().splitlines()] if (run / "timings.jsonl").exists() else []
     load = os.getloadavg()
-    report = {"settings": settings, "held_out": held, "embedded": emb, "timings": timings,
+    offline = offline_summary(run)
+    report = {"settings": settings, "offline_data": offline, "held_out": held, "embedded": emb, "timings": timings,
               "loadavg_at_report": [round(x, 2) for x in load], "written": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
     _write_atomic(run / "results.json", json.dumps(report, indent=2, default=str))
     md = [markdown(held, f"Held-out {settings['eval_tasks']} ({settings['eval_episodes']} tasks x 1, seed "
                          f"{settings['seed'] + 1000})")]
     if emb:
         md.append(markdown(emb, f"Embedded ColBench {settings['embedded_tasks']} ({settings['embedded_episodes']} tasks)"))
+    if offline:
+        md.append("Offline data (behaviour policy, " + f"{offline['episodes']} episodes): " + "; ".join(
+            f"{name} turns ({offline[name]['episodes']} episodes): tests passed {100 * offline[name]['tests']:.1f} %, "
+            f"success {100 * offline[name]['success']:.1f} %" for name in ("explored", "own")
+            if offline[name]["episodes"]) + " (explored = first turn prefilled with a question opener).")
     md.append("Stage times (s): " + ", ".join(f"{t['stage']} {t['seconds']:.0f}" for t in timings))
     md.append(f"Load average when written: {load[0]:.1f} / {load[1]:.1f} / {load[2]:.1f} (2 cores).")
     _write_atomic(run / "results.md", "\n\n".join(md) + "\n")
@@ -370,7 +400,8 @@ def write_report(run: Path, settings: dict) -> dict[str, Any]:
 # ------------------------------------------------------------------------------ main
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--run-dir", default="runs/learning", help="where every stage writes (default: %(default)s)")
+    ap.add_argument("--run-dir", default=None,
+                    help="where every stage writes (default: runs/learning, runs/learning-<profile> for other profiles)")
     ap.add_argument("--profile", default="full", choices=sorted(PROFILES))
     ap.add_argument("--jobs", type=int, default=2, help="stages run at once (default: %(default)s)")
     ap.add_argument("--only", default=None, help="comma-separated stage names (their missing deps are not run)")
@@ -381,7 +412,7 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     s = dict(PROFILES[args.profile])
     s.update({k: getattr(args, k) for k in s if getattr(args, k, None) is not None})
-    run = Path(args.run_dir)
+    run = Path(args.run_dir or ("runs/learning" if args.profile == "full" else f"runs/learning-{args.profile}"))
     run.mkdir(parents=True, exist_ok=True)
     settings_file = run / "settings.json"
     if settings_file.exists():
@@ -402,7 +433,9 @@ def main(argv: list[str] | None = None) -> int:
         if only and (unknown := only - set(stages)):
             print(f"error: unknown stages {sorted(unknown)}; see --list", file=sys.stderr)
             return 2
-        run_all(stages, run, max(1, args.jobs), only, s)
+        global _JOBS
+        _JOBS = max(1, args.jobs)
+        run_all(stages, run, _JOBS, only, s)
     report = write_report(run, s)
     print((run / "results.md").read_text())
     return 0 if report["held_out"] else 1
