@@ -1,0 +1,143 @@
+"""ColBench as OpenEnv environments, served over HTTP and WebSocket (``colbench serve``).
+
+OpenEnv (``pip install colbench-gym[serve]``) serves an ``Environment`` with ``reset``/``step``
+/``state`` through ``create_fastapi_app``: stateless HTTP endpoints and WebSocket sessions with
+one environment per session (``/ws``). Each ColBench environment gets its own app, mounted under
+its own prefix of one server:
+
+* ``/backend`` — ``ColBench-Backend-v0`` (``/backend/ws``, ``/backend/reset``, ``/backend/step``,
+  ``/backend/state``, ``/backend/health``, ``/backend/schema``);
+* ``/frontend`` — ``ColBench-Frontend-v0`` (same routes under ``/frontend``).
+
+An action is the agent's whole turn in ColBench's text protocol (:class:`ColBenchAction`), so a
+remote episode is the local ``gym.make`` episode, step for step; the observation carries the
+person's message and the env's ``info`` (dialogue, grading results — never the reference).
+Grading sandboxes and browsers thus run on CPU machines apart from the GPU trainer, which talks
+to them through :mod:`colbench_gym.online.client`.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+from typing import Any
+
+from openenv.core.env_server import Action, Environment, Observation, State, create_fastapi_app
+from pydantic import Field
+
+#: URL prefix -> Gymnasium id of the environment served there.
+PREFIXES = {"backend": "ColBench-Backend-v0", "frontend": "ColBench-Frontend-v0"}
+
+
+class ColBenchAction(Action):
+    """One agent turn: free text in ColBench's protocol (``OUTPUT:``, ``I WANT TO ANSWER:``)."""
+
+    message: str = Field(description="the agent's whole turn, exactly as gym's env.step(action) takes it")
+
+
+class ColBenchObservation(Observation):
+    """The person's newest message (the task at reset, ``""`` at the end) and the env's ``info``."""
+
+    text: str = Field(default="", description="the observation of gym's reset/step")
+    info: dict[str, Any] = Field(default_factory=dict, description="gym's info (JSON-safe): messages, turn, grading")
+
+
+class ColBenchState(State):
+    """Session state: the episode id, steps, and where the episode stands."""
+
+    kind: str = ""
+    task_id: str | None = None
+    task_index: int | None = None
+    turn: int = 0
+    done: bool = True
+    reward: float | None = None
+
+
+def _json_safe(info: dict[str, Any]) -> dict[str, Any]:
+    return json.loads(json.dumps(info, default=str))
+
+
+class ColBenchOpenEnv(Environment):
+    """A ``gym.make`` ColBench env behind OpenEnv's ``Environment`` interface.
+
+    Args:
+        env_id: ``ColBench-Backend-v0`` or ``ColBench-Frontend-v0``.
+        **make_kwargs: ``gym.make`` options (``tasks``, ``simulator``, ``reward_mode``, ...).
+
+    ``reset(seed=, episode_id=, task_index=, task=)`` picks the task like the Gymnasium env's
+    ``options``. Sessions are independent envs; the grader and the renderer they share are
+    thread-safe, so concurrent sessions are supported.
+    """
+
+    SUPPORTS_CONCURRENT_SESSIONS = True
+
+    def __init__(self, env_id: str = "ColBench-Backend-v0", **make_kwargs: Any) -> None:
+        super().__init__()
+        import gymnasium as gym
+
+        import colbench_gym  # noqa: F401 - registers the ids
+
+        self._env = gym.make(env_id, **make_kwargs)
+        self._state = ColBenchState(kind=getattr(self._env.unwrapped, "kind", ""))
+
+    def reset(self, seed: int | None = None, episode_id: str | None = None, task_index: int | None = None,
+              task: dict[str, Any] | None = None, **kwargs: Any) -> ColBenchObservation:
+        if kwargs:
+            raise ValueError(f"unknown reset argument(s) {sorted(kwargs)}; use seed, episode_id, task_index or task")
+        options: dict[str, Any] = {}
+        if task_index is not None:
+            options["task_index"] = int(task_index)
+        if task is not None:
+            options["task"] = task
+        text, info = self._env.reset(seed=seed, options=options or None)
+        self._state = ColBenchState(episode_id=episode_id, step_count=0, kind=self._state.kind,
+                                    task_id=info.get("task_id"), task_index=info.get("task_index"),
+                                    turn=0, done=False, reward=None)
+        return ColBenchObservation(text=text, info=_json_safe(info), done=False, reward=None)
+
+    def step(self, action: ColBenchAction, timeout_s: float | None = None, **kwargs: Any) -> ColBenchObservation:
+        text, reward, terminated, truncated, info = self._env.step(action.message)
+        done = bool(terminated or truncated)
+        self._state.step_count += 1
+        self._state.turn = int(info.get("turn", self._state.turn + 1))
+        self._state.done = done
+        if done:
+            self._state.reward = float(reward)
+        return ColBenchObservation(text=text, info=_json_safe(info), done=done, reward=float(reward))
+
+    @property
+    def state(self) -> ColBenchState:
+        return self._state
+
+    def close(self) -> None:
+        self._env.close()
+
+
+def create_colbench_app(envs: dict[str, dict[str, Any]] | None = None, max_concurrent_envs: int = 16):
+    """One FastAPI app serving each ColBench env under its prefix (see :data:`PREFIXES`).
+
+    ``envs`` maps a prefix (``"backend"``, ``"frontend"``) to its ``gym.make`` options; default:
+    both, with default options. ``max_concurrent_envs`` caps the WebSocket sessions per env.
+    """
+    from fastapi import FastAPI
+
+    envs = {name: {} for name in PREFIXES} if envs is None else envs
+    unknown = set(envs) - set(PREFIXES)
+    if unknown:
+        raise ValueError(f"unknown environment(s) {sorted(unknown)}; choose from {sorted(PREFIXES)}")
+    if max_concurrent_envs < 1:
+        raise ValueError(f"max_concurrent_envs must be >= 1, got {max_concurrent_envs}")
+    app = FastAPI(title="ColBench OpenEnv server",
+                  description="ColBench environments as OpenEnv environments, one per URL prefix.")
+    for name, make_kwargs in envs.items():
+        factory = functools.partial(ColBenchOpenEnv, PREFIXES[name], **make_kwargs)
+        sub = create_fastapi_app(factory, ColBenchAction, ColBenchObservation, max_concurrent_envs=max_concurrent_envs)
+        app.mount(f"/{name}", sub)
+
+    @app.get("/")
+    def index() -> dict[str, Any]:
+        return {"environments": {f"/{name}": PREFIXES[name] for name in envs},
+                "websocket": {name: f"/{name}/ws" for name in envs},
+                "max_concurrent_envs": max_concurrent_envs}
+
+    return app

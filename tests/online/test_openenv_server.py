@@ -1,0 +1,139 @@
+"""`colbench serve`: a real OpenEnv server on 127.0.0.1, driven over real sockets."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+
+import gymnasium as gym
+import pytest
+
+pytest.importorskip("openenv")
+# A real server process: importing OpenEnv (FastAPI, fastmcp, gradio when installed) takes seconds.
+pytestmark = pytest.mark.slow
+
+from colbench_gym.online.client import ColBenchEnvClient, RemoteColBenchEnv, make_remote_tool_env_factory  # noqa: E402
+from colbench_gym.online.server import ColBenchAction  # noqa: E402
+from colbench_gym.protocol import ANSWER_MARKER  # noqa: E402
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _get(url: str) -> dict:
+    with urllib.request.urlopen(url, timeout=10) as r:
+        return json.loads(r.read())
+
+
+@pytest.fixture(scope="module")
+def server():
+    """`colbench serve` as a user starts it (the real CLI, a real port)."""
+    port = _free_port()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "colbench_gym.cli", "serve", "--port", str(port), "--envs", "backend", "frontend",
+         "--max-sessions", "4", "--reward-mode", "fraction", "--scorer", "fallback"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env={**os.environ, "PYTHONUNBUFFERED": "1"})
+    base = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 120
+    while True:
+        try:
+            _get(f"{base}/backend/health")
+            break
+        except OSError:
+            if proc.poll() is not None or time.monotonic() > deadline:
+                proc.kill()
+                pytest.fail(f"colbench serve did not start: {proc.communicate()[1][-2000:]}")
+            time.sleep(0.3)
+    yield base
+    proc.terminate()
+    proc.wait(timeout=30)
+
+
+def test_index_and_prefixes(server) -> None:
+    index = _get(f"{server}/")
+    assert index["environments"] == {"/backend": "ColBench-Backend-v0", "/frontend": "ColBench-Frontend-v0"}
+    assert index["max_concurrent_envs"] == 4
+    assert _get(f"{server}/frontend/health")["status"] == "healthy"
+    schema = _get(f"{server}/backend/schema")
+    assert "message" in schema["action"]["properties"]
+
+
+def test_http_reset_returns_the_task(server) -> None:
+    req = urllib.request.Request(f"{server}/backend/reset", data=json.dumps({"seed": 0, "task_index": 2}).encode(),
+                                 headers={"Content-Type": "application/json"})
+    with urllib.request.urlopen(req, timeout=30) as r:
+        body = json.loads(r.read())
+    local, _ = gym.make("ColBench-Backend-v0").reset(seed=0, options={"task_index": 2})
+    assert body["observation"]["text"] == local and body["done"] is False
+
+
+def test_websocket_episode_equals_local_gym_episode(server) -> None:
+    questions = ["What is the function called?", "What should an empty input give?"]
+    with ColBenchEnvClient(base_url=f"{server}/backend").sync() as client:
+        first = client.reset(seed=5, task_index=1)
+        replies = [client.step(ColBenchAction(message=q)).observation.text for q in questions]
+        final = client.step(ColBenchAction(message=f"{ANSWER_MARKER}\ndef nothing():\n    return None"))
+        state = client.state()
+    env = gym.make("ColBench-Backend-v0", reward_mode="fraction")
+    obs, _ = env.reset(seed=5, options={"task_index": 1})
+    local = [env.step(q)[0] for q in questions]
+    _, reward, done, _, info = env.step(f"{ANSWER_MARKER}\ndef nothing():\n    return None")
+    assert first.observation.text == obs and replies == local
+    assert final.done and done and final.reward == reward
+    assert final.observation.info["tests_total"] == info["tests_total"]
+    assert "ground_truth" not in json.dumps(final.observation.info)
+    assert state.turn == 3 and state.done and state.task_index == 1
+
+
+def test_two_concurrent_sessions_do_not_interfere(server) -> None:
+    a = RemoteColBenchEnv(f"{server}/backend")
+    b = RemoteColBenchEnv(f"{server}/backend")
+    try:
+        text_a, _ = a.reset(seed=1, options={"task_index": 0})
+        text_b, _ = b.reset(seed=2, options={"task_index": 4})
+        assert text_a != text_b
+        a.step("Question for A: what is the name?")
+        b.step("Question for B: what are the inputs?")
+        _, _, _, _, info_a = a.step("Second question for A: any edge cases?")
+        reward_b = b.step(f"{ANSWER_MARKER}\ndef nothing():\n    return None")[1]
+        # Each session holds its own dialogue only, on its own task.
+        dialogue_a = [m["content"] for m in info_a["messages"]]
+        assert dialogue_a[0] == text_a and len(dialogue_a) == 5
+        assert not any("for B" in c for c in dialogue_a)
+        assert a.state().task_index == 0 and b.state().task_index == 4
+        assert b.state().done and not a.state().done and reward_b == 0.0
+        with pytest.raises(RuntimeError, match="episode has ended"):
+            b.step("one more?")
+        a.step("Third question for A?")  # A goes on after B's error
+        assert a.state().turn == 3
+    finally:
+        a.close()
+        b.close()
+
+
+def test_remote_tool_env_reward_equals_local(server) -> None:
+    from colbench_gym.online import make_tool_env_factory
+
+    rewards = []
+    for factory in (make_remote_tool_env_factory(f"{server}/backend"),
+                    make_tool_env_factory("ColBench-Backend-v0", reward_mode="fraction")):
+        tool_env = factory()
+        tool_env.reset(task_index=3, seed=9)
+        reference = gym.make("ColBench-Backend-v0").unwrapped.task_source[3].ground_truth
+        tool_env.ask_user("Which inputs does it take?")
+        tool_env.submit_answer(reference.replace("return ", "return 1 + ", 1))
+        rewards.append((tool_env.get_reward(), tool_env.turns, tool_env.messages))
+    assert rewards[0] == rewards[1]
+
+
+def test_url_must_name_an_env() -> None:
+    with pytest.raises(ValueError, match="/backend"):
+        make_remote_tool_env_factory("http://127.0.0.1:1/")
