@@ -1,19 +1,27 @@
-"""Render HTML to PNG screenshots with one headless Chromium and a pool of reusable pages.
+"""Render HTML to screenshots with one headless Chromium, isolated renders and two page pools.
 
-Why this shape: opening a browser (or even a page) per screenshot, as the paper's release does
-with Selenium, costs most of the time of a render. One browser stays up; ``pool_size`` pages in
-one browser context are reused (``set_content`` + screenshot); every request the pages make is
-answered locally (:mod:`colbench_gym.rendering.routing`), so Tailwind renders styled offline and
-no render waits for the network.
+Why this shape: opening a browser (or even a browser context) per screenshot costs most of the
+time of a render (a new context + page was measured at ~250 ms CPU here, the whole render of a
+page at ~130 ms). One browser stays up, ``pool_size`` pages (each in its own browser context) are
+reused, and every request the pages make is answered locally
+(:mod:`colbench_gym.rendering.routing`), so Tailwind renders styled offline and nothing waits for
+the network.
+
+Security (a frontend reward is a screenshot similarity; see docs/frontend.md, threat model):
+every render starts from a fresh JavaScript realm and stops the page's scripts before it is
+measured and captured (:mod:`colbench_gym.rendering.isolation`); reference pages (``cache=True``)
+are rendered on a pool of their own, with their own Tailwind compiler page, never on a page an
+answer has used; the reference cache (:mod:`colbench_gym.rendering.cache`) is keyed by the HTML
+and every render setting, stores only clean reference renders and verifies entries when read;
+WebRTC cannot send UDP and no request leaves the machine.
+
+Faults: a page that never finishes loading is cut at ``timeout`` and replaced; a crashed page is
+replaced and retried; a browser that died *or stopped answering* (checked with a CDP ping after
+any failure) is killed by its process group and relaunched, and the page retried — each render is
+bounded in time. If Chromium cannot be (re)launched, :class:`RendererError` says so in one line.
 
 Playwright's async API runs on a private event-loop thread and :class:`Renderer` exposes a
-blocking, thread-safe façade. That lets several environments (threads) share one browser, lets
-:meth:`Renderer.render_many` use all pages at once, and works inside Jupyter (where Playwright's
-sync API refuses to run because a loop is already running).
-
-Failures are contained: a page that never finishes loading is cut at ``timeout`` and whatever
-is on screen is captured (or an error result returned); a crashed page is replaced; a browser
-that died is relaunched and the render retried once — all transparently to the caller.
+blocking, thread-safe façade (several environments can share one browser, it works in Jupyter).
 """
 
 from __future__ import annotations
@@ -23,20 +31,22 @@ import atexit
 import base64
 import hashlib
 import io
-import json
 import os
+import secrets
 import shutil
 import threading
 import time
-from collections import OrderedDict
 from concurrent.futures import Future
+from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from colbench_gym.rendering import routing
+from colbench_gym.rendering import isolation, routing
 from colbench_gym.rendering.assets import WebAssets, locate
+from colbench_gym.rendering.cache import ScreenshotCache, default_cache_dir
 from colbench_gym.rendering.dom_js import DOM_JS
+from colbench_gym.rendering.process import TOKEN_SWITCH, find_browser_pid, kill_browser
 
 #: Flags that make Debian's Chromium start fast and stay off the network (see DESIGN.md).
 CHROMIUM_ARGS = (
@@ -47,32 +57,32 @@ CHROMIUM_ARGS = (
     "--disable-renderer-backgrounding", "--disable-background-timer-throttling",
     "--disable-backgrounding-occluded-windows", "--disable-extensions",
     # Every request is answered by our router before DNS is needed; this makes anything that
-    # bypasses it (preconnect hints, WebSockets, WebRTC) fail at once instead of touching the net.
+    # bypasses it (preconnect hints, WebSockets, TURN over TCP) fail at once instead of touching the net.
     "--host-resolver-rules=MAP * ~NOTFOUND",
+    # WebRTC sends STUN/TURN over UDP straight to IP literals (no resolver): no UDP at all.
+    "--force-webrtc-ip-handling-policy=disable_non_proxied_udp", "--webrtc-ip-handling-policy=disable_non_proxied_udp",
+    # (Playwright already passes --disable-back-forward-cache: a page left behind is gone, not frozen.
+    # Do not pass --disable-features here: it would replace Playwright's own list.)
 )
 #: Bumped when rendering changes in a way that invalidates cached screenshots.
-RENDER_VERSION = "1"
-_DOM_JS = DOM_JS
-#: Freeze CSS animations/transitions at their end state and hide the caret before a screenshot
-#: (deterministic screenshots). Playwright's own ``animations="disabled"`` does this too but was
-#: measured to cost up to seconds per screenshot on pages whose styles were injected by script.
-_FREEZE_JS = """() => { const s = document.createElement('style'); s.setAttribute('data-colbench', 'freeze');
-  s.textContent = '*, *::before, *::after { animation-duration: 0s !important; animation-delay: 0s !important;'
-    + ' transition-duration: 0s !important; transition-delay: 0s !important; caret-color: transparent !important; }';
-  (document.head || document.documentElement).append(s); return true; }"""
-#: One animation frame after "load": lets script-driven styling (Tailwind play/v4 builds) land.
-_SETTLE_JS = "() => new Promise(r => requestAnimationFrame(() => r(true)))"
+RENDER_VERSION = "2"  # 2: scripts stopped after the first frame, animations started by script cancelled
+AGENT, REFERENCE = "agent", "reference"
 
 
 class RendererError(RuntimeError):
     """The browser could not be started or keeps failing."""
 
 
+class _BrowserTrouble(RuntimeError):
+    """The page's browser died or stopped answering: relaunch and retry."""
+
+
 @dataclass
 class RenderResult:
     """One screenshot. ``data`` is the encoded image (``format``: PNG, or JPEG when the renderer
     was built with ``image_format="jpeg"``). ``error`` is set when the page failed to load fully
-    (then ``data`` holds what was on screen at the deadline, or a blank page)."""
+    (then ``data`` holds what was on screen at the deadline, or a blank page). ``clean`` is set by
+    the renderer only for error-free renders in the reference pool (the only ones it caches)."""
 
     data: bytes
     width: int
@@ -83,6 +93,7 @@ class RenderResult:
     cached: bool = False
     key: str = ""
     format: str = "png"
+    clean: bool = False
     _image: Any = field(default=None, repr=False, compare=False)
 
     @property
@@ -129,85 +140,20 @@ def find_chromium(explicit: str | None = None) -> str | None:
     return None
 
 
-class ScreenshotCache:
-    """Screenshots (+ DOM summaries) by content hash: in memory (LRU) and optionally on disk.
-
-    Reference pages are rendered once per machine, not once per episode or evaluation.
-    """
-
-    def __init__(self, directory: str | os.PathLike[str] | None = None, max_items: int = 512):
-        self.directory = Path(directory).expanduser() if directory else None
-        self.max_items = max_items
-        self._mem: OrderedDict[str, RenderResult] = OrderedDict()
-        self._lock = threading.Lock()
-        if self.directory:
-            self.directory.mkdir(parents=True, exist_ok=True)
-
-    def get(self, key: str) -> RenderResult | None:
-        with self._lock:
-            hit = self._mem.get(key)
-            if hit is not None:
-                self._mem.move_to_end(key)
-                return hit
-        if self.directory:
-            img, meta = self.directory / f"{key}.img", self.directory / f"{key}.json"
-            if img.is_file() and meta.is_file():
-                try:
-                    info = json.loads(meta.read_text(encoding="utf-8"))
-                    result = RenderResult(img.read_bytes(), info["width"], info["height"], info.get("dom"), key=key,
-                                          format=info.get("format", "png"))
-                except (OSError, ValueError, KeyError):
-                    return None
-                self._remember(key, result)
-                return result
-        return None
-
-    def put(self, key: str, result: RenderResult) -> None:
-        if not result.ok:
-            return  # never cache failures: the next try may succeed
-        self._remember(key, result)
-        if self.directory:
-            meta = {"width": result.width, "height": result.height, "format": result.format, "dom": result.dom}
-            for suffix, data in (("img", result.data), ("json", json.dumps(meta).encode())):
-                path = self.directory / f"{key}.{suffix}"
-                tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
-                tmp.write_bytes(data)
-                os.replace(tmp, path)
-
-    def _remember(self, key: str, result: RenderResult) -> None:
-        with self._lock:
-            self._mem[key] = result
-            self._mem.move_to_end(key)
-            while len(self._mem) > self.max_items:
-                self._mem.popitem(last=False)
-
-    def __len__(self) -> int:
-        return len(self._mem)
-
-
-def default_cache_dir() -> Path | None:
-    """``$COLBENCH_CACHE_DIR/screenshots`` when set, else ``~/.cache/colbench/screenshots``;
-    ``COLBENCH_CACHE_DIR=off`` keeps the cache in memory only."""
-    root = os.environ.get("COLBENCH_CACHE_DIR")
-    if root and root.lower() in ("off", "none", "0"):
-        return None
-    base = Path(root) if root else Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "colbench"
-    return base / "screenshots"
-
-
 class Renderer:
-    """Headless Chromium with a pool of pages; blocking, thread-safe API.
+    """Headless Chromium with a pool of isolated pages for answers and one for references.
 
     Args:
         viewport: ``(width, height)`` of the window; screenshots are full-page at this width.
-        pool_size: pages kept open (renders that can run at once).
+        pool_size: pages per pool (renders that can run at once).
         max_height: full-page screenshots are cut at this many pixels.
-        timeout: seconds a page may take to load before it is cut off.
+        timeout: seconds a page may take to load before it is cut off; also bounds every other
+            step, so a hung browser is detected and replaced within a few timeouts.
         executable_path: Chromium to launch (default: :func:`find_chromium`).
         web_assets: folder of the offline Tailwind files (default: located by
             :func:`colbench_gym.rendering.assets.locate`; missing files raise a clear error).
             ``False`` renders without them (Tailwind pages come out unstyled).
-        cache: a :class:`ScreenshotCache` for :meth:`render` calls with ``cache=True``;
+        cache: a :class:`ScreenshotCache` for reference renders (``cache=True``);
             default: in memory plus :func:`default_cache_dir` on disk.
         max_dom_nodes: elements described in the DOM summary (``dom=True``).
         precompile: serve play-CDN pages CSS from a warm compiler page and v2 stylesheets
@@ -215,13 +161,15 @@ class Renderer:
             Tailwind files as they are.
         image_format: ``"png"`` (lossless, default) or ``"jpeg"`` (cheaper to encode;
             ``jpeg_quality``), for bulk scoring where a few levels of colour noise do not matter.
+        capture_width: scale screenshots to this width (layout still at ``viewport``), e.g. 320
+            when the only consumer is CLIP, which sees 224 px; default: full resolution.
     """
 
     def __init__(self, *, viewport: tuple[int, int] = (1280, 800), pool_size: int = 2, max_height: int = 4000,
                  timeout: float = 10.0, executable_path: str | None = None,
                  web_assets: str | os.PathLike[str] | WebAssets | bool | None = None,
                  cache: ScreenshotCache | None = None, max_dom_nodes: int = 400, precompile: bool = True,
-                 image_format: str = "png", jpeg_quality: int = 92):
+                 image_format: str = "png", jpeg_quality: int = 92, capture_width: int | None = None):
         if pool_size < 1:
             raise ValueError("pool_size must be >= 1")
         self.viewport = (int(viewport[0]), int(viewport[1]))
@@ -229,9 +177,11 @@ class Renderer:
         self.max_dom_nodes = max_dom_nodes
         if image_format not in ("png", "jpeg"):
             raise ValueError(f"image_format must be 'png' or 'jpeg', got {image_format!r}")
+        if capture_width is not None and not 16 <= int(capture_width) <= self.viewport[0]:
+            raise ValueError(f"capture_width must be between 16 and the viewport width, got {capture_width!r}")
+        self.capture_width = int(capture_width) if capture_width else None
         self.image_format, self.jpeg_quality = image_format, int(jpeg_quality)
         self.precompile = precompile
-        self._compiler = None
         self.executable_path = find_chromium(executable_path)
         if web_assets is False:
             self.assets: WebAssets | None = None
@@ -240,15 +190,20 @@ class Renderer:
         else:
             self.assets = locate(web_assets)  # raises WebAssetsMissing with the install command
         self.cache = cache if cache is not None else ScreenshotCache(default_cache_dir())
-        self.restarts = 0  # browser relaunches after a crash
-        self.page_replacements = 0  # pages replaced after a crash or a timeout
+        self.restarts = 0  # browser relaunches after a crash or a hang
+        self.page_replacements = 0  # pages replaced after a crash, a timeout or a pop-up
         self.renders = 0
         self.browser_version = ""
+        self.browser_pid: int | None = None  # the Chromium process (group leader) of this renderer
+        self._token = ""
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
         self._start_lock = threading.Lock()
-        self._pw = self._browser = None
-        self._pages: asyncio.Queue | None = None
+        self._pw = self._browser = self._browser_cdp = None
+        self._free: dict[str, list] = {AGENT: [], REFERENCE: []}
+        self._compilers: dict[str, Any] = {}
+        self._slots: dict[str, asyncio.Semaphore] = {}
+        self._launch_lock: asyncio.Lock | None = None
         self._generation = 0
         self._closed = False
         self._pid = os.getpid()
@@ -259,8 +214,9 @@ class Renderer:
         afresh here (vector environments and data loaders fork with renderers in memory)."""
         self._start_lock = threading.Lock()
         self._loop = self._thread = None
-        self._pw = self._browser = self._compiler = None
-        self._pages = None
+        self._pw = self._browser = self._browser_cdp = None
+        self._free, self._compilers, self._slots, self._launch_lock = {AGENT: [], REFERENCE: []}, {}, {}, None
+        self.browser_pid, self._token = None, ""
         self._pid = os.getpid()
 
     def _ensure_loop(self) -> asyncio.AbstractEventLoop:
@@ -278,19 +234,39 @@ class Renderer:
 
     def _call(self, coro, timeout: float | None = None):
         fut: Future = asyncio.run_coroutine_threadsafe(coro, self._ensure_loop())
-        return fut.result(timeout)
+        try:
+            return fut.result(timeout)
+        except FutureTimeout:
+            fut.cancel()
+            raise RendererError(f"rendering did not finish within {timeout:.0f}s (browser unresponsive)") from None
 
     def start(self) -> "Renderer":
         """Launch the browser now (it is otherwise launched by the first render)."""
         self._call(self._ensure_browser())
         return self
 
+    def _lock(self) -> asyncio.Lock:
+        if self._launch_lock is None:
+            self._launch_lock = asyncio.Lock()
+        return self._launch_lock
+
     async def _ensure_browser(self) -> None:
         if self._browser is not None and self._browser.is_connected():
             return
-        if self._browser is not None:
-            self.restarts += 1  # it died under us (crash, OOM kill): relaunch transparently
-        await self._launch()
+        async with self._lock():
+            if self._browser is not None and self._browser.is_connected():
+                return
+            if self._browser is not None:
+                self.restarts += 1  # it died under us (crash, OOM kill): relaunch transparently
+            await self._launch()
+
+    async def _restart(self, generation: int) -> None:
+        """Kill the (dead or hung) browser of ``generation`` and launch a new one, once."""
+        async with self._lock():
+            if generation != self._generation:
+                return  # another render already replaced it
+            self.restarts += 1
+            await self._launch()
 
     async def _launch(self) -> None:
         from playwright.async_api import async_playwright  # noqa: PLC0415
@@ -298,50 +274,74 @@ class Renderer:
         await self._shutdown_browser()
         if self._pw is None:
             self._pw = await async_playwright().start()
-        kwargs: dict[str, Any] = {"headless": True, "args": list(CHROMIUM_ARGS)}
+        self._token = secrets.token_hex(8)
+        kwargs: dict[str, Any] = {"headless": True, "args": [*CHROMIUM_ARGS, TOKEN_SWITCH + self._token],
+                                  "timeout": max(30.0, self.timeout * 3) * 1000}
         if self.executable_path:
             kwargs["executable_path"] = self.executable_path
         try:
             self._browser = await self._pw.chromium.launch(**kwargs)
+            self._browser_cdp = await asyncio.wait_for(self._browser.new_browser_cdp_session(), self.timeout)
         except Exception as exc:  # noqa: BLE001 - turn any launch failure into one clear message
+            await self._shutdown_browser()
             raise RendererError(
-                f"could not launch Chromium ({self.executable_path or 'Playwright default'}): {exc}. "
+                f"could not launch Chromium ({self.executable_path or 'Playwright default'}): "
+                f"{str(exc).strip().splitlines()[0][:300] if str(exc).strip() else type(exc).__name__}. "
                 "Install Debian's chromium (`apt-get install chromium`) or set COLBENCH_CHROMIUM to a "
                 "Chromium/Chrome binary; `playwright install chromium` also works where downloads are allowed."
             ) from exc
+        self.browser_pid = find_browser_pid(self._token)
         self.browser_version = self._browser.version
-        if self.precompile and self.assets is not None:
+        self._generation += 1
+        self._free = {AGENT: [], REFERENCE: []}
+        self._compilers = {}
+        for _ in range(self.pool_size):  # warm agent pool; the reference pool is made on first use
+            self._free[AGENT].append(await asyncio.wait_for(self._new_page(AGENT), self.timeout * 2))
+
+    async def _compiler(self, domain: str):
+        """The Tailwind compiler page of a pool (references have their own), started lazily."""
+        if not (self.precompile and self.assets is not None):
+            return None
+        comp = self._compilers.get(domain)
+        if comp is None:
             from colbench_gym.rendering.precompile import PlayCompiler  # noqa: PLC0415
 
-            self._compiler = PlayCompiler(await self._new_context(), timeout=self.timeout)
-        self._generation += 1
-        self._pages = asyncio.Queue()
-        for _ in range(self.pool_size):
-            self._pages.put_nowait(await self._new_page())
+            comp = self._compilers[domain] = PlayCompiler(await self._new_context(domain), timeout=self.timeout)
+        return comp
 
-    async def _new_context(self):
+    async def _new_context(self, domain: str):
         # One context (one window) per page: a page sharing its window with a busy tab was
         # measured to wait whole seconds for its screenshot frame.
         context = await self._browser.new_context(
             viewport={"width": self.viewport[0], "height": self.viewport[1]}, device_scale_factor=1,
             java_script_enabled=True, bypass_csp=True, service_workers="block",
         )
+        context._colbench_domain = domain  # noqa: SLF001 - read by the router
         await context.route("**/*", self._route)
         return context
 
-    async def _new_page(self):
-        context = await self._new_context()
+    async def _new_page(self, domain: str):
+        context = await self._new_context(domain)
+        await self._compiler(domain)
         page = await context.new_page()
         page._colbench_context = context  # noqa: SLF001 - closed with the page when it is replaced
-        page._colbench_cdp = await context.new_cdp_session(page)  # noqa: SLF001 - fast screenshots
+        page._colbench_domain = domain  # noqa: SLF001
+        page._colbench_cdp = cdp = await context.new_cdp_session(page)  # noqa: SLF001 - capture, isolation
+        page._colbench_frame_id = (await cdp.send("Target.getTargetInfo"))["targetInfo"]["targetId"]  # noqa: SLF001
         page.set_default_timeout(self.timeout * 1000)
-        page._colbench_crashed = False  # noqa: SLF001 - flag set by the crash event below
+        page._colbench_crashed = False  # noqa: SLF001 - set by the crash event below, or on any trouble
         page._colbench_generation = self._generation  # noqa: SLF001
 
         def _on_crash(p=page):
             p._colbench_crashed = True  # noqa: SLF001
 
+        def _on_popup(other, p=page):
+            if other is not p:  # window.open / target=_blank: close it, replace the whole context after
+                p._colbench_crashed = True  # noqa: SLF001
+                asyncio.ensure_future(other.close())
+
         page.on("crash", _on_crash)
+        context.on("page", _on_popup)
         page.on("dialog", lambda d: asyncio.ensure_future(d.dismiss()))  # alert() must not block a render
         return page
 
@@ -353,7 +353,7 @@ class Renderer:
             return
         resp = None
         if self.precompile and self.assets is not None:
-            if self._compiler is not None and url.startswith("https://cdn.tailwindcss.com"):
+            if url.startswith("https://cdn.tailwindcss.com"):
                 resp = await self._precompiled(route)
             elif req.resource_type == "stylesheet":
                 resp = self._purged(route)
@@ -374,8 +374,8 @@ class Renderer:
             pass
 
     @staticmethod
-    def _page_html(route) -> str | None:
-        """The HTML being rendered by the (top-level) page that made this request."""
+    def _page_of(route):
+        """The pooled (top-level) page that made this request, or None."""
         try:
             frame = route.request.frame
             page = frame.page
@@ -383,7 +383,7 @@ class Renderer:
             return None
         if frame.parent_frame is not None or getattr(page, "_colbench_compiler", False):
             return None
-        return getattr(page, "_colbench_html", None)
+        return page
 
     def _purged(self, route) -> routing.LocalResponse | None:
         """A Tailwind v2 stylesheet cut to the rules the page can use (see rendering.purge)."""
@@ -393,31 +393,36 @@ class Renderer:
         hit = routing.tailwind_file(route.request.url, self.assets)
         if hit is None or hit[1] != "text/css" or "tailwindcss-2" not in hit[0]:
             return None
-        html = self._page_html(route)
+        html = getattr(self._page_of(route), "_colbench_html", None)
         if html is None or not eligible(html):
             return None
         css = index_for(hit[0]).purge(page_classes(html))
         return routing.LocalResponse(css.encode("utf-8"), "text/css", kind="precompiled")
 
     async def _precompiled(self, route) -> routing.LocalResponse | None:
-        """The play script replaced by CSS from the compiler page, when provably equivalent."""
+        """The play script replaced by CSS from the pool's compiler page, when provably equivalent."""
         from colbench_gym.rendering.precompile import eligible, page_classes  # noqa: PLC0415
 
-        html = self._page_html(route)
-        if html is None or not eligible(html, route.request.url):
+        page = self._page_of(route)
+        html = getattr(page, "_colbench_html", None)
+        compiler = self._compilers.get(getattr(page, "_colbench_domain", None))
+        if html is None or compiler is None or not eligible(html, route.request.url):
             return None
-        css = await self._compiler.css_for(page_classes(html))
+        css = await compiler.css_for(page_classes(html))
         if css is None:
             return None
-        return routing.LocalResponse(self._compiler.script_for(css), "application/javascript", kind="precompiled")
+        return routing.LocalResponse(compiler.script_for(css), "application/javascript", kind="precompiled")
 
     async def _shutdown_browser(self) -> None:
-        browser, self._browser, self._compiler = self._browser, None, None
+        browser, self._browser, self._browser_cdp, self._compilers = self._browser, None, None, {}
+        pid, token = self.browser_pid, self._token
         if browser is not None:
             try:
-                await asyncio.wait_for(browser.close(), 5)
-            except Exception:  # noqa: BLE001 - a dead browser cannot be closed politely
+                await asyncio.wait_for(browser.close(), 3)
+            except Exception:  # noqa: BLE001 - a dead or hung browser cannot be closed politely
                 pass
+        kill_browser(pid, token)  # whatever is left of it (a stopped browser ignores close)
+        self.browser_pid = None
 
     def close(self) -> None:
         """Close the browser and stop the loop thread (idempotent)."""
@@ -445,7 +450,7 @@ class Renderer:
         try:
             asyncio.run_coroutine_threadsafe(_stop(), loop).result(15)
         except Exception:  # noqa: BLE001 - closing must never raise
-            pass
+            kill_browser(self.browser_pid, self._token)
         loop.call_soon_threadsafe(loop.stop)
         if thread is not None:
             thread.join(5)
@@ -464,19 +469,27 @@ class Renderer:
 
     # ---------------------------------------------------------------- rendering
     def cache_key(self, html: str) -> str:
+        """Hash of the HTML and every setting that changes the screenshot."""
         h = hashlib.sha256()
         for part in (RENDER_VERSION, f"{self.viewport}", str(self.max_height), str(self.assets is not None),
-                     self.image_format, str(self.jpeg_quality if self.image_format == "jpeg" else ""), html):
+                     str(self.precompile), self.image_format, str(self.jpeg_quality if self.image_format == "jpeg" else ""),
+                     str(self.capture_width or ""), str(self.max_dom_nodes), html):
             h.update(part.encode("utf-8", "surrogatepass"))
             h.update(b"\x00")
-        return h.hexdigest()[:32]
+        return h.hexdigest()[:40]
 
     def render(self, html: str, *, dom: bool = False, cache: bool = False) -> RenderResult:
-        """Render one page; ``cache=True`` looks the page up by content hash first (references)."""
+        """Render one page; ``cache=True`` marks a *reference*: rendered in the reference pool and
+        looked up / stored in the reference cache."""
         return self.render_many([html], dom=dom, cache=cache)[0]
 
+    def _page_bound(self) -> float:
+        """Upper bound on one page's render, restarts included (used for the outer deadline)."""
+        return 3 * (self.timeout * 4 + 10) + 60
+
     def render_many(self, htmls: list[str], *, dom: bool = False, cache: bool = False) -> list[RenderResult]:
-        """Render several pages using the whole pool at once; results keep the input order."""
+        """Render several pages using the whole pool at once; results keep the input order.
+        ``cache=True``: the pages are references (reference pool, reference cache)."""
         for i, html in enumerate(htmls):
             if not isinstance(html, str):
                 raise TypeError(f"html[{i}] must be a str, got {type(html).__name__}")
@@ -487,62 +500,86 @@ class Renderer:
                 hit = self.cache.get(self.cache_key(html))
                 if hit is not None and (hit.dom is not None or not dom):
                     results[i] = RenderResult(hit.data, hit.width, hit.height, hit.dom, cached=True, key=hit.key,
-                                              format=hit.format)
+                                              format=hit.format, clean=True)
                     continue
             todo.append(i)
         if todo:
-            # Generous outer deadline: every page is individually bounded by self.timeout.
-            rendered = self._call(self._render_batch([htmls[i] for i in todo], dom),
-                                  timeout=(self.timeout * 3 + 30) * (1 + len(todo) / self.pool_size))
+            domain = REFERENCE if cache else AGENT
+            rendered = self._call(self._render_batch([htmls[i] for i in todo], dom, domain),
+                                  timeout=self._page_bound() * (1 + len(todo) / self.pool_size))
             for i, res in zip(todo, rendered):
                 if cache:
                     res.key = self.cache_key(htmls[i])
-                    self.cache.put(res.key, res)
+                    self.cache.put(res.key, res)  # refused unless clean
                 results[i] = res
         return results  # type: ignore[return-value]
 
-    async def _render_batch(self, htmls: list[str], dom: bool) -> list[RenderResult]:
+    async def _render_batch(self, htmls: list[str], dom: bool, domain: str) -> list[RenderResult]:
         await self._ensure_browser()
-        return list(await asyncio.gather(*(self._render_one(h, dom) for h in htmls)))
+        return list(await asyncio.gather(*(self._render_one(h, dom, domain) for h in htmls)))
 
-    async def _render_one(self, html: str, dom: bool) -> RenderResult:
-        last_exc: Exception | None = None
-        for _attempt in range(2):
-            await self._ensure_browser()
-            pages = self._pages
-            page = await pages.get()
-            t0 = time.perf_counter()
-            try:
-                result = await self._render_on(page, html, dom)
-                result.elapsed = time.perf_counter() - t0
-                self.renders += 1
-                return result
-            except Exception as exc:  # noqa: BLE001 - page/browser crashed mid-render: recover and retry
-                last_exc = exc
-                page._colbench_crashed = True  # noqa: SLF001
-            finally:
-                await self._recycle(page, pages)
-        return self._blank(f"render failed twice (page or browser crashed): {last_exc}")
+    async def _browser_answers(self) -> bool:
+        """A CDP round trip to the browser process itself: False when it is dead or hung."""
+        browser, cdp = self._browser, self._browser_cdp
+        if browser is None or cdp is None or not browser.is_connected():
+            return False
+        try:
+            await asyncio.wait_for(cdp.send("Browser.getVersion"), min(3.0, self.timeout))
+            return True
+        except Exception:  # noqa: BLE001
+            return False
 
-    async def _recycle(self, page, pages: asyncio.Queue) -> None:
-        """Put a page back in the pool, replacing it when it crashed or hung."""
+    async def _render_one(self, html: str, dom: bool, domain: str) -> RenderResult:
+        sem = self._slots.setdefault(domain, asyncio.Semaphore(self.pool_size))
+        last: str = ""
+        async with sem:
+            for attempt in range(3):
+                await self._ensure_browser()
+                generation = self._generation
+                page = None
+                t0 = time.perf_counter()
+                try:
+                    page = await self._take_page(domain)
+                    result = await asyncio.wait_for(self._render_on(page, html, dom), self.timeout * 4 + 10)
+                    result.elapsed = time.perf_counter() - t0
+                    result.clean = domain == REFERENCE and result.ok and attempt == 0
+                    self.renders += 1
+                    if result.ok or await self._browser_answers():
+                        return result
+                    last = "the browser stopped answering"  # the "timeout" was the browser's fault
+                except Exception as exc:  # noqa: BLE001 - crash, hang or death of the page or the browser
+                    last = f"{type(exc).__name__}: {str(exc).strip()[:200]}"
+                    if page is not None:
+                        page._colbench_crashed = True  # noqa: SLF001
+                finally:
+                    if page is not None:
+                        await self._give_back(page, domain)
+                if not await self._browser_answers():
+                    await self._restart(generation)  # kill it (even if only hung) and relaunch
+                elif attempt >= 1:
+                    break  # the browser is fine: this page itself keeps crashing its tab
+        return self._blank(f"render failed (page or browser crashed or hung): {last}")
+
+    async def _take_page(self, domain: str):
+        free = self._free[domain]
+        while free:
+            page = free.pop()
+            if page._colbench_generation == self._generation and not page.is_closed():  # noqa: SLF001
+                return page
+        return await asyncio.wait_for(self._new_page(domain), self.timeout * 2)
+
+    async def _give_back(self, page, domain: str) -> None:
+        """Back to the pool, or closed (with its context) when it crashed, hung or opened pop-ups."""
         if page._colbench_generation != self._generation:  # noqa: SLF001 - its browser was replaced
             return
         if not page._colbench_crashed and not page.is_closed():  # noqa: SLF001
-            pages.put_nowait(page)
+            self._free[domain].append(page)
             return
         self.page_replacements += 1
         try:
             await asyncio.wait_for(page._colbench_context.close(), 3)  # noqa: SLF001 - closes the page too
         except Exception:  # noqa: BLE001
             pass
-        try:
-            if self._browser is None or not self._browser.is_connected():
-                raise RuntimeError("browser gone")
-            pages.put_nowait(await asyncio.wait_for(self._new_page(), self.timeout))
-        except Exception:  # noqa: BLE001 - the browser itself is gone: relaunch with a fresh pool
-            self.restarts += 1
-            await self._launch()
 
     def _blank(self, error: str) -> RenderResult:
         from PIL import Image  # noqa: PLC0415
@@ -551,75 +588,72 @@ class Renderer:
         Image.new("RGB", self.viewport, (255, 255, 255)).save(buf, format="PNG")
         return RenderResult(buf.getvalue(), self.viewport[0], self.viewport[1], None, error=error)
 
-    async def _eval(self, page, script: str, arg: Any = None, default: Any = None, timeout: float | None = None):
-        """Evaluate in the page; a navigation in the middle (pages that reload or redirect
-        themselves) is not an error — the caller gets ``default`` and captures what is shown."""
-        try:
-            return await asyncio.wait_for(page.evaluate(script, arg), timeout or self.timeout)
-        except asyncio.TimeoutError:
-            raise
-        except Exception as exc:  # noqa: BLE001
-            msg = str(exc)
-            navigated = "context was destroyed" in msg or "navigation" in msg.lower()
-            if navigated and not page._colbench_crashed:  # noqa: SLF001
-                return default
-            raise
-
     async def _screenshot(self, page, clip: dict[str, int], timeout: float) -> bytes:
         """Full-page capture straight through CDP with Chromium's fast encoder.
 
         Measured here: pixel-identical to ``page.screenshot(full_page=True)`` and about a third
         less CPU per render (Playwright's path adds round trips and the slow zlib setting)."""
+        scale = (self.capture_width / self.viewport[0]) if self.capture_width else 1
         params: dict[str, Any] = {"format": self.image_format, "captureBeyondViewport": True,
-                                  "optimizeForSpeed": True, "clip": {**clip, "scale": 1}}
+                                  "optimizeForSpeed": True, "clip": {**clip, "scale": scale}}
         if self.image_format == "jpeg":
             params["quality"] = self.jpeg_quality
-        cdp = getattr(page, "_colbench_cdp", None)
         # With a whole Tailwind file in the page (2.9 MB stylesheet, or the play script's full
         # output), CDP's capture-beyond-viewport restyles the page and was measured 3x slower
         # than Playwright's own full-page path; those pages take that path. (The files may come
         # from the browser cache, so "did the page get cut-down CSS" is what is recorded.)
         full_tailwind = "tailwind" in (getattr(page, "_colbench_html", "") or "").lower() and not getattr(
             page, "_colbench_shortcut", False)
-        if cdp is None or full_tailwind:
+        if full_tailwind and scale == 1:
             return await page.screenshot(full_page=True, clip=clip, timeout=timeout * 1000, type=self.image_format)
-        result = await asyncio.wait_for(cdp.send("Page.captureScreenshot", params), timeout)
+        result = await asyncio.wait_for(page._colbench_cdp.send("Page.captureScreenshot", params), timeout)  # noqa: SLF001
         return base64.b64decode(result["data"])
 
     async def _render_on(self, page, html: str, dom: bool) -> RenderResult:
-        from playwright.async_api import TimeoutError as PWTimeout  # noqa: PLC0415
-
+        t = self.timeout
         error = None
+        page._colbench_html = html  # noqa: SLF001 - read by the router (precompiled Tailwind)
+        page._colbench_shortcut = False  # noqa: SLF001 - set by the router
         try:
-            page._colbench_html = html  # noqa: SLF001 - read by the router (precompiled Tailwind)
-            page._colbench_shortcut = False  # noqa: SLF001 - set by the router
-            await page.set_content(html, wait_until="load", timeout=self.timeout * 1000)
-            await self._eval(page, _SETTLE_JS)
-        except (PWTimeout, asyncio.TimeoutError):
-            error = f"page did not finish loading within {self.timeout:g}s"
+            await isolation.load_fresh(page, html, t)  # scripts run from here (document.write)
+        except asyncio.TimeoutError:  # a page stuck in its own script (or a hung browser: see _render_one)
+            page._colbench_crashed = True  # noqa: SLF001
+            return self._blank(f"page did not finish loading within {t:g}s")
+        try:
+            await isolation.cdp_eval(page, await isolation.new_world(page, t), isolation.LOADED_JS, t)
+        except asyncio.TimeoutError:
+            error = f"page did not finish loading within {t:g}s"
+        except Exception as exc:  # noqa: BLE001 - the page navigated itself mid-load: capture what it shows
+            if page._colbench_crashed or page.is_closed() or "crash" in str(exc).lower():  # noqa: SLF001
+                raise RendererError("page crashed") from exc
         if page._colbench_crashed:  # noqa: SLF001
             raise RendererError("page crashed")
-        grace = min(self.timeout / 2, 2.0) if error else self.timeout
+        grace = min(t / 2, 2.0) if error else t
         try:
-            size = None if error else await self._eval(
-                page, "() => [document.documentElement.scrollWidth, Math.max(document.documentElement.scrollHeight,"
-                " document.body ? document.body.scrollHeight : 0)]")
+            world = await isolation.new_world(page, grace)  # the document may have changed since load
+            size = await isolation.stop_and_measure(page, world, grace)  # from here on, no page script runs
             height = max(self.viewport[1], min(int(size[1]) if size else 0, self.max_height))
             clip = {"x": 0, "y": 0, "width": self.viewport[0], "height": height}
-            if not error:
-                await self._eval(page, _FREEZE_JS, timeout=grace)
-            png = await self._screenshot(page, clip, grace)
-            summary = await self._eval(page, _DOM_JS, self.max_dom_nodes, timeout=grace) if dom else None
+            data = await self._screenshot(page, clip, grace)
+            summary = (await isolation.cdp_eval(page, world, isolation.call_js(DOM_JS, self.max_dom_nodes), grace)
+                       if dom else None)
+            await isolation.scrub(page, world, grace)
         except Exception as exc:  # noqa: BLE001 - a hung or broken page: give a blank page and replace it
-            if page._colbench_crashed or "crash" in str(exc).lower():  # noqa: SLF001
+            if page._colbench_crashed or "crash" in str(exc).lower() or "closed" in str(exc).lower():  # noqa: SLF001
                 raise RendererError("page crashed") from exc
             page._colbench_crashed = True  # noqa: SLF001 - a page stuck in a script is not reusable
             return self._blank(error or f"could not capture the page: {exc.__class__.__name__}: {str(exc)[:200]}")
         if error:
             page._colbench_crashed = True  # noqa: SLF001 - the page may still be running a loop: replace it
-        if dom and summary is None:
+        if dom and not isinstance(summary, dict):
             summary = {"title": "", "width": self.viewport[0], "height": height, "body": None, "nodes": [], "truncated": False}
-        return RenderResult(png, self.viewport[0], height, summary, error=error, format=self.image_format)
+        if self.capture_width:
+            from PIL import Image  # noqa: PLC0415
+
+            width, height = Image.open(io.BytesIO(data)).size  # header only
+        else:
+            width = self.viewport[0]
+        return RenderResult(data, width, height, summary, error=error, format=self.image_format)
 
 
 _shared: Renderer | None = None
@@ -634,3 +668,7 @@ def shared_renderer(**kwargs: Any) -> Renderer:
             _shared = Renderer(**kwargs)
             atexit.register(_shared.close)  # close the browser politely at interpreter exit
         return _shared
+
+
+__all__ = ["AGENT", "CHROMIUM_ARGS", "REFERENCE", "RENDER_VERSION", "RenderResult", "Renderer", "RendererError",
+           "ScreenshotCache", "default_cache_dir", "find_chromium", "shared_renderer"]

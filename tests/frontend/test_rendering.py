@@ -81,9 +81,9 @@ def test_pool_pages_are_reused(renderer):
 
 
 async def _pages_of(renderer):
-    """The pool's pages (the Tailwind compiler page is not part of the pool)."""
+    """The answer pool's pages (not the reference pool's, not the Tailwind compiler pages)."""
     return sorted(id(p) for c in renderer._browser.contexts for p in c.pages
-                  if not getattr(p, "_colbench_compiler", False))
+                  if getattr(p, "_colbench_domain", None) == "agent")
 
 
 @pytest.mark.parametrize("html", ["", "<<<not html <div><p>unclosed", "\x00\x01 binary \ufffd junk </html></body>",
@@ -108,7 +108,7 @@ def test_page_that_never_finishes_loading_is_cut_and_pool_recovers(browser_ready
 
 
 async def _crash_one_page(renderer):
-    p = await renderer._pages.get()
+    p = renderer._free["agent"].pop()
     try:
         await p.goto("chrome://crash", timeout=3000)
     except Exception:  # noqa: BLE001 - the navigation dies with the page
@@ -119,7 +119,7 @@ async def _crash_one_page(renderer):
         import asyncio
         await asyncio.sleep(0.05)
     crashed = p._colbench_crashed
-    await renderer._recycle(p, renderer._pages)
+    await renderer._give_back(p, "agent")
     return crashed
 
 
@@ -241,7 +241,8 @@ def test_tailwind_shortcuts_render_pixel_identical_pages(browser_ready, form):
         slow_shots = plain.render_many(htmls)
         fast_shots = fast.render_many(htmls)
         if form == "cdn.tailwindcss.com":
-            assert fast._compiler is not None and fast._compiler.compiles >= 5 and fast._compiler.failures == 0
+            comp = fast._compilers["agent"]
+            assert comp is not None and comp.compiles >= 5 and comp.failures == 0
     assert all(s.ok for s in slow_shots + fast_shots)
     # compare pixels (the two paths may encode the PNG differently)
     same = [s.image().size == f.image().size and s.image().tobytes() == f.image().tobytes()
@@ -301,13 +302,17 @@ def test_no_request_leaves_the_machine(renderer):
     renderer.start()
 
     async def outcome():
-        page = await renderer._pages.get()
+        from colbench_gym.rendering.isolation import set_scripts
+
+        page = renderer._free["agent"].pop()
         try:
+            await set_scripts(page, True, 5)
             await page.set_content(html)
             await page.wait_for_function("document.getElementById('s').textContent !== 'start'", timeout=3000)
             return await page.evaluate("document.getElementById('s').textContent")
         finally:
-            renderer._pages.put_nowait(page)
+            page._colbench_crashed = True  # scripts ran outside a render: replace the page
+            await renderer._give_back(page, "agent")
 
     assert renderer._call(outcome()) == "ws-failed"
     res = renderer.render('<img src="https://picsum.photos/50/40">', dom=True)

@@ -1,0 +1,124 @@
+"""What keeps one render from seeing or touching another, page by page.
+
+A frontend reward is a screenshot similarity, so anything an answer's script can carry from one
+render to the next (or into the reference) is a way to forge a score. A reused page would carry
+a lot: ``set_content`` rewrites the document in the *same* window, so globals, timers, observers,
+animation-frame loops, workers and ``window.name`` survive it. Each render therefore:
+
+1. **starts from a fresh JavaScript realm**: the page is navigated to ``about:blank`` (a new
+   document, a new window object, an opaque origin with no storage) *while scripts are still
+   disabled* from the previous capture, so no unload handler of the old page runs; the old
+   document's timers and workers die with it, ``window.name`` and the session history (which
+   survive navigation) are reset, and only then are scripts enabled again;
+2. **stops every script before measuring and capturing**: once the page has loaded and painted
+   one frame, script execution is disabled through CDP (``Emulation.setScriptExecutionDisabled``:
+   no timer, observer, animation-frame callback or event handler runs any more), animations
+   started by script are cancelled and CSS animations frozen at their end state, so nothing the
+   page does can react to, or animate, the capture;
+3. **measures in an isolated world**: our size, freeze and DOM-summary code runs in a separate
+   JavaScript world (``Page.createIsolatedWorld``) that shares the DOM but not the page's globals
+   or prototypes, so a page cannot fake its size or hide from the freeze by patching built-ins.
+
+Pages that open pop-ups are *tainted*: the pop-up is closed and the page's whole browser context
+is replaced after the render. References are rendered on pages of their own (see
+:class:`colbench_gym.rendering.renderer.Renderer`), never on a page an answer has used.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from typing import Any
+
+#: Size of the page, then animations frozen (end state) and the caret hidden — run with scripts
+#: already stopped. Animations a script started (Web Animations API) are cancelled; so is any CSS
+#: animation a page kept running past the freeze (e.g. with its own ``!important`` rules).
+PREPARE_JS = """(() => {
+  const de = document.documentElement;
+  const size = [de ? de.scrollWidth : 0, Math.max(de ? de.scrollHeight : 0, document.body ? document.body.scrollHeight : 0)];
+  const s = document.createElement('style');
+  s.textContent = '*, *::before, *::after { animation-duration: 0s !important; animation-delay: 0s !important;'
+    + ' transition-duration: 0s !important; transition-delay: 0s !important; caret-color: transparent !important; }';
+  (document.head || de).append(s);
+  for (const a of document.getAnimations()) {
+    const css = (a instanceof CSSAnimation) || (a instanceof CSSTransition);
+    if (!css || a.playState !== 'finished') a.cancel();
+  }
+  return size;
+})()"""
+
+
+class PageEvalError(RuntimeError):
+    """Our own script failed in the page (e.g. the document went away mid-call)."""
+
+
+async def new_world(page: Any, timeout: float) -> int:
+    """A fresh isolated world in the page's current document: its execution context id."""
+    created = await asyncio.wait_for(page._colbench_cdp.send("Page.createIsolatedWorld", {  # noqa: SLF001
+        "frameId": page._colbench_frame_id, "worldName": "colbench", "grantUniveralAccess": False}), timeout)  # noqa: SLF001
+    return created["executionContextId"]
+
+
+async def cdp_eval(page: Any, context_id: int, expression: str, timeout: float) -> Any:
+    """Evaluate ``expression`` in our isolated world ``context_id``, awaiting promises; returns
+    the JSON-able value."""
+    params = {"expression": expression, "returnByValue": True, "awaitPromise": True, "contextId": context_id}
+    reply = await asyncio.wait_for(page._colbench_cdp.send("Runtime.evaluate", params), timeout)  # noqa: SLF001
+    if "exceptionDetails" in reply:
+        raise PageEvalError(str(reply["exceptionDetails"].get("text", "exception"))[:200])
+    return reply.get("result", {}).get("value")
+
+
+async def set_scripts(page: Any, enabled: bool, timeout: float) -> None:
+    await asyncio.wait_for(page._colbench_cdp.send(  # noqa: SLF001
+        "Emulation.setScriptExecutionDisabled", {"value": not enabled}), timeout)
+
+
+#: Resolves once the document has loaded and painted one more frame (lets script-driven styling,
+#: e.g. the Tailwind play/v4 builds, land); runs in our isolated world.
+LOADED_JS = """(async () => {
+  if (document.readyState !== 'complete') await new Promise(r => window.addEventListener('load', r, { once: true }));
+  await new Promise(r => requestAnimationFrame(() => r(true)));
+  return true;
+})()"""
+
+
+async def load_fresh(page: Any, html: str, timeout: float) -> None:
+    """Show ``html`` in a new document and realm of ``page``: nothing of the previous render is left.
+
+    The previous document is dropped by navigating to ``about:blank`` while scripts are still
+    disabled (so none of its handlers runs), then scripts are enabled and the HTML is written into
+    the blank document (``Page.setDocumentContent``; the commands of one CDP session reach the
+    renderer in order, so they are pipelined). ``window.name`` and the session history, which
+    survive navigation, were reset by :func:`scrub` when the previous capture was done."""
+    cdp = page._colbench_cdp  # noqa: SLF001
+    if not getattr(page, "_colbench_stopped", False):
+        await set_scripts(page, False, timeout)
+    nav = await asyncio.wait_for(cdp.send("Page.navigate", {"url": "about:blank"}), timeout)
+    if nav.get("errorText"):
+        raise RuntimeError(f"could not reset the page: {nav['errorText']}")
+    page._colbench_stopped = False  # noqa: SLF001
+    await asyncio.wait_for(asyncio.gather(
+        cdp.send("Emulation.setScriptExecutionDisabled", {"value": False}),
+        cdp.send("Page.setDocumentContent", {"frameId": page._colbench_frame_id, "html": html}),  # noqa: SLF001
+    ), timeout)
+
+
+async def scrub(page: Any, context_id: int, timeout: float) -> None:
+    """After the capture (scripts stopped): forget ``window.name`` and the session history, the
+    two things of a tab that outlive its document."""
+    cdp = page._colbench_cdp  # noqa: SLF001
+    await asyncio.wait_for(asyncio.gather(
+        cdp_eval(page, context_id, "window.name = ''", timeout), cdp.send("Page.resetNavigationHistory")), timeout)
+
+
+async def stop_and_measure(page: Any, context_id: int, timeout: float) -> list[int] | None:
+    """Stop the page's scripts, freeze animations, return ``[scrollWidth, scrollHeight]``."""
+    await set_scripts(page, False, timeout)
+    page._colbench_stopped = True  # noqa: SLF001
+    return await cdp_eval(page, context_id, PREPARE_JS, timeout)
+
+
+def call_js(function_source: str, *args: Any) -> str:
+    """An expression calling a JS function expression with JSON arguments."""
+    return f"({function_source})({', '.join(json.dumps(a) for a in args)})"

@@ -1,0 +1,147 @@
+"""Chromium killed or hung mid-batch (issue 14): the renderer, `evaluate frontend` and the
+frontend env relaunch it and retry the page within a bounded time, or stop with a one-line error.
+
+Every test signals only the browser its own renderer launched (``Renderer.browser_pid``, the
+leader of the browser's process group), never a process found by name. The timeout marks turn a
+hang into a failure instead of a stuck suite.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from colbench_gym.rendering import Renderer, ScreenshotCache
+
+pytestmark = [pytest.mark.browser, pytest.mark.slow]
+
+COLOURS = [(200, 30, 30), (30, 200, 30), (30, 30, 200), (200, 200, 30), (30, 200, 200), (200, 30, 200),
+           (120, 60, 10), (10, 60, 120), (90, 90, 90), (250, 128, 0), (0, 128, 250), (128, 0, 250)]
+
+
+def _page(rgb) -> str:
+    return f'<html><body style="margin:0;background:rgb{rgb}"><p>page</p></body></html>'
+
+
+def _alive(pid: int) -> bool:
+    """The process exists and is not a zombie."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+def _kill_when(renderer: Renderer, renders: int, sig: int) -> threading.Thread:
+    """Signal the renderer's browser group once it has done ``renders`` renders (mid-batch)."""
+    pid = renderer.browser_pid
+
+    def run():
+        while renderer.renders < renders:
+            time.sleep(0.005)
+        os.killpg(pid, sig)
+
+    t = threading.Thread(target=run, daemon=True)
+    t.start()
+    return t
+
+
+@pytest.mark.timeout(240)
+def test_browser_killed_mid_batch_is_relaunched_and_every_page_rendered(browser_ready):
+    htmls = [_page(c) for c in COLOURS]
+    with Renderer(pool_size=2, timeout=5, cache=ScreenshotCache(None)) as r:
+        r.start()
+        old = r.browser_pid
+        assert old is not None and os.getpgid(old) == old  # our browser leads its own process group
+        killer = _kill_when(r, 3, signal.SIGKILL)
+        results = r.render_many(htmls)
+        killer.join(5)
+        assert [res.error for res in results] == [None] * len(htmls)
+        assert [res.image().getpixel((5, 5)) for res in results] == COLOURS
+        assert r.restarts >= 1 and r.browser_pid not in (None, old) and not _alive(old)
+
+
+@pytest.mark.timeout(240)
+def test_hung_browser_is_killed_and_replaced_and_the_page_retried(browser_ready):
+    with Renderer(pool_size=2, timeout=3, cache=ScreenshotCache(None)) as r:
+        assert r.render(_page(COLOURS[0])).ok
+        old = r.browser_pid
+        os.killpg(old, signal.SIGSTOP)  # hang: the process is there but answers nothing
+        try:
+            results = r.render_many([_page(c) for c in COLOURS[:4]])
+            assert [res.image().getpixel((5, 5)) for res in results] == COLOURS[:4]
+            assert all(res.ok for res in results)
+            assert r.restarts == 1 and r.browser_pid != old
+            assert not _alive(old), "the hung browser must be killed, not left behind"
+        finally:
+            if _alive(old):
+                os.killpg(old, signal.SIGKILL)
+
+
+@pytest.mark.timeout(240)
+def test_evaluate_frontend_scores_survive_a_killed_browser(browser_ready):
+    """`colbench evaluate frontend` scores through score_answers: with the browser killed in the
+    middle, every answer still gets the similarity of an undisturbed run."""
+    from colbench_gym.evaluation.frontend import score_answers
+    from colbench_gym.scoring import FallbackScorer
+    from colbench_gym.tasks import FrontendTask
+
+    # inline-styled references: what is compared is recovery, not Tailwind speed under load
+    tasks = [FrontendTask(f"page {i}", _page(COLOURS[-1 - i]).replace("<p>page</p>", f"<h1>task {i}</h1>"))
+             for i in range(6)]
+    items = [({}, t, f"I WANT TO ANSWER: {_page(COLOURS[i])}") for i, t in enumerate(tasks)]
+    scorer = FallbackScorer()
+    with Renderer(pool_size=2, timeout=5, cache=ScreenshotCache(None)) as r:
+        clean = score_answers(items, r, scorer, batch_size=3)
+    with Renderer(pool_size=2, timeout=5, cache=ScreenshotCache(None)) as r:
+        r.start()
+        killer = _kill_when(r, 4, signal.SIGKILL)
+        faulty = score_answers(items, r, scorer, batch_size=3)
+        killer.join(5)
+        assert r.restarts >= 1
+    assert [s["render_error"] for s in faulty] == [None] * len(items)
+    assert [round(s["similarity"], 6) for s in faulty] == [round(s["similarity"], 6) for s in clean]
+
+
+@pytest.mark.timeout(240)
+def test_frontend_env_step_survives_a_killed_browser(browser_ready):
+    import gymnasium as gym
+
+    import colbench_gym  # noqa: F401 - registers the envs
+
+    with Renderer(pool_size=1, timeout=5, cache=ScreenshotCache(None)) as r:
+        env = gym.make("ColBench-Frontend-v0", renderer=r, scorer="fallback")
+        env.reset(seed=0)
+        os.killpg(r.browser_pid, signal.SIGKILL)
+        _, _, _, _, info = env.step(f"Here is a draft: {_page(COLOURS[1])}")
+        assert info["rendered"] and info["render_error"] is None
+        _, reward, terminated, _, info = env.step(f"I WANT TO ANSWER: {_page(COLOURS[2])}")
+        assert terminated and info["render_error"] is None and 0.0 <= reward <= 1.0
+        assert r.restarts == 1
+        env.close()
+
+
+def test_evaluate_frontend_stops_with_one_line_when_chromium_cannot_start(browser_ready, tmp_path):
+    import json
+
+    from colbench_gym.tasks.frontend_generator import generate_frontend_task
+
+    task = generate_frontend_task(0, "test")
+    src = tmp_path / "answers.jsonl"
+    src.write_text(json.dumps({"task": {"problem_description": task.problem_description,
+                                        "ground_truth": task.ground_truth},
+                               "answer": f"I WANT TO ANSWER: {_page(COLOURS[0])}"}) + "\n")
+    env = {**os.environ, "COLBENCH_CHROMIUM": "/bin/false", "COLBENCH_CACHE_DIR": "off"}
+    proc = subprocess.run([sys.executable, "-m", "colbench_gym.cli", "evaluate", "frontend", str(src),
+                           "--output", str(tmp_path / "out.jsonl"), "--scorer", "fallback", "--no-progress"],
+                          capture_output=True, text=True, env=env, timeout=120, check=False)
+    lines = [ln for ln in proc.stderr.splitlines() if ln.strip() and "warn" not in ln.lower()]
+    assert proc.returncode == 1 and len(lines) == 1, proc.stderr
+    assert lines[0].startswith("error: could not launch Chromium") and "Traceback" not in proc.stderr
+    assert not (tmp_path / "out.jsonl").exists()

@@ -1,0 +1,266 @@
+"""Attacks on the frontend reward through the renderer, each tried with a real Chromium.
+
+The reward is a screenshot similarity; an answer's page runs JavaScript. Each test is an attack
+class from issue 10 (threat model table in docs/frontend.md): it must fail on a renderer whose
+pooled pages keep state across renders, and pass when every render is isolated.
+"""
+
+from __future__ import annotations
+
+import json
+import socket
+import time
+
+import pytest
+
+from colbench_gym.rendering import Renderer, ScreenshotCache, find_chromium, locate
+
+pytestmark = pytest.mark.browser
+
+SECRET = "SECRET-7f3a9c"
+#: The reference page the attacker wants to copy: red, with a secret in its text.
+REFERENCE = (f'<html><body style="margin:0;background:rgb(200,0,0)"><h1 style="color:white">{SECRET}</h1>'
+             '<div style="height:300px;background:rgb(0,0,150)"></div></body></html>')
+
+#: An answer that records every page it can see, through every channel a page has.
+SPY = """<html><body style="background:white"><p>spy</p><script>
+const grab = () => {
+  const h = document.documentElement ? document.documentElement.outerHTML : '';
+  if (!h.includes('SECRET-')) return;
+  window.__stash = h;
+  try { window.name = h; } catch (e) {}
+  try { localStorage.setItem('stash', h); } catch (e) {}
+  try { sessionStorage.setItem('stash', h); } catch (e) {}
+  try { new BroadcastChannel('spy').postMessage(h); } catch (e) {}
+  try { history.pushState({ h }, ''); } catch (e) {}
+};
+setInterval(grab, 1);
+const loop = () => { grab(); requestAnimationFrame(loop); }; loop();
+try { new MutationObserver(grab).observe(document, { subtree: true, childList: true, characterData: true }); } catch (e) {}
+try {
+  const w = new Worker(URL.createObjectURL(new Blob(["let h = ''; onmessage = (e) => { if (e.data) h = e.data; else postMessage(h); };"])));
+  window.__worker = w; setInterval(() => { if (window.__stash) w.postMessage(window.__stash); }, 1);
+} catch (e) {}
+</script></body></html>"""
+
+#: A later answer that shows whatever any channel kept (else it stays white).
+REPLAY = """<html><body style="background:white"><p>replay</p><script>
+const show = (h) => { if (h && h.includes('SECRET-')) { document.open(); document.write(h); document.close(); } };
+let h = window.__stash || window.name;
+try { h = h || localStorage.getItem('stash'); } catch (e) {}
+try { h = h || sessionStorage.getItem('stash'); } catch (e) {}
+try { h = h || (history.state && history.state.h); } catch (e) {}
+show(h);
+try { new BroadcastChannel('spy').onmessage = (e) => show(e.data); } catch (e) {}
+try { if (window.__worker) { window.__worker.onmessage = (e) => show(e.data); window.__worker.postMessage(null); } } catch (e) {}
+</script></body></html>"""
+
+
+@pytest.fixture(scope="module")
+def browser_ready():
+    if find_chromium() is None:
+        pytest.skip("no Chromium on PATH (apt-get install chromium, or set COLBENCH_CHROMIUM)")
+    if locate(required=False) is None:
+        pytest.skip("offline Tailwind assets missing: python -m colbench_gym.rendering.assets install")
+    return True
+
+
+def _px(res, x, y):
+    return res.image().getpixel((x, y))
+
+
+def _red(rgb) -> bool:
+    return rgb[0] > 150 and rgb[1] < 80 and rgb[2] < 80
+
+
+@pytest.mark.parametrize("victim", ["reference", "answer"])
+def test_answer_cannot_replay_a_page_rendered_before_it(browser_ready, tmp_path, victim):
+    """Spy renders, then the victim page (the task's reference, or another answer), then a replay
+    answer that shows whatever the spy recorded. One page in the pool: the worst case for reuse."""
+    with Renderer(pool_size=1, timeout=5, cache=ScreenshotCache(tmp_path / "shots")) as r:
+        assert r.render(SPY).ok
+        ref = r.render(REFERENCE, cache=victim == "reference")
+        assert ref.ok and _red(_px(ref, 5, 5))
+        time.sleep(0.3)  # the spy's timers get every chance to run
+        replay = r.render(REPLAY, dom=True)
+        text = " ".join(n.get("text") or "" for n in replay.dom["nodes"])
+        assert SECRET not in text, "a later answer reproduced a page rendered before it"
+        assert _px(replay, 5, 5) == (255, 255, 255)
+
+
+def test_every_render_starts_from_a_fresh_realm(browser_ready):
+    """What a page leaves behind — globals, timers, window.name, history, workers — is gone for the next."""
+    leave = """<html><body><script>
+      window.__left = 'globals'; window.name = 'name-channel';
+      for (let i = 0; i < 7; i++) history.pushState({ i }, '');
+      setInterval(() => { if (document.body) document.body.setAttribute('data-timer', 'alive'); }, 1);
+      new MutationObserver(() => { document.body && document.body.setAttribute('data-observer', 'alive'); })
+        .observe(document, { subtree: true, childList: true });
+      const w = new Worker(URL.createObjectURL(new Blob(["setInterval(() => postMessage(1), 1)"])));
+      w.onmessage = () => { document.body && document.body.setAttribute('data-worker', 'alive'); };
+    </script><p>left</p></body></html>"""
+    probe = """<html><body><p id="out"></p><script>
+      document.getElementById('out').textContent = JSON.stringify({
+        global: typeof window.__left, name: window.name, history: history.length });
+    </script></body></html>"""
+    with Renderer(pool_size=1, timeout=5, cache=ScreenshotCache(None)) as r:
+        assert r.render(leave).ok
+        time.sleep(0.2)
+        res = r.render(probe, dom=True)
+        seen = json.loads(next(n["text"] for n in res.dom["nodes"] if n.get("text", "").startswith("{")))
+        assert seen["global"] == "undefined" and seen["name"] == "" and seen["history"] <= 2
+        time.sleep(0.2)
+        attrs = r._call(_body_attributes(r))
+        assert not {"data-timer", "data-observer", "data-worker"} & set(attrs), attrs
+
+
+async def _body_attributes(renderer):
+    page = renderer._free["agent"][0]
+    return await page.evaluate("() => document.body ? document.body.getAttributeNames() : []")
+
+
+def test_lingering_timer_cannot_poison_a_reference_or_its_cache(browser_ready, tmp_path):
+    """An answer whose timer repaints every page it finds must not touch the next reference,
+    and what goes to the on-disk reference cache must be the clean reference."""
+    poison = """<html><body><script>
+      setInterval(() => { document.documentElement.style.background = 'rgb(255,0,0)';
+                          if (document.body) document.body.style.background = 'rgb(255,0,0)'; }, 1);
+    </script></body></html>"""
+    reference = '<html><body style="margin:0;background:rgb(0,0,150)"><p style="color:white">ref</p></body></html>'
+    with Renderer(pool_size=1, timeout=5, cache=ScreenshotCache(tmp_path / "shots")) as r:
+        assert r.render(poison).ok
+        time.sleep(0.2)
+        ref = r.render(reference, cache=True)
+        assert ref.ok and _px(ref, 5, 5) == (0, 0, 150)
+        key = r.cache_key(reference)
+    on_disk = ScreenshotCache(tmp_path / "shots").get(key)
+    assert on_disk is not None and on_disk.image().getpixel((5, 5)) == (0, 0, 150)
+
+
+def test_reference_cache_stores_only_clean_reference_renders_and_verifies_reads(browser_ready, tmp_path):
+    shots = tmp_path / "shots"
+    page = '<html><body style="margin:0;background:rgb(10,120,10)"><p>ok</p></body></html>'
+    with Renderer(pool_size=1, timeout=5, cache=ScreenshotCache(shots)) as r:
+        r.render(page)  # an answer render: never cached
+        assert not list(shots.glob("*.img"))
+        first = r.render(page, cache=True)
+        assert first.clean and len(list(shots.glob("*.img"))) == 1
+        key = r.cache_key(page)
+        # the same HTML under other render settings is another entry
+        with Renderer(pool_size=1, timeout=5, cache=ScreenshotCache(shots), viewport=(800, 600)) as other:
+            assert other.cache_key(page) != key
+    # a tampered image (a poisoned entry) is rejected on read, not trusted
+    import io
+
+    from PIL import Image
+
+    buf = io.BytesIO()
+    Image.new("RGB", (first.width, first.height), (255, 0, 0)).save(buf, format="PNG")
+    (shots / f"{key}.img").write_bytes(buf.getvalue())
+    fresh = ScreenshotCache(shots)
+    assert fresh.get(key) is None and fresh.rejected == 1
+    with Renderer(pool_size=1, timeout=5, cache=fresh) as r:
+        again = r.render(page, cache=True)
+        assert not again.cached and _px(again, 5, 5) == (10, 120, 10)
+    assert ScreenshotCache(shots).get(key).image().getpixel((5, 5)) == (10, 120, 10)  # rewritten clean
+
+
+def test_page_cannot_react_to_or_animate_the_capture(browser_ready):
+    """Scripts are stopped and animations frozen before the page is measured and captured: a page
+    that watches for the capture (our freeze style, the capture's resize) or animates itself with
+    the Web Animations API shows its plain state."""
+    html = """<html><head><style>body { margin: 0; background: rgb(0, 0, 150); height: 1200px; }</style></head><body>
+      <div id="box" style="height:100px;background:rgb(0,150,0)"></div><script>
+      const red = () => { document.body.style.background = 'rgb(255,0,0)'; };
+      new MutationObserver(red).observe(document.head, { childList: true });
+      window.addEventListener('resize', red);
+      new ResizeObserver((e) => { if (performance.now() > 0 && window.__armed) red(); }).observe(document.documentElement);
+      requestAnimationFrame(() => requestAnimationFrame(() => { window.__armed = true; }));
+      document.getElementById('box').animate([{ background: 'rgb(255,0,0)' }, { background: 'rgb(255,0,0)' }],
+                                             { duration: 1e9 });
+    </script></body></html>"""
+    with Renderer(pool_size=1, timeout=5, cache=ScreenshotCache(None)) as r:
+        for _ in range(2):
+            res = r.render(html, dom=True)
+            assert res.ok
+            assert _px(res, 5, 5) == (0, 150, 0), "the box was animated in the capture"
+            assert _px(res, 5, 600) == (0, 0, 150), "the page reacted to the capture"
+
+
+def test_capture_and_dom_summary_see_the_same_stopped_page(browser_ready):
+    """A page that keeps changing itself is captured in one state, and the DOM summary the
+    simulator reads (taken after the capture) describes that same state."""
+    html = """<html><body style="margin:0"><script>
+      let i = 0; const colours = ['rgb(255, 0, 0)', 'rgb(0, 0, 255)'];
+      setInterval(() => { document.body.style.background = colours[++i % 2]; }, 0);
+    </script><p>flip</p></body></html>"""
+    with Renderer(pool_size=1, timeout=5, cache=ScreenshotCache(None)) as r:
+        for _ in range(4):
+            res = r.render(html, dom=True)
+            shot = _px(res, 5, 300)
+            said = res.dom["body"]["bg"]
+            assert said == f"rgb({shot[0]}, {shot[1]}, {shot[2]})", (said, shot)
+
+
+def test_webrtc_and_sockets_cannot_reach_a_local_listener(browser_ready):
+    """STUN (UDP) and TURN/WebSocket (TCP) to 127.0.0.1 bypass request routing and DNS: the
+    browser must send nothing to a real local UDP or TCP listener."""
+    udp = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    tcp = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    try:
+        udp.bind(("127.0.0.1", 0))
+        tcp.bind(("127.0.0.1", 0))
+        tcp.listen(8)
+        udp.settimeout(0.2)
+        tcp.settimeout(0.2)
+        uport, tport = udp.getsockname()[1], tcp.getsockname()[1]
+        html = f"""<html><body><p id="s">start</p><script>
+          const pc = new RTCPeerConnection({{ iceServers: [{{ urls: 'stun:127.0.0.1:{uport}' }},
+            {{ urls: 'turn:127.0.0.1:{uport}?transport=udp', username: 'u', credential: 'p' }},
+            {{ urls: 'turn:127.0.0.1:{tport}?transport=tcp', username: 'u', credential: 'p' }}] }});
+          pc.createDataChannel('x');
+          pc.createOffer().then((o) => pc.setLocalDescription(o));
+          try {{ new WebSocket('ws://127.0.0.1:{tport}/'); }} catch (e) {{}}
+          document.getElementById('s').textContent = 'peer-connection-made';
+        </script></body></html>"""
+        with Renderer(pool_size=1, timeout=5, cache=ScreenshotCache(None)) as r:
+            res = r.render(html, dom=True)
+            assert any(n.get("text") == "peer-connection-made" for n in res.dom["nodes"])
+            got: list[str] = []
+            deadline = time.monotonic() + 3.0  # ICE gathering runs off the page's main thread
+            while time.monotonic() < deadline and not got:
+                try:
+                    udp.recvfrom(4096)
+                    got.append("udp")
+                except (TimeoutError, socket.timeout):
+                    pass
+                try:
+                    tcp.accept()[0].close()
+                    got.append("tcp")
+                except (TimeoutError, socket.timeout):
+                    pass
+        assert got == [], f"the page reached a local listener over {got}"
+    finally:
+        udp.close()
+        tcp.close()
+
+
+def test_popups_are_closed_and_their_page_replaced(browser_ready):
+    """A pop-up outlives the document that opened it; it must not survive into the next render."""
+    opener = """<html><body><script>
+      const w = window.open('about:blank');
+      if (w) w.document.write("<script>setInterval(() => { try { opener.document.body.style.background = 'red'; } catch (e) {} }, 1)<\\/script>");
+    </script><p>opener</p></body></html>"""
+    plain = '<html><body style="margin:0;background:rgb(0,0,150)"><p>next</p></body></html>'
+    with Renderer(pool_size=1, timeout=5, cache=ScreenshotCache(None)) as r:
+        r.render(opener)
+        time.sleep(0.2)
+        res = r.render(plain)
+        assert _px(res, 5, 5) == (0, 0, 150)
+        assert r.page_replacements >= 1
+        pages = r._call(_all_pages(r))
+        assert pages == 1 + (1 if r._compilers.get("agent") and r._compilers["agent"]._page else 0)
+
+
+async def _all_pages(renderer):
+    return sum(len(c.pages) for c in renderer._browser.contexts)
