@@ -15,7 +15,6 @@ import signal
 import sys
 import threading
 import traceback
-from pathlib import Path
 from typing import Any
 
 # (command words, module, help)
@@ -29,33 +28,7 @@ COMMANDS: list[tuple[tuple[str, ...], str, str]] = [
 ]
 
 
-class OutputNotWritable(ValueError):
-    """An output path that cannot be written; raised before any model call or grading."""
-
-
-def check_output_writable(path: str | os.PathLike[str], flag: str = "--output") -> None:
-    """Fail early, naming ``flag`` and the path, if ``path`` cannot be written: its folder is
-    missing and cannot be created, is read-only or is a file, or ``path`` is a folder."""
-    import tempfile  # noqa: PLC0415
-
-    path = Path(path)
-    parent = path.parent
-    try:
-        parent.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise OutputNotWritable(f"{flag} {path}: cannot create its folder {parent} ({exc.strerror or exc}); "
-                                f"pick a writable {flag}") from None
-    if path.is_dir():
-        raise OutputNotWritable(f"{flag} {path} is a folder; give a file name inside it")
-    if path.exists() and not os.access(path, os.W_OK):
-        raise OutputNotWritable(f"{flag} {path} is not writable; fix its permissions or pick another {flag}")
-    try:
-        fd, probe = tempfile.mkstemp(dir=parent, prefix=f".{path.name}.", suffix=".write-test")
-        os.close(fd)
-        os.unlink(probe)
-    except OSError as exc:
-        raise OutputNotWritable(f"{flag} {path}: cannot write in {parent} ({exc.strerror or exc}); "
-                                f"pick a writable {flag}") from None
+from colbench_gym.jsonl import OutputNotWritable, check_output_writable  # noqa: E402,F401 - re-exported
 
 
 def _usage(prog: str, commands: list[tuple[tuple[str, ...], str, str]]) -> str:

@@ -16,11 +16,11 @@ import os
 import sys
 from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import nullcontext
 from typing import Any
 
-from colbench_gym.cli import check_output_writable
 from colbench_gym.evaluation.records import INPUT_ERRORS, input_error, load_answer_records
-from colbench_gym.jsonl import write_jsonl_atomic
+from colbench_gym.jsonl import check_output_writable, write_jsonl_atomic
 from colbench_gym.protocol import extract_code
 from colbench_gym.tasks import BackendTask
 
@@ -35,6 +35,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--isolation", choices=("auto", "namespaces", "rlimits-only"), default="auto")
     parser.add_argument("--cache-dir", default=None, help="cache reference outputs on disk here")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
+    parser.add_argument("--semantics", choices=("ours", "release"), default="ours",
+                        help="release: the paper release's grader (its answer checks, fences, scope, plain ==; "
+                             "see docs/interop.md); rewards are the release's, ours are printed beside them")
 
 
 def load_records(path: str | os.PathLike[str]) -> list[tuple[dict[str, Any], BackendTask, str]]:
@@ -68,31 +71,46 @@ def run(args: argparse.Namespace) -> int:
     from tqdm.auto import tqdm  # noqa: PLC0415 - only when grading
 
     from colbench_gym.grading import BackendGrader  # noqa: PLC0415 - starts sandboxes
+    from colbench_gym.grading.release import ReleaseGrader  # noqa: PLC0415
 
-    results = []
-    with BackendGrader(workers=args.workers, call_timeout=args.call_timeout, isolation=args.isolation,
-                       cache_dir=args.cache_dir) as grader, \
+    results, ours = [], []
+    release = args.semantics == "release"
+    opts = dict(workers=args.workers, isolation=args.isolation)
+    with BackendGrader(**opts, call_timeout=args.call_timeout, cache_dir=args.cache_dir) as grader, \
+            (ReleaseGrader(**opts) if release else nullcontext()) as rgrader, \
             ThreadPoolExecutor(max_workers=args.workers) as pool, \
             tqdm(total=len(items), desc="grading", unit="answer", disable=args.no_progress,
                  file=sys.stderr) as bar:
         def grade(item: tuple[dict[str, Any], BackendTask, str]):
             res = grader.grade(extract_code(item[2]), item[1])
+            theirs = rgrader.grade(item[2], item[1]) if release else None  # the raw answer: its own fence rules
             bar.update(1)
-            return res
+            return res, theirs
 
-        results = list(pool.map(grade, items))
+        for res, theirs in pool.map(grade, items):
+            ours.append(res)
+            results.append(theirs or res)
     out = []
-    for (record, _, _), res in zip(items, results):
+    for (record, _, _), res, own in zip(items, results, ours):
         rec = dict(record)
         rec.update(reward=res.fraction, success=res.success, tests_passed=res.passed,
                    tests_total=res.total, grade_error=res.error)
+        if release:
+            rec.update(semantics="release", reward_ours=own.fraction, success_ours=own.success)
         out.append(rec)
     write_jsonl_atomic(args.output, out)
     n = len(out)
     succ = sum(r["success"] for r in out) / n if n else 0.0
     tests = sum(r["reward"] for r in out) / n if n else 0.0
     print(f"graded {n} answers -> {args.output}")
-    print(f"success rate: {100 * succ:.1f}%   tests passed: {100 * tests:.1f}%")
+    if release:
+        own_s = sum(r.success for r in ours) / n if n else 0.0
+        own_t = sum(r.fraction for r in ours) / n if n else 0.0
+        print("semantics: release (the paper release's grader; our default semantics in brackets)")
+        print(f"success rate: {100 * succ:.1f}% [ours {100 * own_s:.1f}%]   "
+              f"tests passed: {100 * tests:.1f}% [ours {100 * own_t:.1f}%]")
+    else:
+        print(f"success rate: {100 * succ:.1f}%   tests passed: {100 * tests:.1f}%")
     if args.k > 1:
         s_k, t_k, n_tasks, short = best_of_k(((t.task_id, r.fraction, r.success) for (_, t, _), r
                                               in zip(items, results)), args.k)

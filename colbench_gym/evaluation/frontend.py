@@ -22,10 +22,9 @@ import argparse
 import sys
 from typing import Any
 
-from colbench_gym.cli import check_output_writable
 from colbench_gym.evaluation.metrics import TIE_TOLERANCE, win_value
 from colbench_gym.evaluation.records import INPUT_ERRORS, input_error, load_answer_records
-from colbench_gym.jsonl import write_jsonl_atomic
+from colbench_gym.jsonl import check_output_writable, write_jsonl_atomic
 from colbench_gym.protocol import extract_answer_html
 from colbench_gym.tasks import FrontendTask
 

@@ -39,7 +39,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from colbench_gym.cli import check_output_writable
+from colbench_gym.jsonl import check_output_writable
 from sweet_agent.policies.base import Generation, Policy, SamplingParams, derive_seed
 from sweet_agent.prompts import agent_messages, env_kind, system_prompt
 from sweet_agent.trajectories import Record, TrajectoryWriter, episode_id, iter_trajectories, make_record
