@@ -93,9 +93,21 @@ def lora_config(args: argparse.Namespace):
 
 
 def last_checkpoint(output_dir: str) -> str | None:
-    from transformers.trainer_utils import get_last_checkpoint
+    """The newest *complete* ``checkpoint-N`` in ``output_dir``. The Trainer writes a checkpoint
+    in place and ``trainer_state.json`` last, so a run killed while saving (Ctrl-C, SIGTERM,
+    SIGKILL) leaves a folder without it: skipped, so ``--resume_from_checkpoint last`` resumes
+    from the previous finished checkpoint instead of failing on the torn one."""
+    import re
 
-    return get_last_checkpoint(output_dir) if os.path.isdir(output_dir) else None
+    if not os.path.isdir(output_dir):
+        return None
+    steps = []
+    for name in os.listdir(output_dir):
+        m = re.fullmatch(r"checkpoint-(\d+)", name)
+        path = os.path.join(output_dir, name)
+        if m and os.path.isfile(os.path.join(path, "trainer_state.json")):
+            steps.append((int(m.group(1)), path))
+    return max(steps)[1] if steps else None
 
 
 def save_final(trainer, tokenizer, output_dir: str) -> None:
