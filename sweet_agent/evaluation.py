@@ -48,6 +48,7 @@ class Summary:
     answered: float | None = None  # episodes ended by I WANT TO ANSWER: (not the turn limit)
     regraded: int = 0
     mismatches: list[str] = field(default_factory=list)
+    ungraded: int = 0  # records without a stored reward (graded only with --regrade)
     failed: int = 0  # episodes recorded as failed (``error`` set: endpoint gave up); not in the metrics above
 
     def to_dict(self) -> dict[str, Any]:
@@ -104,7 +105,10 @@ def summarize(records: list[Record], *, reference: list[Record] | None = None, r
             s.regraded = len(grades)
             for i, (rec, (frac, ok)) in enumerate(zip(records, grades)):
                 stored = rec.get("reward")
-                if stored is None or abs(float(stored) - frac) > 1e-9 or (rec.get("success") not in (None, ok)):
+                if stored is None:  # ungraded (e.g. the release's backend rollouts): nothing to differ from
+                    s.ungraded += 1
+                    continue
+                if abs(float(stored) - frac) > 1e-9 or (rec.get("success") not in (None, ok)):
                     eid = (rec.get("meta") or {}).get("episode_id", f"line {i + 1}")
                     s.mismatches.append(f"{eid}: stored reward {stored} success {rec.get('success')}, "
                                         f"regraded {frac:.4f} success {ok}")
@@ -138,6 +142,8 @@ def format_summary(s: Summary, title: str = "") -> str:
     if s.win_rate is not None or s.kind == "frontend":
         lines.append(f"win rate        {_pct(s.win_rate)}" + (f" over {s.compared_tasks} shared tasks"
                                                               if s.compared_tasks else " (pass --reference FILE)"))
+    if s.kind == "backend" and s.tests_passed is None:
+        lines.append("                (no stored rewards: pass --regrade, or grade with `colbench evaluate backend`)")
     if s.mean_turns is not None:
         lines.append(f"agent turns     {s.mean_turns:.2f} per episode")
     if s.answered is not None:
@@ -146,7 +152,8 @@ def format_summary(s: Summary, title: str = "") -> str:
         lines.append(f"failed          {s.failed} episodes not scored (each record's 'error' says why; "
                      "the metrics above leave them out)")
     if s.regraded:
-        lines.append(f"regraded        {s.regraded} answers, {len(s.mismatches)} differ from the stored scores")
+        lines.append(f"regraded        {s.regraded} answers, {len(s.mismatches)} differ from the stored scores"
+                     + (f" ({s.ungraded} had none)" if s.ungraded else ""))
         lines += [f"  ! {m}" for m in s.mismatches[:10]]
     return "\n".join(lines)
 
@@ -164,10 +171,12 @@ def run(args: argparse.Namespace) -> int:
     from sweet_agent.trajectories import TrajectoryFormatError
 
     try:
-        reference = read_trajectories(args.reference) if args.reference else None
+        reference = read_trajectories(args.reference, require_reward=False) if args.reference else None
         status = 0
         for path in args.files:
-            s = summarize(read_trajectories(path), reference=reference, regrade=args.regrade)
+            # Ungraded files (the release's backend rollouts carry no reward) load too: --regrade
+            # grades them; without it their success / tests passed read n/a.
+            s = summarize(read_trajectories(path, require_reward=False), reference=reference, regrade=args.regrade)
             if s.mismatches:
                 status = 1
             print(json.dumps({"file": path, **s.to_dict()}) if args.json else format_summary(s, path))

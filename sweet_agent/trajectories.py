@@ -86,10 +86,25 @@ def make_record(task: Mapping[str, Any], messages: Sequence[Mapping[str, str]], 
     return rec
 
 
-def validate_record(rec: Any, where: str = "record") -> None:
+#: Keys every trajectory record must have; ``reward`` may be missing (the release's backend
+#: rollouts carry none: its grader does not write it back) and is checked when present.
+REQUIRED_KEYS = ("task", "dialogue_history", "answer")
+
+
+def validate_record(rec: Any, where: str = "record", *, require_reward: bool = False) -> None:
     """Raise :class:`TrajectoryFormatError` naming the first thing that is wrong (the one official
-    validator, :func:`colbench_gym.tasks.records.check_trajectory_record`, with every key required)."""
-    check_trajectory_record(rec, where, OFFICIAL_KEYS, error=TrajectoryFormatError)
+    validator, :func:`colbench_gym.tasks.records.check_trajectory_record`). ``reward`` is optional
+    unless ``require_reward``; a missing one then names the command that adds it."""
+    check_trajectory_record(rec, where, REQUIRED_KEYS, error=TrajectoryFormatError)
+    if require_reward and rec.get("reward") is None and not rec.get("error"):
+        raise TrajectoryFormatError(f"{where}: {missing_reward_hint(rec)}")
+
+
+def missing_reward_hint(rec: Mapping[str, Any]) -> str:
+    """Why a record without a reward cannot train, and the command that grades it."""
+    env = "backend" if isinstance(rec.get("task"), Mapping) and "test_cases" in rec["task"] else "frontend"
+    return (f"no 'reward' (ungraded {env} trajectories, e.g. the release's rollouts); "
+            f"grade first: colbench evaluate {env} IN --output OUT, then train on OUT")
 
 
 def record_episode_id(rec: Mapping[str, Any]) -> str | None:
@@ -211,27 +226,56 @@ class TrajectoryWriter:
 
 
 # --------------------------------------------------------------------------- reading
-def iter_trajectories(path: str | os.PathLike[str], *, validate: bool = True) -> Iterator[Record]:
+def iter_trajectories(path: str | os.PathLike[str], *, validate: bool = True,
+                      require_reward: bool = True) -> Iterator[Record]:
     """Yield records from a JSONL file. A torn *last* line (an interrupted write) is skipped;
-    a bad line anywhere else is an error naming file and line."""
+    a bad line anywhere else is an error naming file and line. ``require_reward`` (the default,
+    for training) stops at the first ungraded record with the command that grades it; readers
+    that need no reward (evaluation, regrading, viewing, export) pass False."""
     path = Path(path)
     if not path.exists():
         raise FileNotFoundError(f"{path}: no such trajectory file (collect one with `sweet-agent rollout`)")
     with path.open("rb") as fh:  # streamed (the paper's file is hundreds of MB), decoded per line
         for lineno, rec in parse_jsonl_lines(fh, str(path), torn_tail=True, error=TrajectoryFormatError):
             if validate:
-                validate_record(rec, f"{path}:{lineno}")
+                validate_record(rec, f"{path}:{lineno}", require_reward=require_reward)
             yield rec
 
 
-def read_trajectories(path: str | os.PathLike[str], *, validate: bool = True) -> list[Record]:
-    return list(iter_trajectories(path, validate=validate))
+def read_trajectories(path: str | os.PathLike[str], *, validate: bool = True,
+                      require_reward: bool = True) -> list[Record]:
+    return list(iter_trajectories(path, validate=validate, require_reward=require_reward))
 
 
 # --------------------------------------------------------------------------- HF datasets
+#: Top-level keys with a column of their own; every other key (``tests_passed``, ``tests_total``,
+#: ``similarity``, ``error``, ... written by the evaluators) travels in the ``extra`` JSON column.
+_COLUMNS = ("task", "dialogue_history", "answer", "reward", "success", "meta")
+_TURN_COLUMNS = ("role", "content", "output", "input", "prompt_messages")
+
+
+def _extras(d: Mapping[str, Any], columns: tuple[str, ...], optional: tuple[str, ...]) -> str:
+    """JSON of the keys without a column, plus which optional column keys are present (so that
+    an absent ``reward`` and ``"reward": null`` both come back as they were)."""
+    extra = {k: v for k, v in d.items() if k not in columns}
+    extra["__present__"] = [k for k in optional if k in d]
+    return json.dumps(extra, ensure_ascii=False)
+
+
+def _restore(out: dict[str, Any], extra_json: str | None, defaults: Mapping[str, Any]) -> None:
+    """Invert :func:`_extras` on ``out`` (``defaults``: the optional keys' column values)."""
+    extra = json.loads(extra_json) if extra_json else {}
+    present = extra.pop("__present__", None)
+    for k, v in defaults.items():
+        if (k in present) if present is not None else v is not None:
+            out[k] = v
+    out.update(extra)
+
+
 def _flatten_for_arrow(rec: Mapping[str, Any]) -> dict[str, Any]:
     """Arrow needs one schema for all rows: dict-valued fields whose keys vary between tasks
-    (``test_cases``, ``meta``) travel as JSON strings; turns get every optional key."""
+    (``test_cases``, ``meta``) travel as JSON strings; turns get every optional key; keys without
+    a column travel in ``extra`` (record and turn level), so the round trip keeps every field."""
     task = dict(rec["task"])
     if isinstance(task.get("test_cases"), Mapping):
         task["test_cases"] = json.dumps(task["test_cases"], ensure_ascii=False)
@@ -241,12 +285,14 @@ def _flatten_for_arrow(rec: Mapping[str, Any]) -> dict[str, Any]:
         "task": {"problem_description": task["problem_description"], "ground_truth": task.get("ground_truth", ""),
                  "test_cases": task.get("test_cases"), "extra": task_json},
         "dialogue_history": [{"role": t["role"], "content": t["content"], "output": t.get("output"),
-                              "input": t.get("input"), "prompt_messages": t.get("prompt_messages")}
+                              "input": t.get("input"), "prompt_messages": t.get("prompt_messages"),
+                              "extra": _extras(t, _TURN_COLUMNS, _TURN_COLUMNS[2:])}
                              for t in rec["dialogue_history"]],
         "answer": rec["answer"],
         "reward": None if rec.get("reward") is None else float(rec["reward"]),
         "success": None if rec.get("success") is None else bool(rec["success"]),
         "meta": json.dumps(rec.get("meta") or {}, ensure_ascii=False),
+        "extra": _extras(rec, _COLUMNS, ("reward", "success", "meta")),
     }
 
 
@@ -256,7 +302,8 @@ def to_hf_dataset(source: str | os.PathLike[str] | Iterable[Mapping[str, Any]]):
         import datasets
     except ImportError as exc:  # pragma: no cover - depends on extras
         raise ImportError("to_hf_dataset needs `datasets`: pip install 'colbench-gym[agent]'") from exc
-    records = read_trajectories(source) if isinstance(source, (str, os.PathLike)) else list(source)
+    records = (read_trajectories(source, require_reward=False) if isinstance(source, (str, os.PathLike))
+               else list(source))
     if not records:
         raise TrajectoryFormatError("no trajectory records to convert")
     features = datasets.Features({
@@ -265,11 +312,13 @@ def to_hf_dataset(source: str | os.PathLike[str] | Iterable[Mapping[str, Any]]):
         "dialogue_history": datasets.List({"role": datasets.Value("string"), "content": datasets.Value("string"),
                                            "output": datasets.Value("string"), "input": datasets.Value("string"),
                                            "prompt_messages": datasets.List({"role": datasets.Value("string"),
-                                                                             "content": datasets.Value("string")})}),
+                                                                             "content": datasets.Value("string")}),
+                                           "extra": datasets.Value("string")}),
         "answer": datasets.Value("string"),
         "reward": datasets.Value("float64"),
         "success": datasets.Value("bool"),
         "meta": datasets.Value("string"),
+        "extra": datasets.Value("string"),
     })
     return datasets.Dataset.from_list([_flatten_for_arrow(r) for r in records], features=features)
 
@@ -284,16 +333,13 @@ def from_hf_row(row: Mapping[str, Any]) -> Record:
     history = []
     for turn in row["dialogue_history"]:
         h = {"role": turn["role"], "content": turn["content"]}
-        for k in ("input", "output", "prompt_messages"):
-            if turn.get(k) is not None:
-                h[k] = turn[k]
+        _restore(h, turn.get("extra"), {k: turn.get(k) for k in _TURN_COLUMNS[2:]})
         history.append(h)
-    rec: Record = {"task": task, "dialogue_history": history, "answer": row["answer"], "reward": row["reward"]}
-    if row.get("success") is not None:
-        rec["success"] = row["success"]
+    rec: Record = {"task": task, "dialogue_history": history, "answer": row["answer"]}
+    if row.get("extra") is None:  # a dataset written before the extra column: reward always present
+        rec["reward"] = row["reward"]
     meta = json.loads(row.get("meta") or "{}")
-    if meta:
-        rec["meta"] = meta
+    _restore(rec, row.get("extra"), {"reward": row["reward"], "success": row.get("success"), "meta": meta if row.get("extra") else (meta or None)})
     return rec
 
 
@@ -341,9 +387,12 @@ def clean_paper_record(rec: Mapping[str, Any], *, sample: int | None = None, ind
                     system_prompt = system_prompt or msgs[0]["content"]
                 h["prompt_messages"] = msgs
         history.append(h)
-    out: Record = {"task": dict(rec["task"]), "dialogue_history": history, "answer": rec["answer"],
-                   "reward": rec["reward"]}
-    out["success"] = bool(record_success(rec))
+    out: Record = {"task": dict(rec["task"]), "dialogue_history": history, "answer": rec["answer"]}
+    if "reward" in rec:  # the release's backend rollouts have none (grade them to add it)
+        out["reward"] = rec["reward"]
+    success = record_success(rec)
+    if success is not None:
+        out["success"] = bool(success)
     meta = dict(rec.get("meta") or {})
     if system_prompt:
         meta.setdefault("system_prompt", system_prompt)

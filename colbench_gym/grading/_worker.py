@@ -15,7 +15,7 @@ submission budget leaves no room for the former.
 
 Protocol (one JSON object per line, both directions):
   request  ``{"code", "preamble", "calls": [expr...], "call_timeout", "total_timeout",
-             "limits": {"as", "cpu", "fsize", "nofile", "nproc"}, "cap"}``
+             "limits": {"as", "cpu", "fsize", "nofile", "nproc"}, "cap", "scope"?}``
   response ``{"segments": [{"start": k, "lines": [str...], "end": reason}], "clean": bool}``
 where each segment is one child's output: its first line is ``READY`` (or an import-error
 record), then one record per call starting at call ``k``. The worker does not interpret the
@@ -239,10 +239,13 @@ def child_main(w, workdir, req, start):
 
     sys.argv = ["solution"]
     ns = {"__name__": "solution", "__builtins__": builtins}
+    # scope "split" (the paper release's semantics, colbench_gym/grading/release.py): the code's
+    # names go to a locals dict its functions cannot see, as exec() inside a function does there.
+    loc = {} if req.get("scope") == "split" else ns
     try:
         if req.get("preamble"):
             exec(compile(req["preamble"], "<preamble>", "exec"), ns)  # noqa: S102 - sandboxed child
-        exec(compile(req["code"], "<answer>", "exec"), ns)  # noqa: S102 - sandboxed child
+        exec(compile(req["code"], "<answer>", "exec"), ns, loc)  # noqa: S102 - sandboxed child
     except BaseException as exc:  # noqa: BLE001 - everything is a result here
         try:
             msg = str.__str__(exc.args[0]) if exc.args and type(exc.args[0]) is str else ""
@@ -255,7 +258,7 @@ def child_main(w, workdir, req, start):
     for i in range(start, len(calls)):
         try:
             code = compile(calls[i].strip(), "<test>", "eval")
-            value = eval(code, ns)  # noqa: S307 - sandboxed child; literals are re-built per call
+            value = eval(code, ns, loc)  # noqa: S307 - sandboxed child; literals are re-built per call
             try:
                 rec = {"t": "r", "i": i, "v": encode(value)}
             except Unencodable as exc:
