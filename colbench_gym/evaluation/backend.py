@@ -19,9 +19,8 @@ from concurrent.futures import ThreadPoolExecutor
 from contextlib import nullcontext
 from typing import Any
 
-from colbench_gym.cli import check_output_writable
 from colbench_gym.evaluation.records import INPUT_ERRORS, input_error, load_answer_records
-from colbench_gym.jsonl import write_jsonl_atomic
+from colbench_gym.jsonl import check_output_writable, write_jsonl_atomic
 from colbench_gym.protocol import extract_code
 from colbench_gym.tasks import BackendTask
 
