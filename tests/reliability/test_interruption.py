@@ -12,8 +12,13 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
 from sweet_agent.trajectories import read_trajectories
 from tests.reliability.fault_server import FaultServer
+
+#: subprocess rollouts: still run by `make test`, skipped by `make test-fast`
+pytestmark = pytest.mark.slow
 
 ENV = {**os.environ, "HF_HUB_OFFLINE": "1", "COLBENCH_DEBUG": ""}
 
