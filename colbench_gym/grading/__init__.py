@@ -4,7 +4,7 @@
 from colbench_gym.grading import get_default_grader
 res = get_default_grader().grade(code, task)   # GradeResult: passed, total, per_test, error
 ```
-See :class:`BackendGrader` for options and docs/sections/grading.md for the semantics.
+See :class:`BackendGrader` for options and docs/grading.md for the semantics and the threat model.
 """
 
 from colbench_gym.grading.grader import BackendGrader, GradeResult, get_default_grader

@@ -16,6 +16,11 @@ Levels, strongest first (``isolation="auto"`` takes the first that works, probed
 
 Independently, a fork bomb is bounded by a pids cgroup when we may create one (root), else by
 ``RLIMIT_NPROC`` (which Linux does not enforce for uid 0).
+
+At every level, each child that runs an answer or a reference first enters an IPC namespace of
+its own and installs a seccomp filter (see ``_worker``): no SysV IPC, memfd, new processes,
+namespaces or mounts, so all of a submission's memory sits under one ``RLIMIT_AS`` and nothing
+it creates outlives it. Every worker runs with the same fixed ``PYTHONHASHSEED``.
 """
 
 from __future__ import annotations
