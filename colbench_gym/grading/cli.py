@@ -49,7 +49,8 @@ def run(args: argparse.Namespace) -> int:
         out = {"level": iso.level, "python": iso.python, "bwrap": iso.bwrap, "view": iso.view,
                "read_only_paths": iso.binds, "pids_cgroup_root": iso.pids_cgroup_root,
                "nproc_rlimit": iso.nproc_rlimit, "pid_namespace": iso.pid_namespace, "unshare": iso.unshare,
-               "answers_uid": iso.drop_uid, "missing": iso.missing, "self_test": test}
+               "answers_uid": iso.drop_uid, "ipc_namespace_per_submission": iso.ipc_namespace_per_submission,
+               "seccomp": iso.seccomp, "missing": iso.missing, "self_test": test}
         print(json.dumps(out, indent=2))
     else:
         print(iso.describe())

@@ -97,3 +97,6 @@ def test_console_entry_point_and_sandbox_info(tmp_path):
     assert info.returncode == 0, info.stderr
     data = json.loads(info.stdout)
     assert data["level"] in ("namespaces", "rlimits-only") and data["self_test"]["ok"] is True
+    # what each submission gets is reported, and listed as missing when it is not there
+    for key, words in (("ipc_namespace_per_submission", "IPC namespace"), ("seccomp", "seccomp")):
+        assert data[key] is True or any(words in m for m in data["missing"])
