@@ -412,7 +412,7 @@ def iter_paper_offline(path: str | os.PathLike[str]) -> Iterator[Record]:
     depend on that layout.
     """
     seen: Counter[str] = Counter()
-    for i, rec in enumerate(iter_trajectories(path), 1):
+    for i, rec in enumerate(iter_trajectories(path, require_reward=False), 1):
         key = task_identity(rec["task"])
         yield clean_paper_record(rec, sample=seen[key], index=i)
         seen[key] += 1

@@ -19,13 +19,15 @@ is the one compared against.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
+from pathlib import Path
 from typing import Any
 
 from colbench_gym.evaluation.metrics import TIE_TOLERANCE, win_value
 from colbench_gym.evaluation.records import INPUT_ERRORS, input_error, load_answer_records
 from colbench_gym.jsonl import check_output_writable, write_jsonl_atomic
-from colbench_gym.protocol import extract_answer_html
+from colbench_gym.protocol import extract_answer_html, extract_html
 from colbench_gym.tasks import FrontendTask
 
 #: Kept for code that imported it from here (see :mod:`colbench_gym.evaluation.metrics`).
@@ -50,24 +52,75 @@ def load_records(path: str) -> list[tuple[dict[str, Any], FrontendTask, str]]:
     return load_answer_records(path, FrontendTask, "final page")
 
 
+_IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".webp")
+
+
+def answer_image(answer: str, base_dir: str | os.PathLike[str] | None = None):
+    """The release stores a frontend answer as the path of its screenshot (a PNG): that image as
+    RGB, when ``answer`` is such a path and the file exists (relative paths: from the working
+    directory, then from ``base_dir``, the input file's folder); else None."""
+    text = answer.strip()
+    if "\n" in text or len(text) > 4096 or not text.lower().endswith(_IMAGE_SUFFIXES):
+        return None
+    candidates = [Path(text)] + ([Path(base_dir) / text] if base_dir is not None and not Path(text).is_absolute() else [])
+    for path in candidates:
+        if path.is_file():
+            try:
+                from PIL import Image  # noqa: PLC0415
+
+                with Image.open(path) as img:
+                    return img.convert("RGB")
+            except Exception:  # noqa: BLE001 - not a readable image: score from the dialogue instead
+                return None
+    return None
+
+
+def dialogue_html(record: dict[str, Any]) -> str | None:
+    """The last page the agent wrote in the dialogue (what the release rendered as its answer)."""
+    for turn in reversed(record.get("dialogue_history") or []):
+        if isinstance(turn, dict) and turn.get("role") == "assistant":
+            for key in ("content", "output"):
+                html = extract_html(turn[key]) if isinstance(turn.get(key), str) else None
+                if html is not None:
+                    return html
+    return None
+
+
 def score_answers(items: list[tuple[dict[str, Any], FrontendTask, str]], renderer, scorer, batch_size: int = 16,
-                  progress=None) -> list[dict[str, Any]]:
-    """``{similarity, html_found, render_error}`` per item (0 similarity without HTML)."""
+                  progress=None, base_dir: str | os.PathLike[str] | None = None) -> list[dict[str, Any]]:
+    """``{similarity, html_found, render_error, answer_source}`` per item.
+
+    The answer is scored from, in order: its screenshot when it is an image path that exists (the
+    release's shape), its HTML, the last HTML in the dialogue (the release's answer path may point
+    to a file that is gone). With none of these ``similarity`` is None (``answer_source`` None):
+    the caller keeps a stored reward rather than replacing it by 0.
+    """
     results: list[dict[str, Any]] = []
     for start in range(0, len(items), batch_size):
         chunk = items[start:start + batch_size]
         refs = renderer.render_many([t.ground_truth for _, t, _ in chunk], cache=True)
-        htmls = [extract_answer_html(a) for _, _, a in chunk]
+        images = [answer_image(a, base_dir) for _, _, a in chunk]
+        htmls: list[str | None] = []
+        sources: list[str | None] = []
+        for (record, _, a), img in zip(chunk, images):
+            html = None if img is not None else extract_answer_html(a)
+            source = "image" if img is not None else "answer" if html is not None else None
+            if img is None and html is None:
+                html = dialogue_html(record)
+                source = "dialogue" if html is not None else None
+            htmls.append(html)
+            sources.append(source)
         idx = [i for i, h in enumerate(htmls) if h is not None]
         shots = renderer.render_many([htmls[i] for i in idx])  # answers are not worth a disk cache
-        sims = scorer.similarities([s.image() for s in shots], [refs[i].image() for i in idx]) if idx else []
-        by_i = dict(zip(idx, zip(shots, sims)))
+        by_shot = dict(zip(idx, shots))
+        scored = [i for i in range(len(chunk)) if i in by_shot or images[i] is not None]
+        answer_imgs = [images[i] if images[i] is not None else by_shot[i].image() for i in scored]
+        sims = scorer.similarities(answer_imgs, [refs[i].image() for i in scored]) if scored else []
+        by_i = dict(zip(scored, sims))
         for i in range(len(chunk)):
-            if i in by_i:
-                shot, sim = by_i[i]
-                results.append({"similarity": float(sim), "html_found": True, "render_error": shot.error})
-            else:
-                results.append({"similarity": 0.0, "html_found": False, "render_error": None})
+            shot = by_shot.get(i)
+            results.append({"similarity": float(by_i[i]) if i in by_i else None, "html_found": htmls[i] is not None,
+                            "render_error": shot.error if shot is not None else None, "answer_source": sources[i]})
         if progress is not None:
             progress.update(len(chunk))
     return results
@@ -101,17 +154,27 @@ def run(args: argparse.Namespace) -> int:
         with Renderer(pool_size=args.pool_size, timeout=args.timeout) as renderer, \
                 tqdm(total=len(items) + len(ref_list), desc="scoring", unit="page", disable=args.no_progress,
                      file=sys.stderr) as bar:
-            scores = score_answers(items, renderer, scorer, args.batch_size, bar)
-            ref_scores = score_answers(ref_list, renderer, scorer, args.batch_size, bar)
+            scores = score_answers(items, renderer, scorer, args.batch_size, bar, Path(args.input).parent)
+            ref_scores = score_answers(ref_list, renderer, scorer, args.batch_size, bar,
+                                       Path(args.reference_run).parent if args.reference_run else None)
     except (RendererError, WebAssetsMissing) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
+    kept = 0
+    for (record, _, _), s in zip([*items, *ref_list], [*scores, *ref_scores]):
+        if s["similarity"] is None:  # nothing to score: keep a stored reward, never replace it by 0
+            stored = record.get("reward")
+            keep = isinstance(stored, (int, float)) and not isinstance(stored, bool)
+            s["similarity"], s["kept_stored"] = (float(stored), True) if keep else (0.0, False)
+            kept += keep
     ref_sim = {item[1].task_id: s["similarity"] for item, s in zip(ref_list, ref_scores)}
     out, wins, missing = [], [], 0
     for (record, task, _), s in zip(items, scores):
         rec = dict(record)
         rec.update(reward=s["similarity"], similarity=s["similarity"], scorer=scorer.name,
-                   html_found=s["html_found"], render_error=s["render_error"])
+                   html_found=s["html_found"], render_error=s["render_error"], answer_source=s["answer_source"])
+        if s.get("kept_stored"):
+            rec.update(scorer=None, similarity=None)  # not scored here: the stored reward stays
         if args.reference_run:
             theirs = ref_sim.get(task.task_id)
             if theirs is None:
@@ -124,8 +187,13 @@ def run(args: argparse.Namespace) -> int:
         out.append(rec)
     write_jsonl_atomic(args.output, out)
     n = len(out)
-    mean = sum(r["similarity"] for r in out) / n if n else 0.0
+    mean = sum(r["reward"] for r in out) / n if n else 0.0
     print(f"scored {n} answers -> {args.output}")
+    from_images = sum(r["answer_source"] == "image" for r in out)
+    from_dialogue = sum(r["answer_source"] == "dialogue" for r in out)
+    if from_images or from_dialogue or kept:
+        print(f"answers scored from their screenshot: {from_images}, from the last HTML in the dialogue: "
+              f"{from_dialogue}; nothing to score, stored reward kept: {kept}")
     print(f"scorer: {scorer.name}" + ("" if scorer.is_clip else "  (NOT CLIP: not comparable with the paper's numbers)"))
     print(f"mean similarity: {mean:.4f}   answers with HTML: {sum(r['html_found'] for r in out)}/{n}")
     if args.reference_run:
