@@ -150,15 +150,16 @@ def main() -> int:
         result.update(check(out, requested), kills_survived=kills, soak_wall_s=round(time.perf_counter() - t0, 1),
                       requests=len(server.requests), injected=dict(server.injected))
         if args.throughput_episodes:
-            n_tasks = max(1, args.throughput_episodes // 4)
+            n_tasks = min(25, args.throughput_episodes)  # embedded:train holds 30 tasks
+            k = max(1, args.throughput_episodes // n_tasks)
             for label, rates in (("faults", FAULT_RATES), ("clean", {})):
                 server.set_rates(rates)
                 tp_out = Path(tmp) / f"tp-{label}.jsonl"
-                tp_argv = rollout_argv(server.base_url, tp_out, n_tasks, 4, args.concurrency, args.timeout)
+                tp_argv = rollout_argv(server.base_url, tp_out, n_tasks, k, args.concurrency, args.timeout)
                 _, _, stdout = run_once(tp_argv, env, None, rng, tp_out)
                 # the rollout's own wall time (printed by the CLI): process start-up excluded
                 secs = float(re.search(r"played \d+ episodes .*? in ([\d.]+) s", stdout).group(1))
-                result[f"episodes_per_s_{label}"] = round(n_tasks * 4 / secs, 2)
+                result[f"episodes_per_s_{label}"] = round(n_tasks * k / secs, 2)
     result["load_average_at_end"] = os.getloadavg()[0]
     ok = result["lost"] == 0 and result["duplicated"] == 0 and result["torn_lines"] == 0 \
         and result["unexpected"] == 0 and result["datasets_rows"] == result["recorded"]
