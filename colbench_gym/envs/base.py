@@ -103,7 +103,7 @@ class ColBenchEnv(gym.Env[str, str]):
             raise ValueError("pass either options['task'] or options['task_index'], not both")
         cls = BackendTask if self.kind == "backend" else FrontendTask
         if "task" in options:
-            self.task, self.task_index = cls.from_record(options["task"], where="options['task']"), None
+            self.task, self.task_index = cls.from_record(options["task"], where="options['task']", check_python=True), None
         elif "task_index" in options:
             index = options["task_index"]
             if not isinstance(index, int) or isinstance(index, bool):

@@ -33,5 +33,5 @@ def load_answer_records(path: str | os.PathLike[str], task_cls: type[T],
         check_trajectory_record(record, where, ("task", "answer"), null_answer=True,
                                 hints={"answer": f"the agent's {answer_noun}, a string"})
         answer = "" if record["answer"] is None else record["answer"]
-        out.append((record, task_cls.from_record(record["task"], where=f"{where} task"), answer))
+        out.append((record, task_cls.from_record(record["task"], where=f"{where} task", check_python=True), answer))
     return out

@@ -65,7 +65,7 @@ def load_tasks(path: str | os.PathLike[str], kind: Kind = "backend") -> list[Bac
     for lineno, record in iter_jsonl(path):
         if "task" in record and isinstance(record["task"], dict) and "problem_description" not in record:
             record = record["task"]
-        out.append(cls.from_record(record, where=f"{path}:{lineno}"))
+        out.append(cls.from_record(record, where=f"{path}:{lineno}", check_python=True))
     return out
 
 
@@ -97,4 +97,4 @@ def load_hf_tasks(kind: Kind = "backend", split: str = "test", repo_id: str = HF
             "(HF_HUB_OFFLINE=0)."
         ) from exc
     cls = BackendTask if kind == "backend" else FrontendTask
-    return [cls.from_record(r, where=f"{repo_id}:{data_files}[{i}]") for i, r in enumerate(ds)]
+    return [cls.from_record(r, where=f"{repo_id}:{data_files}[{i}]", check_python=True) for i, r in enumerate(ds)]

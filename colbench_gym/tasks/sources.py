@@ -141,5 +141,5 @@ def resolve_task_source(spec: Any, kind: str) -> TaskSource:
         )
     if isinstance(spec, Sequence):
         cls = BackendTask if kind == "backend" else FrontendTask
-        return ListTaskSource([cls.from_record(r, where=f"tasks[{i}]") for i, r in enumerate(spec)], kind)
+        return ListTaskSource([cls.from_record(r, where=f"tasks[{i}]", check_python=True) for i, r in enumerate(spec)], kind)
     raise TaskFormatError(f"tasks must be a spec string, a path or a list of records, got {type(spec).__name__}")
