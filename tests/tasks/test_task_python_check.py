@@ -32,6 +32,9 @@ def test_from_record_builds_it_unless_asked_to_check():
         BackendTask.from_record(bad, check_python=True)
 
 
-def test_nesting_beyond_the_parser_is_left_to_grading():
-    deep = {**GOOD, "test_cases": {"t": "f(" + "[" * 200_000 + "]" * 200_000 + ")"}}
-    BackendTask.from_record(deep, check_python=True)  # no RecursionError/MemoryError escapes
+@pytest.mark.parametrize("call", ["f(" + "1" + "+1" * 200_000 + ")",  # RecursionError in the parser
+                                  "f(" + "-" * 100_000 + "1)"])  # MemoryError in the parser
+def test_nesting_beyond_the_parser_is_left_to_grading(call):
+    deep = {**GOOD, "test_cases": {"t": call}, "ground_truth": "x = " + "1" + "+1" * 200_000}
+    task = BackendTask.from_record(deep, check_python=True)  # no RecursionError/MemoryError escapes
+    assert task.test_cases["t"] == call
