@@ -1,65 +1,241 @@
-"""Training set-up shared by every ``sweet-agent train-*`` command: model loading, LoRA, trainer
-arguments, final saving, JSON(L) files.
+"""Training set-up shared by every ``sweet-agent train-*`` command: the command line (TRL's
+``TrlParser`` over the command's dataclasses, presets, renamed flags), model loading, LoRA via
+TRL's ``get_peft_config``, final saving, JSON(L) files.
 
 WHY a module of its own: the critic, the actor and the baselines are independent of each other;
-what they share (how a model is loaded, configured and saved) lives here, below all three."""
+what they share (how a run is configured, a model loaded and saved) lives here, below all three.
+
+A command is TRL's script pattern: ``(data arguments, its config dataclass, trl.ModelConfig)``
+parsed by ``TrlParser``, so every config field is a flag (``--learning_rate`` or
+``--learning-rate``), ``--config preset.yaml`` (or a shipped preset name, ``--config cpu``) sets
+defaults and flags override it. The flags the commands had before keep working and say what
+replaced them (:data:`RENAMED_FLAGS`).
+"""
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
+import sys
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 from colbench_gym.jsonl import write_jsonl_atomic
 
+PRESETS_DIR = Path(__file__).resolve().parent / "configs"
 
-def add_common_arguments(parser: argparse.ArgumentParser, *, model_help: str, default_lr: float,
-                         default_epochs: float, default_batch: int) -> None:
-    g = parser.add_argument_group("model and training")
-    g.add_argument("--model", default="default", help=model_help + " (checkpoint dir, .gguf, cached hub id or `default`)")
-    g.add_argument("--output-dir", required=True, help="where checkpoints and the final model go")
-    g.add_argument("--dtype", default="float32", choices=["float32", "bfloat16", "float16"],
-                   help="training dtype (float32 on CPU; bfloat16 on GPUs)")
-    g.add_argument("--lora-r", type=int, default=0, help="train a LoRA adapter of this rank (0 = full fine-tuning); "
-                   "the merged model is saved at the end")
-    g.add_argument("--lora-alpha", type=int, default=None, help="LoRA alpha (default 2 × rank)")
-    g.add_argument("--learning-rate", type=float, default=default_lr)
-    g.add_argument("--epochs", type=float, default=default_epochs)
-    g.add_argument("--batch-size", type=int, default=default_batch, help="per-device batch size")
-    g.add_argument("--grad-accum", type=int, default=1, help="gradient accumulation steps")
-    g.add_argument("--max-steps", type=int, default=-1, help="stop after this many optimizer steps (-1 = epochs)")
-    g.add_argument("--max-length", type=int, default=2048, help="truncate sequences to this many tokens")
-    g.add_argument("--gradient-checkpointing", action="store_true", help="trade compute for memory")
-    g.add_argument("--logging-steps", type=float, default=1)
-    g.add_argument("--save-steps", type=int, default=0, help="checkpoint every N steps (0 = once per epoch)")
-    g.add_argument("--resume", action="store_true", help="resume from the last checkpoint in --output-dir")
-    g.add_argument("--seed", type=int, default=0)
-    g.add_argument("--report-to", default="none", help="TRL/transformers logging integrations (tensorboard, wandb, ...)")
+#: How trajectory pairs (critic, multi-turn DPO) and RFT's kept trajectories are chosen per task:
+#:   success    — successful trajectories against strictly worse ones (the paper's rule)
+#:   reward     — every trajectory against every strictly lower-reward one of its task
+#:   top-bottom — the task's highest-reward samples against its lowest (continuous rewards such
+#:                as the frontend's CLIP similarity, where nothing counts as "success")
+#:   best       — the successes, else the task's best samples when their reward is > 0
+PAIR_RULES = ("success", "reward", "top-bottom", "best")
+
+#: What ``train-critic`` writes beside the critic and ``train-actor`` reads (reference model, scoring).
+CRITIC_META_FILE = "sweet_critic.json"
+
+#: Exit status of a stage that found nothing to train on (after a one-line message).
+NOTHING_TO_TRAIN = 3
 
 
-def training_kwargs(args: argparse.Namespace) -> dict[str, Any]:
-    """TrainingArguments fields from the common flags (CPU/GPU aware)."""
-    import torch
+@dataclass
+class TrainingDataArguments:
+    """What a training command reads (the role of TRL's ``ScriptArguments``)."""
 
-    cuda = torch.cuda.is_available()
-    kw = dict(  # noqa: C408 - keyword form reads as a settings table
-        output_dir=args.output_dir, learning_rate=args.learning_rate, num_train_epochs=args.epochs,
-        per_device_train_batch_size=args.batch_size, per_device_eval_batch_size=args.batch_size,
-        gradient_accumulation_steps=args.grad_accum, max_steps=args.max_steps, seed=args.seed,
-        logging_steps=args.logging_steps, report_to=args.report_to, use_cpu=not cuda,
-        bf16=cuda and args.dtype == "bfloat16", fp16=cuda and args.dtype == "float16",
-        gradient_checkpointing=args.gradient_checkpointing,
-        save_strategy="steps" if args.save_steps else "epoch", save_total_limit=2,
-    )
-    if args.save_steps:
-        kw["save_steps"] = args.save_steps
-    return kw
+    data: list[str] | None = field(default=None, metadata={"help": "trajectory JSONL file(s) with rewards"})
+    system_prompt: str | None = field(
+        default=None, metadata={"help": "agent system prompt of the rollouts (default: the one each record's "
+                                        "meta carries)"})
 
 
-def resolve_model(spec: str) -> str:
-    """A local checkpoint directory for ``spec`` (via the policies' resolver when installed)."""
+@dataclass
+class PreferenceDataArguments(TrainingDataArguments):
+    """Data options of the commands that compare trajectories of the same task."""
+
+    success_threshold: float | None = field(
+        default=None, metadata={"help": "reward counting as success (default: the record's success flag, "
+                                        "else reward 1)"})
+    pair_rule: str = field(default="success", metadata={"help": "which trajectories are preferred: "
+                                                                  + ", ".join(PAIR_RULES),
+                                                          "choices": list(PAIR_RULES)})
+
+
+def resolve_precision(cfg) -> None:
+    """TRL's configs default to bf16 mixed precision (``bf16=None``), which a machine without a
+    bf16 GPU rejects: resolve ``None`` to bf16 only where a GPU supports it. Called by the configs
+    derived from TRL's before their own ``__post_init__``."""
+    if cfg.bf16 is None:
+        import torch
+
+        cfg.bf16 = bool(torch.cuda.is_available() and torch.cuda.is_bf16_supported() and not cfg.fp16)
+
+
+# ----------------------------------------------------------------------------- command line
+def _renamed(*new: str) -> Callable[[str], list[str]]:
+    return lambda value: [x for flag in new for x in (flag, value)]
+
+
+def _lora_r(value: str) -> list[str]:
+    r = int(value)
+    if r <= 0:
+        return []
+    # What the old flag meant: a LoRA adapter on every linear layer, alpha 2r, no dropout.
+    return ["--use_peft", "true", "--lora_r", str(r), "--lora_alpha", str(2 * r),
+            "--lora_target_modules", "all-linear", "--lora_dropout", "0"]
+
+
+def _save_steps(value: str) -> list[str]:
+    return ["--save_strategy", "steps", "--save_steps", value] if int(value) > 0 else []
+
+
+#: Flags of earlier releases -> (takes a value, translation, replacement to name or None when
+#: the spelling is current and only its implied settings are spelled out).
+RENAMED_FLAGS: dict[str, tuple[bool, Callable[[str], list[str]], str | None]] = {
+    "--model": (True, _renamed("--model_name_or_path"), "--model_name_or_path"),
+    "--epochs": (True, _renamed("--num_train_epochs"), "--num_train_epochs"),
+    "--batch-size": (True, _renamed("--per_device_train_batch_size", "--per_device_eval_batch_size"),
+                     "--per_device_train_batch_size (and --per_device_eval_batch_size)"),
+    "--grad-accum": (True, _renamed("--gradient_accumulation_steps"), "--gradient_accumulation_steps"),
+    "--resume": (False, lambda _: ["--resume_from_checkpoint", "last"], "--resume_from_checkpoint last"),
+    "--lora-r": (True, _lora_r, "--use_peft --lora_r R (with --lora_alpha, --lora_target_modules, --lora_dropout)"),
+    "--save-steps": (True, _save_steps, None),
+    # train-critic
+    "--no-privileged-info": (False, lambda _: ["--use_privileged_info", "false"], "--use_privileged_info false"),
+    # train-actor / train-mtdpo
+    "--sft-weight": (True, lambda v: ["--loss_weights", "1.0", v], "--loss_weights 1.0 W"),
+}
+
+
+def translate_flags(argv: Sequence[str], prog: str, renamed: dict | None = None) -> list[str]:
+    """Rewrite flags of earlier releases into current ones, saying so once per flag on stderr."""
+    renamed = RENAMED_FLAGS if renamed is None else renamed
+    out: list[str] = []
+    args = list(argv)
+    i = 0
+    while i < len(args):
+        arg = args[i]
+        name, eq, inline = arg.partition("=")
+        if name in renamed:
+            takes_value, translate, new = renamed[name]
+            if takes_value:
+                if eq:
+                    value = inline
+                elif i + 1 < len(args):
+                    value = args[i + 1]
+                    i += 1
+                else:
+                    raise SystemExit(f"{prog}: {name} needs a value")
+            else:
+                value = ""
+            if new is not None:
+                print(f"{prog}: {name} is deprecated; use {new}", file=sys.stderr)
+            out += translate(value)
+        else:
+            out.append(arg)
+        i += 1
+    return out
+
+
+def preset_path(command: str, name: str) -> Path:
+    """The shipped preset ``name`` (``cpu``, ``paper``) of a trainer folder under configs/."""
+    return PRESETS_DIR / command / f"{name}.yaml"
+
+
+def parse_command(prog: str, preset_dir: str, dataclass_types: Sequence[type], argv: Sequence[str],
+                  description: str | None = None, require_output_dir: bool = True) -> tuple[Any, ...]:
+    """Parse ``argv`` into instances of ``dataclass_types`` the way TRL's scripts do.
+
+    ``--config NAME`` with a shipped preset name (see ``sweet_agent/configs/<preset_dir>/``) reads
+    that preset; any other value is a YAML path. Command-line flags override the preset.
+    """
+    args = translate_flags(argv, prog)
+    if "--config" in args:
+        k = args.index("--config")
+        if k + 1 >= len(args):
+            raise SystemExit(f"{prog}: --config needs a YAML file or a preset name "
+                             f"({', '.join(p.stem for p in sorted((PRESETS_DIR / preset_dir).glob('*.yaml')))})")
+        spec = args[k + 1]
+        if not Path(spec).is_file():
+            shipped = preset_path(preset_dir, spec)
+            if not shipped.is_file():
+                raise SystemExit(f"{prog}: --config {spec}: no such file and no shipped preset of that name "
+                                 f"(shipped: {', '.join(p.stem for p in sorted(shipped.parent.glob('*.yaml')))})")
+            args[k + 1] = str(shipped)
+    parsed = make_parser(prog, dataclass_types, description, preset_dir).parse_args_and_config(args)
+    if require_output_dir and not _sets_output_dir(args):
+        raise SystemExit(f"{prog}: --output_dir is required (where checkpoints and the final model go)")
+    return parsed
+
+
+def _sets_output_dir(args: list[str]) -> bool:
+    import yaml
+
+    for k, a in enumerate(args):
+        if a.split("=", 1)[0] in ("--output_dir", "--output-dir"):
+            return True
+        if a == "--config" and k + 1 < len(args):
+            with open(args[k + 1]) as fh:
+                if "output_dir" in (yaml.safe_load(fh) or {}):
+                    return True
+    return False
+
+
+def make_parser(prog: str, dataclass_types: Sequence[type], description: str | None = None,
+                preset_dir: str | None = None):
+    """TRL's ``TrlParser`` over the command's dataclasses (every field a flag; no abbreviations)."""
+    from trl import TrlParser
+
+    shipped = ", ".join(p.stem for p in sorted((PRESETS_DIR / preset_dir).glob("*.yaml"))) if preset_dir else ""
+    epilog = ("--config FILE.yaml" + (f" | {shipped.replace(', ', ' | ')}" if shipped else "")
+              + ": a preset whose values become the defaults (shipped presets: sweet_agent/configs/"
+              f"{preset_dir or '<trainer>'}/); flags override it. Every flag is also spelled with hyphens "
+              "(--learning-rate). Flags of earlier releases (--model, --epochs, --batch-size, --grad-accum, "
+              "--lora-r, --resume, ...) still work and print their replacement.")
+    return TrlParser(list(dataclass_types), prog=prog, description=description, epilog=epilog,
+                     allow_abbrev=False)
+
+
+def check_run(prog: str, cfg) -> None:
+    """One-line errors for settings every command needs."""
+    check_report_to(prog, cfg.report_to)
+
+
+_TRACKERS = {"trackio": "trackio", "wandb": "wandb", "tensorboard": "tensorboard", "mlflow": "mlflow"}
+
+
+def check_report_to(prog: str, report_to: str | list[str] | None) -> None:
+    """Fail before training when a requested logger's package is missing (transformers would
+    only fail once the trainer is built, after the data and the model are loaded)."""
+    import importlib.util
+
+    names = [report_to] if isinstance(report_to, str) else list(report_to or [])
+    for name in names:
+        module = _TRACKERS.get(name)
+        if module and importlib.util.find_spec(module) is None and not (
+                name == "tensorboard" and importlib.util.find_spec("tensorboardX")):
+            raise SystemExit(f"{prog}: --report_to {name} needs the {module!r} package; "
+                             f"`pip install {module}` or choose another logger (none, tensorboard, wandb, trackio)")
+
+
+def nothing_to_train(prog: str, why: str, what_to_change: str) -> NoReturn:
+    """Stop a stage that has no data to train on with a one-line message (exit status 3)."""
+    print(f"{prog}: nothing to train on: {why}; {what_to_change}", file=sys.stderr)
+    raise SystemExit(NOTHING_TO_TRAIN)
+
+
+def require_data(prog: str, data: list[str] | None) -> list[str]:
+    if not data:
+        raise SystemExit(f"{prog}: --data is required (trajectory JSONL file(s) from `sweet-agent rollout`)")
+    return data
+
+
+# ----------------------------------------------------------------------------- models
+def resolve_model(spec: str | None) -> str:
+    """A local checkpoint directory for ``spec`` (``None``: the embedded default policy model)."""
+    spec = spec or "default"
     try:
         from sweet_agent.policies.default_model import resolve_model_path
     except ImportError:  # pragma: no cover - policies ship with the package
@@ -67,29 +243,49 @@ def resolve_model(spec: str) -> str:
     return resolve_model_path(spec)
 
 
-def load_model(spec: str, dtype: str = "float32"):
-    """``(model, tokenizer)`` for training. Padding side left (TRL's preference trainers)."""
+def load_model(spec, dtype: str | None = "float32", attn_implementation: str | None = None):
+    """``(model, tokenizer)`` for training. ``spec`` is a path / model id or a ``trl.ModelConfig``
+    (its model, dtype and attention implementation are used)."""
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
+    if hasattr(spec, "model_name_or_path"):
+        spec, dtype, attn_implementation = spec.model_name_or_path, spec.dtype, spec.attn_implementation
     path = resolve_model(spec)
     tok = AutoTokenizer.from_pretrained(path)
     if tok.pad_token is None:
         tok.pad_token = tok.eos_token
     if not tok.chat_template:
         raise ValueError(f"{path}: the tokenizer has no chat template; training needs an instruct/chat model")
-    model = AutoModelForCausalLM.from_pretrained(path, dtype=getattr(torch, dtype))
+    kw: dict[str, Any] = {"dtype": dtype if dtype in (None, "auto") else getattr(torch, dtype)}
+    if attn_implementation:
+        kw["attn_implementation"] = attention_implementation(attn_implementation)
+    model = AutoModelForCausalLM.from_pretrained(path, **kw)
     model.config.use_cache = False
     return model, tok
 
 
-def lora_config(args: argparse.Namespace):
-    if not args.lora_r:
-        return None
-    from peft import LoraConfig
+def attention_implementation(spec: str) -> str:
+    """``auto``: FlashAttention-2 when ``flash_attn`` is installed and a GPU is present, else
+    PyTorch's ``sdpa``. ``flash_attention_2`` without the package: a one-line error."""
+    import importlib.util
 
-    return LoraConfig(r=args.lora_r, lora_alpha=args.lora_alpha or 2 * args.lora_r, lora_dropout=0.0,
-                      target_modules="all-linear", task_type="CAUSAL_LM")
+    import torch
+
+    has_flash = importlib.util.find_spec("flash_attn") is not None and torch.cuda.is_available()
+    if spec == "auto":
+        return "flash_attention_2" if has_flash else "sdpa"
+    if spec == "flash_attention_2" and not has_flash:
+        raise SystemExit("--attn_implementation flash_attention_2 needs a GPU and `pip install flash-attn "
+                         "--no-build-isolation`; use sdpa (or auto) otherwise")
+    return spec
+
+
+def peft_config(model_args):
+    """TRL's LoRA config from ``ModelConfig`` (``None`` without ``--use_peft``)."""
+    from trl import get_peft_config
+
+    return get_peft_config(model_args)
 
 
 def last_checkpoint(output_dir: str) -> str | None:
@@ -110,16 +306,47 @@ def last_checkpoint(output_dir: str) -> str | None:
     return max(steps)[1] if steps else None
 
 
-def save_final(trainer, tokenizer, output_dir: str) -> None:
-    """Save a plain (merged) checkpoint so the next stage loads it like any model."""
+def resume_checkpoint(cfg) -> str | None:
+    """``--resume_from_checkpoint``: a path, or ``last``/``true`` for the newest checkpoint in
+    ``--output_dir`` (none yet: start afresh)."""
+    spec = cfg.resume_from_checkpoint
+    if spec is None or str(spec).lower() in ("", "false", "none"):
+        return None
+    if str(spec).lower() in ("last", "true"):
+        return last_checkpoint(cfg.output_dir)
+    return str(spec)
+
+
+def save_final(trainer, tokenizer, output_dir: str, model_args=None) -> None:
+    """Save a plain checkpoint the next stage loads like any model, through the trainer's own
+    saving path (which gathers ZeRO-3-partitioned weights). A LoRA run saves its adapter that way,
+    then the main process merges it into a fresh copy of the base model."""
     model = trainer.accelerator.unwrap_model(trainer.model)
-    if hasattr(model, "merge_and_unload"):
-        model = model.merge_and_unload()
+    if not hasattr(model, "merge_and_unload"):
+        trainer.save_model(output_dir)
+        return
+    adapter_dir = os.path.join(output_dir, "adapter")
+    trainer.save_model(adapter_dir)
+    trainer.accelerator.wait_for_everyone()
     if trainer.accelerator.is_main_process:
-        model.save_pretrained(output_dir)
+        import torch
+        from peft import PeftModel
+        from transformers import AutoModelForCausalLM
+
+        if model_args is not None:
+            base_path = resolve_model(model_args.model_name_or_path)
+        else:
+            base_path = model.peft_config["default"].base_model_name_or_path
+        dtype = next(model.parameters()).dtype if model_args is None else model_args.dtype
+        dtype = getattr(torch, dtype) if isinstance(dtype, str) and dtype != "auto" else dtype
+        base = AutoModelForCausalLM.from_pretrained(base_path, dtype=dtype)
+        merged = PeftModel.from_pretrained(base, adapter_dir).merge_and_unload()
+        merged.save_pretrained(output_dir)
         tokenizer.save_pretrained(output_dir)
+    trainer.accelerator.wait_for_everyone()
 
 
+# ----------------------------------------------------------------------------- files
 write_jsonl = write_jsonl_atomic  # atomic: temp file, fsync, os.replace
 
 

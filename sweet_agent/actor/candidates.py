@@ -37,9 +37,10 @@ class TurnCandidates:
 @torch.no_grad()
 def sample_candidates(model, tokenizer, conversation: Messages, n: int, max_new_tokens: int = 256,
                       temperature: float = 1.0, top_p: float = 1.0, batch_size: int | None = None,
-                      seed: int | None = None) -> list[str]:
+                      seed: int | None = None, return_truncated: bool = False) -> list[str] | tuple[list[str], int]:
     """``n`` sampled next agent turns from ``model`` (the current policy), in ``ceil(n / batch_size)``
-    ``generate`` calls (one by default)."""
+    ``generate`` calls (one by default). With ``return_truncated``, also how many were cut by
+    ``max_new_tokens`` (no end-of-turn token within the cap)."""
     if seed is not None:
         torch.manual_seed(seed)
     prompt = tokenizer.apply_chat_template(conversation, tokenize=False, add_generation_prompt=True)
@@ -48,16 +49,21 @@ def sample_candidates(model, tokenizer, conversation: Messages, n: int, max_new_
     was_training = model.training
     model.eval()
     texts: list[str] = []
+    truncated = 0
     try:
         while len(texts) < n:
             k = min(batch_size, n - len(texts))
             out = model.generate(**enc, do_sample=temperature > 0, temperature=temperature if temperature > 0 else None,
                                  top_p=top_p, top_k=0, max_new_tokens=max_new_tokens, num_return_sequences=k,
                                  pad_token_id=tokenizer.pad_token_id, eos_token_id=tokenizer.eos_token_id)
-            texts += tokenizer.batch_decode(out[:, enc["input_ids"].shape[1]:], skip_special_tokens=True)
+            new = out[:, enc["input_ids"].shape[1]:]
+            ended = (new == tokenizer.eos_token_id).any(dim=1) | (new == tokenizer.pad_token_id).any(dim=1)
+            truncated += int(((new.shape[1] >= max_new_tokens) & ~ended).sum())
+            texts += tokenizer.batch_decode(new, skip_special_tokens=True)
     finally:
         model.train(was_training)
-    return [t.strip() for t in texts]
+    texts = [t.strip() for t in texts]
+    return (texts, truncated) if return_truncated else texts
 
 
 @torch.no_grad()
@@ -126,12 +132,15 @@ def build_step_pairs(records: Sequence[dict[str, Any]], policy, policy_tokenizer
                      turn_fraction: float = 1.0, max_new_tokens: int = 256, temperature: float = 1.0,
                      top_p: float = 1.0, sampling_batch_size: int | None = None, system_prompt: str | None = None,
                      normalize: str = "turn", use_privileged_info: bool = True, seed: int = 0,
-                     progress: bool = False) -> list[dict[str, Any]]:
+                     progress: bool = False, stats: dict[str, int] | None = None) -> list[dict[str, Any]]:
     """DPO rows ``{"prompt", "chosen", "rejected", "chosen_score", "rejected_score"}`` (conversational
     format TRL's DPOTrainer reads) from the agent turns of offline trajectories.
 
     The policy samples from the prompt it saw in the rollout (system prompt from the record's
-    ``meta``, or ``system_prompt``); the critic scores the dialogue with the privileged info."""
+    ``meta``, or ``system_prompt``); the critic scores that same prompt plus the candidate, with
+    the privileged info — the view it was trained on. ``stats`` (when given) receives counts:
+    ``turns``, ``candidates``, ``truncated_candidates`` (cut by ``max_new_tokens``) and
+    ``turns_without_pair`` (all candidates identical)."""
     rng = random.Random(seed)
     turns = [(ri, ti, before, prompt) for ri, rec in enumerate(records)
              for ti, before, _, prompt in R.iter_agent_turns(rec, system_prompt)]
@@ -144,15 +153,22 @@ def build_step_pairs(records: Sequence[dict[str, Any]], policy, policy_tokenizer
 
         iterator = tqdm(turns, desc="step pairs")
     rows = []
-    for k, (ri, ti, before, conv) in enumerate(iterator):
+    counts = {"turns": len(turns), "candidates": 0, "truncated_candidates": 0, "turns_without_pair": 0}
+    for k, (ri, ti, _before, conv) in enumerate(iterator):
         rec = records[ri]
-        cands = sample_candidates(policy, policy_tokenizer, conv, num_candidates, max_new_tokens, temperature,
-                                  top_p, sampling_batch_size, seed=seed + k)
+        cands, cut = sample_candidates(policy, policy_tokenizer, conv, num_candidates, max_new_tokens, temperature,
+                                       top_p, sampling_batch_size, seed=seed + k, return_truncated=True)
+        counts["candidates"] += len(cands)
+        counts["truncated_candidates"] += cut
         priv = R.privileged_info(rec) if use_privileged_info else None
-        scores = score_candidates(critic, critic_ref, critic_tokenizer, before, cands, priv, normalize)
-        for c, r in select_pairs(cands, scores, pairs_per_turn, rng):
+        scores = score_candidates(critic, critic_ref, critic_tokenizer, conv, cands, priv, normalize)
+        chosen = select_pairs(cands, scores, pairs_per_turn, rng)
+        counts["turns_without_pair"] += not chosen
+        for c, r in chosen:
             rows.append({"prompt": conv, "chosen": [{"role": "assistant", "content": cands[c]}],
                          "rejected": [{"role": "assistant", "content": cands[r]}],
                          "chosen_score": scores[c], "rejected_score": scores[r],
                          "task_key": R.task_key(rec), "turn_index": ti})
+    if stats is not None:
+        stats.update(counts)
     return rows

@@ -1,99 +1,136 @@
 """``sweet-agent train-actor``: step-level pairs from the critic, then DPO on the policy.
 
-Stages (each skippable): sample ``--num-candidates`` actions per agent turn of ``--data`` from the
-policy, score them with the critic from ``train-critic``, write pairs to ``--pairs-out``
-(``--only-pairs`` stops there); or ``--pairs-in`` reuses pairs; then train with TRL's DPO.
+Stages (each skippable): sample ``--num_candidates`` actions per agent turn of ``--data`` from the
+policy, score them with the critic from ``train-critic``, write pairs to ``--pairs_out``
+(``--only_pairs`` stops there); or ``--pairs_in`` reuses pairs; then train with TRL's DPO.
+The command line is the dataclasses: :class:`StepPairArguments`,
+:class:`~sweet_agent.actor.config.ActorConfig` and ``trl.ModelConfig`` (``--config cpu|paper``).
 """
 
 from __future__ import annotations
 
-import argparse
 import json
+from collections.abc import Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
+from types import SimpleNamespace
+
+from sweet_agent.training_setup import CRITIC_META_FILE, TrainingDataArguments
+
+PROG = "sweet-agent train-actor"
+PRESETS = "actor"
 
 
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    from sweet_agent.training_setup import add_common_arguments
+@dataclass
+class StepPairArguments(TrainingDataArguments):
+    """Where the step pairs come from (built from --data with --critic, or read from --pairs_in)."""
 
-    parser.add_argument("--data", nargs="+", help="offline trajectory JSONL file(s) (the turns to improve)")
-    parser.add_argument("--critic", help="directory written by `sweet-agent train-critic`")
-    parser.add_argument("--critic-ref", default=None, help="the critic's reference model (default: from sweet_critic.json)")
-    p = parser.add_argument_group("step pairs")
-    p.add_argument("--num-candidates", type=int, default=16)
-    p.add_argument("--pairs-per-turn", type=int, default=1)
-    p.add_argument("--turn-fraction", type=float, default=1.0, help="fraction of offline agent turns to use")
-    p.add_argument("--max-new-tokens", type=int, default=256)
-    p.add_argument("--temperature", type=float, default=1.0)
-    p.add_argument("--top-p", type=float, default=1.0)
-    p.add_argument("--system-prompt", default=None, help="agent system prompt used in rollouts")
-    p.add_argument("--pairs-out", default=None, help="write step pairs here (default OUTPUT_DIR/step_pairs.jsonl)")
-    p.add_argument("--pairs-in", default=None, help="train on these step pairs instead of building them")
-    p.add_argument("--only-pairs", action="store_true", help="build and write the pairs, do not train")
-    d = parser.add_argument_group("DPO")
-    d.add_argument("--beta", type=float, default=0.1)
-    d.add_argument("--sft-weight", type=float, default=0.01, help="weight of the NLL (sft) term")
-    add_common_arguments(parser, model_help="policy to improve", default_lr=2e-7, default_epochs=1.0, default_batch=8)
+    critic: str | None = field(default=None, metadata={"help": "directory written by `sweet-agent train-critic`"})
+    critic_ref: str | None = field(default=None, metadata={"help": "the critic's reference model (default: "
+                                                                   "from sweet_critic.json)"})
+    pairs_out: str | None = field(default=None, metadata={"help": "write step pairs here (default "
+                                                                  "OUTPUT_DIR/step_pairs.jsonl)"})
+    pairs_in: str | None = field(default=None, metadata={"help": "train on these step pairs instead of building them"})
+    only_pairs: bool = field(default=False, metadata={"help": "build and write the pairs, do not train"})
 
 
-def _load_critic(args):
-    from sweet_agent.critic.cli import META_FILE
+def dataclass_types() -> tuple[type, ...]:
+    from trl import ModelConfig
+
+    from sweet_agent.actor.config import ActorConfig
+
+    return StepPairArguments, ActorConfig, ModelConfig
+
+
+def parse_args(argv: Sequence[str], prog: str = PROG, description: str | None = None) -> SimpleNamespace:
+    """``SimpleNamespace(script, training, model)`` from the command line (TRL's TrlParser)."""
+    from sweet_agent.training_setup import parse_command
+
+    script, training, model = parse_command(prog, PRESETS, dataclass_types(), argv, description or __doc__)
+    return SimpleNamespace(script=script, training=training, model=model)
+
+
+def _load_critic(data_args: StepPairArguments, dtype: str | None):
     from sweet_agent.training_setup import load_model
 
-    meta_path = Path(args.critic) / META_FILE
+    meta_path = Path(data_args.critic) / CRITIC_META_FILE
     if not meta_path.is_file():
-        raise SystemExit(f"train-actor: {meta_path} not found; --critic must be a `sweet-agent train-critic` output")
+        raise SystemExit(f"{PROG}: {meta_path} not found; --critic must be a `sweet-agent train-critic` output")
     meta = json.loads(meta_path.read_text())
     if meta["critic_type"] == "regression":
         from transformers import AutoTokenizer
 
         from sweet_agent.critic.regression import RegressionCritic
 
-        return RegressionCritic.from_pretrained(args.critic).eval(), None, AutoTokenizer.from_pretrained(args.critic), meta
-    critic, tok = load_model(args.critic, args.dtype)
-    ref, _ = load_model(args.critic_ref or meta["reference_model"], args.dtype)
+        critic = RegressionCritic.from_pretrained(data_args.critic).eval()
+        return critic, None, AutoTokenizer.from_pretrained(data_args.critic), meta
+    critic, tok = load_model(data_args.critic, dtype)
+    ref, _ = load_model(data_args.critic_ref or meta["reference_model"], dtype)
     return critic.eval(), ref.eval(), tok, meta
 
 
-def run(args: argparse.Namespace) -> int:
+def build_pairs(data_args: StepPairArguments, cfg, policy, tok, dtype: str | None) -> list[dict]:
+    """Sample, score and pair candidates for the offline agent turns; write and return the rows."""
     from sweet_agent.actor.candidates import build_step_pairs
-    from sweet_agent.actor.config import ActorConfig
-    from sweet_agent.actor.trainer import make_dpo_trainer
     from sweet_agent.critic import records as R
+    from sweet_agent.training_setup import require_data, write_jsonl
+
+    if not data_args.critic:
+        raise SystemExit(f"{PROG}: pass --data and --critic to build step pairs, or --pairs_in")
+    records = R.load_records(require_data(PROG, data_args.data))
+    critic, critic_ref, critic_tok, meta = _load_critic(data_args, dtype)
+    stats: dict[str, int] = {}
+    rows = build_step_pairs(records, policy, tok, critic, critic_ref, critic_tok,
+                            num_candidates=cfg.num_candidates, pairs_per_turn=cfg.pairs_per_turn,
+                            turn_fraction=cfg.turn_fraction, max_new_tokens=cfg.max_new_tokens,
+                            temperature=cfg.temperature, top_p=cfg.top_p,
+                            sampling_batch_size=cfg.sampling_batch_size,
+                            system_prompt=data_args.system_prompt or meta.get("system_prompt"),
+                            normalize=meta["normalize"], use_privileged_info=meta["use_privileged_info"],
+                            seed=cfg.seed, progress=True, stats=stats)
+    del critic, critic_ref
+    out = data_args.pairs_out or f"{cfg.output_dir}/step_pairs.jsonl"
+    write_jsonl(out, rows)
+    print(f"[train-actor] {len(rows)} step pairs from {stats.get('turns', 0)} agent turns of {len(records)} "
+          f"trajectories -> {out}")
+    if stats.get("truncated_candidates"):
+        print(f"[train-actor] warning: {stats['truncated_candidates']} of {stats['candidates']} candidates were cut "
+              f"at --max_new_tokens {cfg.max_new_tokens} (no end of turn); raise it to score whole actions")
+    if stats.get("turns_without_pair"):
+        print(f"[train-actor] {stats['turns_without_pair']} of {stats['turns']} turns gave no pair "
+              "(all candidates identical)")
+    return rows
+
+
+def run(args: SimpleNamespace) -> int:
+    data_args, cfg, model_args = args.script, args.training, args.model
+    from sweet_agent.actor.trainer import make_dpo_trainer
     from sweet_agent.training_setup import (
-        last_checkpoint,
+        check_run,
         load_model,
-        lora_config,
+        nothing_to_train,
+        peft_config,
         read_jsonl,
+        resume_checkpoint,
         save_final,
-        training_kwargs,
-        write_jsonl,
     )
 
-    step = dict(num_candidates=args.num_candidates, pairs_per_turn=args.pairs_per_turn,  # noqa: C408 - keyword form reads as a settings table
-                turn_fraction=args.turn_fraction, max_new_tokens=args.max_new_tokens,
-                temperature=args.temperature, top_p=args.top_p, system_prompt=args.system_prompt)
-    policy, tok = load_model(args.model, args.dtype)
-    if args.pairs_in:
-        rows = read_jsonl(args.pairs_in)
+    check_run(PROG, cfg)
+    if data_args.pairs_in:
+        rows = read_jsonl(data_args.pairs_in)
+        policy = tok = None
     else:
-        if not args.data or not args.critic:
-            raise SystemExit("train-actor: pass --data and --critic to build step pairs, or --pairs-in")
-        records = R.load_records(args.data)
-        critic, critic_ref, critic_tok, meta = _load_critic(args)
-        rows = build_step_pairs(records, policy, tok, critic, critic_ref, critic_tok,
-                                sampling_batch_size=args.num_candidates, normalize=meta["normalize"],
-                                use_privileged_info=meta["use_privileged_info"], seed=args.seed, progress=True,
-                                **step)
-        del critic, critic_ref
-        out = args.pairs_out or f"{args.output_dir}/step_pairs.jsonl"
-        write_jsonl(out, rows)
-        print(f"[train-actor] {len(rows)} step pairs from {len(records)} trajectories -> {out}")
-        if args.only_pairs:
+        policy, tok = load_model(model_args)
+        rows = build_pairs(data_args, cfg, policy, tok, model_args.dtype)
+        if data_args.only_pairs:
             return 0
-    cfg = ActorConfig(beta=args.beta, loss_weights=[1.0, args.sft_weight], max_length=args.max_length,
-                      **step, **training_kwargs(args))
-    trainer = make_dpo_trainer(policy, tok, rows, cfg, peft_config=lora_config(args))
-    trainer.train(resume_from_checkpoint=last_checkpoint(args.output_dir) if args.resume else None)
-    save_final(trainer, tok, args.output_dir)
-    print(f"[train-actor] saved to {args.output_dir}")
+    if not rows:
+        nothing_to_train(PROG, "no step pairs (every turn's candidates were identical, or no turns were selected)",
+                         "raise --num_candidates, --temperature or --turn_fraction")
+    if policy is None:
+        policy, tok = load_model(model_args)
+    trainer = make_dpo_trainer(policy, tok, rows, cfg, peft_config=peft_config(model_args))
+    trainer.train(resume_from_checkpoint=resume_checkpoint(cfg))
+    save_final(trainer, tok, cfg.output_dir, model_args)
+    print(f"[train-actor] saved to {cfg.output_dir}")
     return 0

@@ -6,6 +6,8 @@ from dataclasses import dataclass, field
 
 from trl import DPOConfig
 
+from sweet_agent.training_setup import resolve_precision
+
 
 @dataclass
 class ActorConfig(DPOConfig):
@@ -22,28 +24,30 @@ class ActorConfig(DPOConfig):
     max_new_tokens: int = field(default=256, metadata={"help": "length cap of a sampled candidate"})
     temperature: float = field(default=1.0, metadata={"help": "sampling temperature of candidates"})
     top_p: float = field(default=1.0, metadata={"help": "nucleus sampling of candidates"})
-    sampling_batch_size: int = field(default=16, metadata={"help": "candidates per generate call (≥ num_candidates: one call per turn)"})
-    system_prompt: str | None = field(default=None, metadata={"help": "agent system prompt placed before the dialogue (as in rollouts)"})
-    critic_normalize: str = field(default="turn", metadata={"help": "how the critic scores a candidate (turn = paper)"})
-    use_privileged_info: bool = field(default=True, metadata={"help": "score candidates with the reference solution in the critic's context"})
+    sampling_batch_size: int | None = field(default=None, metadata={"help": "candidates per generate call (default: all of a turn's in one call)"})
+    # How the critic scores candidates (normalisation, privileged info) is read from the critic's
+    # sweet_critic.json, and the system prompt from the data arguments: not settings of this stage.
     # DPOConfig defaults changed to the paper's.
     beta: float = 0.1
     loss_type: list[str] = field(default_factory=lambda: ["sigmoid", "sft"])
     loss_weights: list[float] | None = field(default_factory=lambda: [1.0, 0.01])
     num_train_epochs: float = 1.0
-    learning_rate: float = 2e-7
+    # Suits LoRA on a small model (CPU scale); the paper's 2e-7 (full fine-tuning of 8B) is in
+    # sweet_agent/configs/actor/paper.yaml.
+    learning_rate: float = 5e-5
     per_device_train_batch_size: int = 8
-    report_to: str | list[str] | None = "none"
+    # TRL turns activation checkpointing on by default; at CPU scale it only costs time (the
+    # paper preset turns it on with activation_checkpointing: true).
+    gradient_checkpointing: bool | None = None
 
     def __post_init__(self):
         if self.num_candidates < 2:
             raise ValueError(f"num_candidates must be >= 2 to form a top/bottom split, got {self.num_candidates}")
         if self.pairs_per_turn < 1:
             raise ValueError(f"pairs_per_turn must be >= 1, got {self.pairs_per_turn}")
+        if self.sampling_batch_size is not None and self.sampling_batch_size < 1:
+            raise ValueError(f"sampling_batch_size must be >= 1, got {self.sampling_batch_size}")
         if not 0 < self.turn_fraction <= 1:
             raise ValueError(f"turn_fraction must be in (0, 1], got {self.turn_fraction}")
-        if self.bf16 is None:  # TRL defaults to bf16, which CPUs run slowly or not at all
-            import torch
-
-            self.bf16 = bool(torch.cuda.is_available() and torch.cuda.is_bf16_supported() and not self.fp16)
+        resolve_precision(self)
         super().__post_init__()

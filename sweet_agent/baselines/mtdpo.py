@@ -7,21 +7,46 @@ the agent's tokens count in the log-probabilities (the simulator's replies are n
 policy's actions). That is the one thing this trainer changes in TRL's ``DPOTrainer``: how rows
 are tokenized (spans from the chat template) and which tokens the completion mask keeps.
 
-``sweet-agent train-mtdpo --data trajs.jsonl --output-dir out/mtdpo``
+``sweet-agent train-mtdpo --data trajs.jsonl --output_dir out/mtdpo``; the command line is the
+dataclasses ``PreferenceDataArguments``, :class:`MTDPOConfig` and ``trl.ModelConfig``.
 """
 
 from __future__ import annotations
 
-import argparse
-from dataclasses import dataclass
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from types import SimpleNamespace
 from typing import Any
 
 import torch
-from trl import DPOTrainer
+from trl import DPOConfig, DPOTrainer
 from trl.trainer.dpo_trainer import DataCollatorForPreference
 from trl.trainer.utils import pad
 
 from sweet_agent.critic import records as R
+
+PROG = "sweet-agent train-mtdpo"
+PRESETS = "mtdpo"
+
+
+@dataclass
+class MTDPOConfig(DPOConfig):
+    """``DPOConfig`` of the multi-turn DPO baseline: the actor's loss (sigmoid + 0.01 NLL, beta
+    0.1) on whole trajectories. The learning rate suits LoRA on a small model (CPU scale)."""
+
+    beta: float = 0.1
+    loss_type: list[str] = field(default_factory=lambda: ["sigmoid", "sft"])
+    loss_weights: list[float] | None = field(default_factory=lambda: [1.0, 0.01])
+    learning_rate: float = 5e-5
+    # TRL turns activation checkpointing on by default; at CPU scale it only costs time (the
+    # paper preset turns it on with activation_checkpointing: true).
+    gradient_checkpointing: bool | None = None
+
+    def __post_init__(self):
+        from sweet_agent.training_setup import resolve_precision
+
+        resolve_precision(self)
+        super().__post_init__()
 
 
 def mtdpo_rows(records: list[dict[str, Any]], success_threshold: float | None = None,
@@ -124,39 +149,46 @@ def make_mtdpo_trainer(model, tokenizer, rows, args, ref_model=None, peft_config
                                peft_config=peft_config, **kwargs)
 
 
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    from sweet_agent.training_setup import add_common_arguments
+def dataclass_types() -> tuple[type, ...]:
+    from trl import ModelConfig
 
-    parser.add_argument("--data", nargs="+", required=True, help="trajectory JSONL file(s) with rewards")
-    parser.add_argument("--success-threshold", type=float, default=None,
-                        help="reward counting as success (default: the record's success flag, else reward 1)")
-    parser.add_argument("--pair-rule", default="success", choices=["success", "best"],
-                        help="chosen = successful trajectories (paper) or each task's best ones (small models)")
-    parser.add_argument("--system-prompt", default=None, help="agent system prompt used in rollouts")
-    parser.add_argument("--beta", type=float, default=0.1)
-    parser.add_argument("--sft-weight", type=float, default=0.01, help="weight of the NLL (sft) term")
-    add_common_arguments(parser, model_help="policy to train", default_lr=2e-7, default_epochs=1.0, default_batch=8)
+    from sweet_agent.training_setup import PreferenceDataArguments
+
+    return PreferenceDataArguments, MTDPOConfig, ModelConfig
 
 
-def run(args: argparse.Namespace) -> int:
-    from trl import DPOConfig
+def parse_args(argv: Sequence[str], prog: str = PROG, description: str | None = None) -> SimpleNamespace:
+    """``SimpleNamespace(script, training, model)`` from the command line (TRL's TrlParser)."""
+    from sweet_agent.training_setup import parse_command
 
+    script, training, model = parse_command(prog, PRESETS, dataclass_types(), argv, description or __doc__)
+    return SimpleNamespace(script=script, training=training, model=model)
+
+
+def run(args: SimpleNamespace) -> int:
+    data_args, cfg, model_args = args.script, args.training, args.model
     from sweet_agent.training_setup import (
-        last_checkpoint,
+        check_run,
         load_model,
-        lora_config,
+        nothing_to_train,
+        peft_config,
+        require_data,
+        resume_checkpoint,
         save_final,
-        training_kwargs,
     )
 
-    records = R.load_records(args.data)
-    rows = mtdpo_rows(records, args.success_threshold, args.system_prompt, args.pair_rule)
+    check_run(PROG, cfg)
+    records = R.load_records(require_data(PROG, data_args.data))
+    rows = mtdpo_rows(records, data_args.success_threshold, data_args.system_prompt, data_args.pair_rule)
+    if not rows:
+        nothing_to_train(PROG, f"no trajectory pairs under --pair_rule {data_args.pair_rule} in {len(records)} "
+                               "trajectories (no task has a preferred trajectory and a worse one)",
+                         "collect several samples per task, lower --success_threshold, or use --pair_rule reward "
+                         "/ top-bottom")
     print(f"[train-mtdpo] {len(rows)} trajectory pairs from {len(records)} trajectories")
-    model, tok = load_model(args.model, args.dtype)
-    cfg = DPOConfig(beta=args.beta, loss_type=["sigmoid", "sft"], loss_weights=[1.0, args.sft_weight],
-                    max_length=args.max_length, **training_kwargs(args))
-    trainer = make_mtdpo_trainer(model, tok, rows, cfg, peft_config=lora_config(args))
-    trainer.train(resume_from_checkpoint=last_checkpoint(args.output_dir) if args.resume else None)
-    save_final(trainer, tok, args.output_dir)
-    print(f"[train-mtdpo] saved to {args.output_dir}")
+    model, tok = load_model(model_args)
+    trainer = make_mtdpo_trainer(model, tok, rows, cfg, peft_config=peft_config(model_args))
+    trainer.train(resume_from_checkpoint=resume_checkpoint(cfg))
+    save_final(trainer, tok, cfg.output_dir, model_args)
+    print(f"[train-mtdpo] saved to {cfg.output_dir}")
     return 0

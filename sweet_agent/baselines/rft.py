@@ -1,16 +1,43 @@
 """Rejection fine-tuning (RFT) baseline: SFT on the successful trajectories, agent turns only.
 
-``sweet-agent train-rft --data trajs.jsonl --output-dir out/rft``. The loss covers only the
+``sweet-agent train-rft --data trajs.jsonl --output_dir out/rft``. The loss covers only the
 agent's tokens (TRL ``SFTTrainer`` with ``assistant_only_loss=True``; TRL swaps in a training
-chat template with ``{% generation %}`` markers for templates that lack them).
+chat template with ``{% generation %}`` markers for templates that lack them). The command line
+is the dataclasses: ``PreferenceDataArguments``, :class:`RFTConfig` and ``trl.ModelConfig``
+(``--config cpu|paper``).
 """
 
 from __future__ import annotations
 
-import argparse
+from collections.abc import Sequence
+from dataclasses import dataclass
+from types import SimpleNamespace
 from typing import Any
 
+from trl import SFTConfig
+
 from sweet_agent.critic import records as R
+
+PROG = "sweet-agent train-rft"
+PRESETS = "rft"
+
+
+@dataclass
+class RFTConfig(SFTConfig):
+    """``SFTConfig`` for rejection fine-tuning: loss on the agent's turns only. The learning rate
+    suits LoRA on a small model (CPU scale); the paper preset has the paper's 2e-7."""
+
+    assistant_only_loss: bool = True
+    learning_rate: float = 5e-5
+    # TRL turns activation checkpointing on by default; at CPU scale it only costs time (the
+    # paper preset turns it on with activation_checkpointing: true).
+    gradient_checkpointing: bool | None = None
+
+    def __post_init__(self):
+        from sweet_agent.training_setup import resolve_precision
+
+        resolve_precision(self)
+        super().__post_init__()
 
 
 def rft_rows(records: list[dict[str, Any]], success_threshold: float | None = None,
@@ -47,44 +74,50 @@ def make_rft_trainer(model, tokenizer, rows, args, peft_config=None, **kwargs):
                       peft_config=peft_config, **kwargs)
 
 
-def rft_config(**kw):
-    """``SFTConfig`` with agent-turn-only loss and CPU-safe precision."""
-    from trl import SFTConfig
-
-    kw.setdefault("assistant_only_loss", True)
-    kw.setdefault("report_to", "none")
-    return SFTConfig(**kw)
+def rft_config(**kw) -> RFTConfig:
+    """:class:`RFTConfig` (agent-turn-only loss) with ``kw`` overrides."""
+    return RFTConfig(**kw)
 
 
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    from sweet_agent.training_setup import add_common_arguments
+def dataclass_types() -> tuple[type, ...]:
+    from trl import ModelConfig
 
-    parser.add_argument("--data", nargs="+", required=True, help="trajectory JSONL file(s) with rewards")
-    parser.add_argument("--success-threshold", type=float, default=None,
-                        help="reward counting as success (default: the record's success flag, else reward 1)")
-    parser.add_argument("--pair-rule", default="success", choices=["success", "best"],
-                        help="train on successful trajectories (paper) or on each task's best ones (small models)")
-    parser.add_argument("--system-prompt", default=None, help="agent system prompt used in rollouts")
-    add_common_arguments(parser, model_help="policy to fine-tune", default_lr=2e-7, default_epochs=1.0,
-                         default_batch=8)
+    from sweet_agent.training_setup import PreferenceDataArguments
+
+    return PreferenceDataArguments, RFTConfig, ModelConfig
 
 
-def run(args: argparse.Namespace) -> int:
+def parse_args(argv: Sequence[str], prog: str = PROG, description: str | None = None) -> SimpleNamespace:
+    """``SimpleNamespace(script, training, model)`` from the command line (TRL's TrlParser)."""
+    from sweet_agent.training_setup import parse_command
+
+    script, training, model = parse_command(prog, PRESETS, dataclass_types(), argv, description or __doc__)
+    return SimpleNamespace(script=script, training=training, model=model)
+
+
+def run(args: SimpleNamespace) -> int:
+    data_args, cfg, model_args = args.script, args.training, args.model
     from sweet_agent.training_setup import (
-        last_checkpoint,
+        check_run,
         load_model,
-        lora_config,
+        nothing_to_train,
+        peft_config,
+        require_data,
+        resume_checkpoint,
         save_final,
-        training_kwargs,
     )
 
-    records = R.load_records(args.data)
-    rows = rft_rows(records, args.success_threshold, args.system_prompt, args.pair_rule)
-    print(f"[train-rft] fine-tuning on {len(rows)} of {len(records)} trajectories (rule: {args.pair_rule})")
-    model, tok = load_model(args.model, args.dtype)
-    cfg = rft_config(max_length=args.max_length, **training_kwargs(args))
-    trainer = make_rft_trainer(model, tok, rows, cfg, peft_config=lora_config(args))
-    trainer.train(resume_from_checkpoint=last_checkpoint(args.output_dir) if args.resume else None)
-    save_final(trainer, tok, args.output_dir)
-    print(f"[train-rft] saved to {args.output_dir}")
+    check_run(PROG, cfg)
+    records = R.load_records(require_data(PROG, data_args.data))
+    rows = rft_rows(records, data_args.success_threshold, data_args.system_prompt, data_args.pair_rule)
+    if not rows:
+        nothing_to_train(PROG, f"no trajectory of {len(records)} is kept under --pair_rule {data_args.pair_rule}",
+                         "collect more rollouts, lower --success_threshold, or use --pair_rule best / top-bottom "
+                         "(each task's best samples)")
+    print(f"[train-rft] fine-tuning on {len(rows)} of {len(records)} trajectories (rule: {data_args.pair_rule})")
+    model, tok = load_model(model_args)
+    trainer = make_rft_trainer(model, tok, rows, cfg, peft_config=peft_config(model_args))
+    trainer.train(resume_from_checkpoint=resume_checkpoint(cfg))
+    save_final(trainer, tok, cfg.output_dir, model_args)
+    print(f"[train-rft] saved to {cfg.output_dir}")
     return 0

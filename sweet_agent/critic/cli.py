@@ -1,90 +1,121 @@
 """``sweet-agent train-critic``: train SWEET-RL's privileged critic from scored trajectories.
 
-Writes the trained critic (merged if LoRA) and ``sweet_critic.json`` (its reference model,
-scoring settings and held-out pairwise accuracy) to ``--output-dir``; ``train-actor`` reads both.
+The command line is the dataclasses (TRL's script pattern): :class:`CriticDataArguments`,
+:class:`~sweet_agent.critic.config.CriticConfig` and ``trl.ModelConfig``; ``--config cpu`` /
+``--config paper`` (or any YAML file) presets them. Writes the trained critic (merged if LoRA)
+and ``sweet_critic.json`` (its reference model, scoring settings and held-out pairwise accuracy,
+tie rate and margins) to ``--output_dir``; ``train-actor`` reads both.
 """
 
 from __future__ import annotations
 
-import argparse
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from types import SimpleNamespace
 
-META_FILE = "sweet_critic.json"
+from sweet_agent.training_setup import CRITIC_META_FILE, PreferenceDataArguments
 
-
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    from sweet_agent.critic.advantages import NORMALIZATIONS
-    from sweet_agent.critic.config import CRITIC_TYPES
-    from sweet_agent.training_setup import add_common_arguments
-
-    parser.add_argument("--data", nargs="+", required=True, help="trajectory JSONL file(s) with rewards")
-    c = parser.add_argument_group("critic")
-    c.add_argument("--beta", type=float, default=0.1, help="Bradley–Terry β")
-    c.add_argument("--nll-coef", type=float, default=0.0, help="weight of an NLL term on chosen trajectories")
-    c.add_argument("--normalize", default="turn", choices=NORMALIZATIONS,
-                   help="turn = paper; none = no per-turn normalisation; trajectory = the release's token mean")
-    c.add_argument("--no-privileged-info", action="store_true", help="ablation: critic without the reference solution")
-    c.add_argument("--critic-type", default="logratio", choices=CRITIC_TYPES, help="regression = scalar-head ablation")
-    c.add_argument("--success-threshold", type=float, default=None,
-                   help="reward counting as success (default: the record's success flag, else reward 1)")
-    c.add_argument("--pair-rule", default="success", choices=["success", "best"],
-                   help="chosen = successful trajectories (paper) or each task's best ones (small models)")
-    c.add_argument("--max-pairs-per-task", type=int, default=None)
-    c.add_argument("--eval-fraction", type=float, default=0.1, help="fraction of tasks held out for pairwise accuracy")
-    add_common_arguments(parser, model_help="critic initialisation (the paper uses the policy's base model)",
-                         default_lr=2e-7, default_epochs=4.0, default_batch=8)
+META_FILE = CRITIC_META_FILE
+PROG = "sweet-agent train-critic"
+PRESETS = "critic"
 
 
-def run(args: argparse.Namespace) -> int:
-    from sweet_agent.critic import records as R
+@dataclass
+class CriticDataArguments(PreferenceDataArguments):
+    """Which trajectory pairs the critic learns from and which tasks are held out."""
+
+    max_pairs_per_task: int | None = field(default=None, metadata={"help": "sample at most this many pairs per task"})
+    eval_fraction: float = field(default=0.1, metadata={"help": "fraction of tasks held out for pairwise accuracy"})
+
+    def __post_init__(self):
+        if not 0 <= self.eval_fraction < 1:
+            raise ValueError(f"--eval_fraction must be in [0, 1), got {self.eval_fraction}")
+
+
+def dataclass_types() -> tuple[type, ...]:
+    from trl import ModelConfig
+
     from sweet_agent.critic.config import CriticConfig
+
+    return CriticDataArguments, CriticConfig, ModelConfig
+
+
+def parse_args(argv: Sequence[str], prog: str = PROG, description: str | None = None) -> SimpleNamespace:
+    """``SimpleNamespace(script, training, model)`` from the command line (TRL's TrlParser)."""
+    from sweet_agent.training_setup import parse_command
+
+    script, training, model = parse_command(prog, PRESETS, dataclass_types(), argv, description or __doc__)
+    return SimpleNamespace(script=script, training=training, model=model)
+
+
+def run(args: SimpleNamespace) -> int:
+    data_args, cfg, model_args = args.script, args.training, args.model
+    from sweet_agent.critic import records as R
     from sweet_agent.critic.pairs import build_trajectory_pairs, pairs_to_rows, split_by_task
-    from sweet_agent.critic.trainer import CriticTrainer
+    from sweet_agent.critic.trainer import NEAR_ZERO_MARGIN, CriticTrainer
     from sweet_agent.training_setup import (
-        last_checkpoint,
+        check_run,
         load_model,
-        lora_config,
+        nothing_to_train,
+        peft_config,
+        require_data,
         resolve_model,
+        resume_checkpoint,
         save_final,
-        training_kwargs,
         write_json,
     )
 
-    records = R.load_records(args.data)
-    pairs = build_trajectory_pairs(records, args.success_threshold, args.max_pairs_per_task, args.seed,
-                                   rule=args.pair_rule)
+    check_run(PROG, cfg)
+    records = R.load_records(require_data(PROG, data_args.data))
+    pairs = build_trajectory_pairs(records, data_args.success_threshold, data_args.max_pairs_per_task, cfg.seed,
+                                   rule=data_args.pair_rule)
     if not pairs:
-        raise SystemExit("train-critic: no preference pairs (no task has a successful trajectory and a worse one); "
-                         "collect several samples per task or lower --success-threshold")
-    train, held = split_by_task(pairs, args.eval_fraction, args.seed)
-    print(f"[train-critic] {len(records)} trajectories -> {len(train)} train / {len(held)} held-out pairs")
-    priv = not args.no_privileged_info
-    model, tok = load_model(args.model, args.dtype)
-    kw = training_kwargs(args)
-    if held:
-        kw.update(eval_strategy="epoch")
-    cfg = CriticConfig(beta=args.beta, nll_coef=args.nll_coef, normalize=args.normalize, use_privileged_info=priv,
-                       critic_type=args.critic_type, max_length=args.max_length,
-                       success_threshold=args.success_threshold, eval_fraction=args.eval_fraction, **kw)
-    trainer = CriticTrainer(model=model, args=cfg, train_dataset=pairs_to_rows(train, priv),
-                            eval_dataset=pairs_to_rows(held, priv) if held else None, processing_class=tok,
-                            peft_config=lora_config(args))
-    before = trainer.pairwise_accuracy() if held else None
-    trainer.train(resume_from_checkpoint=last_checkpoint(args.output_dir) if args.resume else None)
-    after = trainer.pairwise_accuracy() if held else None
-    if args.critic_type == "regression":
+        nothing_to_train(PROG, f"no preference pairs under --pair_rule {data_args.pair_rule} in {len(records)} "
+                               "trajectories (no task has a preferred trajectory and a worse one)",
+                         "collect several samples per task, lower --success_threshold, or use --pair_rule reward "
+                         "(any reward gap) / top-bottom (continuous rewards such as the frontend's)")
+    train, held = split_by_task(pairs, data_args.eval_fraction, cfg.seed)
+    print(f"[train-critic] {len(records)} trajectories -> {len(train)} train / {len(held)} held-out pairs "
+          f"(rule: {data_args.pair_rule})")
+    priv = cfg.use_privileged_info
+    model, tok = load_model(model_args)
+    if held and cfg.eval_strategy == "no":
+        cfg.eval_strategy = cfg.save_strategy if cfg.save_strategy in ("steps", "epoch") else "epoch"
+        cfg.eval_steps = cfg.save_steps
+    trainer = CriticTrainer(model=model, args=cfg, train_dataset=pairs_to_rows(train, priv, data_args.system_prompt),
+                            eval_dataset=pairs_to_rows(held, priv, data_args.system_prompt) if held else None,
+                            processing_class=tok, peft_config=peft_config(model_args))
+    before = trainer.pairwise_stats() if held else None
+    trainer.train(resume_from_checkpoint=resume_checkpoint(cfg))
+    after = trainer.pairwise_stats() if held else None
+    if cfg.critic_type == "regression":
         critic = trainer.accelerator.unwrap_model(trainer.model)
         if hasattr(critic.lm, "merge_and_unload"):  # LoRA: save a plain backbone + head
             critic.lm = critic.lm.merge_and_unload()
-        critic.save_pretrained(args.output_dir)
-        tok.save_pretrained(args.output_dir)
+        if trainer.accelerator.is_main_process:
+            critic.save_pretrained(cfg.output_dir)
+            tok.save_pretrained(cfg.output_dir)
     else:
-        save_final(trainer, tok, args.output_dir)
-    meta = {"reference_model": resolve_model(args.model), "critic_type": args.critic_type,
-            "normalize": args.normalize, "use_privileged_info": priv, "beta": args.beta,
-            "pair_rule": args.pair_rule, "train_pairs": len(train), "heldout_pairs": len(held),
-            "heldout_accuracy_before": before, "heldout_accuracy": after}
-    write_json(f"{args.output_dir}/{META_FILE}", meta)
+        save_final(trainer, tok, cfg.output_dir, model_args)
+    meta = {"reference_model": resolve_model(model_args.model_name_or_path), "critic_type": cfg.critic_type,
+            "normalize": cfg.normalize, "use_privileged_info": priv, "beta": cfg.beta,
+            "pair_rule": data_args.pair_rule, "system_prompt": data_args.system_prompt,
+            "train_pairs": len(train), "heldout_pairs": len(held),
+            "heldout_accuracy_before": before and before["accuracy"], "heldout_accuracy": after and after["accuracy"],
+            "heldout_tie_rate": after and after["tie_rate"], "heldout_mean_margin": after and after["mean_margin"],
+            "heldout_max_abs_margin": after and after["max_abs_margin"],
+            "heldout_pairs_scored": after and after["pairs"]}
+    if not trainer.accelerator.is_main_process:
+        return 0
+    write_json(f"{cfg.output_dir}/{META_FILE}", meta)
+    meta_n = after["pairs"] if after else 0
     if held:
-        print(f"[train-critic] held-out pairwise accuracy: {before:.3f} -> {after:.3f} ({len(held)} pairs)")
-    print(f"[train-critic] saved to {args.output_dir}")
+        print(f"[train-critic] held-out pairwise accuracy: {before['accuracy']:.3f} -> {after['accuracy']:.3f} "
+              f"(ties {after['tie_rate']:.0%} counted as not correct; mean margin {after['mean_margin']:.3g}; "
+              f"{meta_n} pairs)")
+        if after["max_abs_margin"] < NEAR_ZERO_MARGIN:
+            print(f"[train-critic] warning: every held-out margin is ~0 (max |margin| {after['max_abs_margin']:.2g}): "
+                  "the critic has not separated any pair; raise --learning_rate (LoRA on a small model: ~1e-4) "
+                  "or train longer")
+    print(f"[train-critic] saved to {cfg.output_dir}")
     return 0

@@ -1,10 +1,12 @@
-"""Trajectory preference pairs for the critic, built as the paper does.
+"""Trajectory preference pairs for the critic (and multi-turn DPO), built per task.
 
-Per task, every successful trajectory is paired (as chosen) with each trajectory of the same
-task whose reward is strictly lower (``rule="success"``, the paper's). A small model may never
-fully succeed; ``rule="best"`` then uses each task's highest-reward trajectories as chosen
-(when they beat another sample), which equals the paper's rule on tasks that have a success. Tasks, not pairs, are split into train / held-out so the
-held-out accuracy measures generalisation to unseen tasks.
+Rules (``rule=``, see :data:`sweet_agent.training_setup.PAIR_RULES`): ``success`` pairs every
+successful trajectory (as chosen) with each trajectory of the same task whose reward is strictly
+lower — the paper's; ``reward`` pairs every trajectory with every strictly lower-reward one of its
+task; ``top-bottom`` pairs a task's highest-reward samples with its lowest (for continuous rewards
+such as the frontend's CLIP similarity, where nothing reaches "success"); ``best`` uses the
+successes, else each task's best samples when their reward is > 0. Tasks, not pairs, are split
+into train / held-out so the held-out accuracy measures generalisation to unseen tasks.
 """
 
 from __future__ import annotations
@@ -14,20 +16,31 @@ from collections import defaultdict
 from typing import Any
 
 from sweet_agent.critic import records as R
-
-PAIR_RULES = ("success", "best")
+from sweet_agent.training_setup import PAIR_RULES
 
 
 def chosen_candidates(group: list[dict[str, Any]], success_threshold: float | None = None,
                       rule: str = "success") -> list[dict[str, Any]]:
-    """The trajectories of one task that may serve as chosen."""
+    """The trajectories of one task that may serve as chosen (RFT keeps exactly these)."""
     if rule not in PAIR_RULES:
         raise ValueError(f"pair rule must be one of {PAIR_RULES}, got {rule!r}")
     if rule == "success":
         return [r for r in group if R.is_success(r, success_threshold)]
-    best = max(R.reward(r) for r in group)
+    rewards = [R.reward(r) for r in group]
+    best, worst = max(rewards), min(rewards)
+    if rule == "reward":
+        return [r for r, x in zip(group, rewards) if x > worst]
+    if rule == "top-bottom":
+        return [r for r, x in zip(group, rewards) if x == best and best > worst]
     succ = [r for r in group if R.is_success(r, success_threshold)]
-    return succ or [r for r in group if R.reward(r) == best and best > 0]
+    return succ or [r for r, x in zip(group, rewards) if x == best and best > 0]
+
+
+def _rejected(group: list[dict[str, Any]], good: dict[str, Any], rule: str) -> list[dict[str, Any]]:
+    if rule == "top-bottom":
+        worst = min(R.reward(r) for r in group)
+        return [r for r in group if R.reward(r) == worst and R.reward(r) < R.reward(good)]
+    return [r for r in group if r is not good and R.reward(r) < R.reward(good)]
 
 
 def build_trajectory_pairs(trajs: list[dict[str, Any]], success_threshold: float | None = None,
@@ -43,9 +56,8 @@ def build_trajectory_pairs(trajs: list[dict[str, Any]], success_threshold: float
     for key, group in groups.items():
         task_pairs = []
         for good in chosen_candidates(group, success_threshold, rule):
-            for bad in group:
-                if bad is not good and R.reward(bad) < R.reward(good):
-                    task_pairs.append({"task_key": key, "chosen": good, "rejected": bad})
+            for bad in _rejected(group, good, rule):
+                task_pairs.append({"task_key": key, "chosen": good, "rejected": bad})
         if max_pairs_per_task is not None and len(task_pairs) > max_pairs_per_task:
             task_pairs = rng.sample(task_pairs, max_pairs_per_task)
         pairs.extend(task_pairs)
@@ -65,13 +77,15 @@ def split_by_task(pairs: list[dict[str, Any]], eval_fraction: float, seed: int =
     return [p for p in pairs if p["task_key"] not in held], [p for p in pairs if p["task_key"] in held]
 
 
-def pairs_to_rows(pairs: list[dict[str, Any]], use_privileged_info: bool = True) -> list[dict[str, Any]]:
-    """Flatten pairs into dataset rows: messages of both trajectories and the privileged text."""
+def pairs_to_rows(pairs: list[dict[str, Any]], use_privileged_info: bool = True,
+                  system_prompt: str | None = None) -> list[dict[str, Any]]:
+    """Flatten pairs into dataset rows: both trajectories as the policy saw them (its system
+    prompt included, see :func:`records.policy_dialogue`) and the privileged text."""
     rows = []
     for p in pairs:
         rows.append({
-            "chosen": R.dialogue_messages(p["chosen"]),
-            "rejected": R.dialogue_messages(p["rejected"]),
+            "chosen": R.policy_dialogue(p["chosen"], system_prompt),
+            "rejected": R.policy_dialogue(p["rejected"], system_prompt),
             "privileged_info": R.privileged_info(p["chosen"]) if use_privileged_info else None,
             "task_key": p["task_key"],
         })

@@ -102,6 +102,17 @@ def agent_prompts(rec: dict[str, Any], system_prompt: str | None = None) -> list
     return list(agent_turns(rec, system_prompt))
 
 
+def policy_dialogue(rec: dict[str, Any], system_prompt: str | None = None) -> Messages:
+    """The trajectory as the policy saw it through its last turn: the last agent prompt (system
+    prompt included) followed by that turn's output. The critic scores this view, so the context it
+    learns from is the context the policy acted in. A record without agent turns: its dialogue."""
+    turns = agent_prompts(rec, system_prompt)
+    if not turns:
+        return dialogue_messages(rec)
+    prompt, output = turns[-1]
+    return [*prompt, {"role": "assistant", "content": output}]
+
+
 def iter_agent_turns(rec: dict[str, Any], system_prompt: str | None = None
                      ) -> Iterator[tuple[int, Messages, str, Messages]]:
     """Yield ``(index, messages_before, action, agent_prompt)`` for each agent turn:

@@ -20,6 +20,7 @@ import torch
 import torch.nn.functional as F
 from datasets import Dataset
 from transformers import PreTrainedTokenizerBase, Trainer
+from transformers.utils import logging
 
 from sweet_agent.critic.advantages import (
     _reference,
@@ -32,14 +33,35 @@ from sweet_agent.critic.advantages import (
 from sweet_agent.critic.config import CriticConfig
 from sweet_agent.critic.regression import RegressionCritic
 
+#: Two scores closer than this count as a tie (neither correct nor wrong) in accuracy.
+TIE_TOLERANCE = 1e-6
+#: A run whose held-out margins all stay below this in magnitude has not separated any pair.
+NEAR_ZERO_MARGIN = 1e-3
 
-def encode_trajectory(tokenizer, messages, privileged_info, max_length: int | None):
-    """Token ids and per-token turn numbers of one trajectory (privileged info first)."""
+logger = logging.get_logger(__name__)
+
+
+def encode_trajectory(tokenizer, messages, privileged_info, max_length: int | None, return_cut: bool = False):
+    """Token ids and per-token turn numbers of one trajectory (privileged info first). With
+    ``return_cut``, also how many agent turns ``max_length`` cut (partly or wholly)."""
     ids, spans = assistant_token_spans(tokenizer, with_privileged(messages, privileged_info))
     turn_ids = spans_to_turn_ids(len(ids), spans)
+    cut = 0
     if max_length is not None:
+        cut = sum(e > max_length for _, e in spans)
         ids, turn_ids = ids[:max_length], turn_ids[:max_length]
-    return ids, turn_ids
+    return (ids, turn_ids, cut) if return_cut else (ids, turn_ids)
+
+
+def pair_stats(chosen: torch.Tensor, rejected: torch.Tensor) -> dict[str, float]:
+    """Accuracy (ties count as not correct), tie rate and margins of scored pairs."""
+    margin = (chosen - rejected).float()
+    n = max(margin.numel(), 1)
+    return {"accuracy": float((margin > TIE_TOLERANCE).sum()) / n,
+            "tie_rate": float((margin.abs() <= TIE_TOLERANCE).sum()) / n,
+            "mean_margin": float(margin.mean()) if margin.numel() else 0.0,
+            "max_abs_margin": float(margin.abs().max()) if margin.numel() else 0.0,
+            "pairs": int(margin.numel())}
 
 
 class CriticCollator:
@@ -133,6 +155,7 @@ class CriticTrainer(Trainer):
             raise ValueError("the critic dataset is empty: no task had a successful trajectory and a worse one; "
                          "collect more samples per task or lower success_threshold")
         out = []
+        cut_turns = cut_rows = 0
         for i, row in enumerate(rows):
             if "chosen_input_ids" in row:
                 out.append(row)
@@ -141,10 +164,15 @@ class CriticTrainer(Trainer):
                 if key not in row:
                     raise ValueError(f"critic dataset row {i} lacks {key!r}; rows need chosen/rejected message lists")
             priv = row.get("privileged_info") if args.use_privileged_info else None
-            c_ids, c_turns = encode_trajectory(tok, row["chosen"], priv, args.max_length)
-            r_ids, r_turns = encode_trajectory(tok, row["rejected"], priv, args.max_length)
+            c_ids, c_turns, c_cut = encode_trajectory(tok, row["chosen"], priv, args.max_length, return_cut=True)
+            r_ids, r_turns, r_cut = encode_trajectory(tok, row["rejected"], priv, args.max_length, return_cut=True)
+            cut_turns += c_cut + r_cut
+            cut_rows += bool(c_cut) + bool(r_cut)
             out.append({"chosen_input_ids": c_ids, "chosen_turn_ids": c_turns,
                         "rejected_input_ids": r_ids, "rejected_turn_ids": r_turns})
+        if cut_turns:
+            logger.warning(f"max_length={args.max_length} cut {cut_turns} agent turns in {cut_rows} of "
+                           f"{2 * len(out)} trajectories; raise --max_length to score them whole")
         return Dataset.from_list(out)
 
     # The collator's keys are not model.forward arguments; keep them all.
@@ -180,7 +208,8 @@ class CriticTrainer(Trainer):
             self._metrics[mode]["nll"].append(float(nll.detach()))
         c = self.accelerator.gather_for_metrics(chosen.detach())
         r = self.accelerator.gather_for_metrics(rejected.detach())
-        self._metrics[mode]["accuracy"].extend((c > r).float().tolist())
+        self._metrics[mode]["accuracy"].extend(((c - r) > TIE_TOLERANCE).float().tolist())
+        self._metrics[mode]["tie_rate"].extend(((c - r).abs() <= TIE_TOLERANCE).float().tolist())
         self._metrics[mode]["margin"].extend((c - r).tolist())
         self._metrics[mode]["chosen_score"].extend(c.tolist())
         self._metrics[mode]["rejected_score"].extend(r.tolist())
@@ -203,8 +232,9 @@ class CriticTrainer(Trainer):
         super().log(logs, start_time)
         self._metrics[mode].clear()
 
-    def pairwise_accuracy(self, dataset=None) -> float:
-        """Exact fraction of pairs whose chosen trajectory outscores the rejected one."""
+    def pairwise_stats(self, dataset=None) -> dict[str, float]:
+        """Held-out ``accuracy`` (chosen outscores rejected by more than :data:`TIE_TOLERANCE`;
+        ties are not correct), ``tie_rate``, ``mean_margin``, ``max_abs_margin`` and ``pairs``."""
         ds = self._prepare(dataset, self.processing_class, self.args) if dataset is not None else self.eval_dataset
         if ds is None:
             raise ValueError("no held-out pairs: pass a dataset or build the trainer with eval_dataset")
@@ -212,18 +242,23 @@ class CriticTrainer(Trainer):
         model = self.model
         was_training = model.training
         model.eval()
-        correct = total = 0
+        chosen, rejected = [], []
         try:
             with torch.no_grad():
                 for batch in loader:
                     batch = self._prepare_inputs(batch)
                     scores, _ = self.trajectory_scores(model, batch)
                     c, r = scores.chunk(2)
-                    correct += int((c > r).sum())
-                    total += c.numel()
+                    # every process scores its shard; gather so each sees all held-out pairs
+                    chosen.append(self.accelerator.gather_for_metrics(c.float()).cpu())
+                    rejected.append(self.accelerator.gather_for_metrics(r.float()).cpu())
         finally:
             model.train(was_training)
-        return correct / max(total, 1)
+        return pair_stats(torch.cat(chosen), torch.cat(rejected))
+
+    def pairwise_accuracy(self, dataset=None) -> float:
+        """Fraction of pairs whose chosen trajectory outscores the rejected one (ties: not correct)."""
+        return self.pairwise_stats(dataset)["accuracy"]
 
     def _save(self, output_dir: str | None = None, state_dict=None) -> None:
         model = self.accelerator.unwrap_model(self.model)

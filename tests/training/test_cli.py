@@ -48,13 +48,15 @@ def test_baseline_clis(tmp_path, traj_file, tiny_model_dir):
         assert (out / "config.json").exists()
 
 
-def test_bad_input_is_named(tmp_path, tiny_model_dir):
+def test_bad_input_is_named(tmp_path, tiny_model_dir, capsys):
     bad = tmp_path / "bad.jsonl"
     bad.write_text('{"task": {"problem_description": "x"}}\n')
-    with pytest.raises(ValueError, match="dialogue_history"):
-        main(["train-critic", "--data", str(bad), "--model", str(tiny_model_dir), "--output-dir", str(tmp_path / "o")])
-    with pytest.raises(FileNotFoundError, match="collect rollouts first"):
-        main(["train-rft", "--data", str(tmp_path / "missing.jsonl"), "--output-dir", str(tmp_path / "o")])
+    assert main(["train-critic", "--data", str(bad), "--model", str(tiny_model_dir),
+                 "--output-dir", str(tmp_path / "o")]) == 1
+    err = capsys.readouterr().err
+    assert "sweet-agent train-critic: error:" in err and "dialogue_history" in err and "Traceback" not in err
+    assert main(["train-rft", "--data", str(tmp_path / "missing.jsonl"), "--output-dir", str(tmp_path / "o")]) == 1
+    assert "collect rollouts first" in capsys.readouterr().err
 
 
 @pytest.mark.parametrize("extra", [["--lora-r", "4"], ["--critic-type", "regression"], ["--critic-type", "regression", "--lora-r", "4"], ["--no-privileged-info", "--normalize", "trajectory"]])

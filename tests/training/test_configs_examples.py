@@ -46,3 +46,66 @@ def test_example_end_to_end_on_tiny_model(tmp_path, tiny_model_dir):
     rows = json.loads((tmp_path / "run" / "results.json").read_text())
     assert [r["method"] for r in rows] == ["zero-shot", "rft", "mtdpo", "sweet"]
     assert all(r["episodes"] == 2 for r in rows)
+
+
+@pytest.mark.slow
+def test_critic_ablations_run_end_to_end(tmp_path, tiny_model_dir):
+    """run_sweet.py --ablations: each ablation gets its own critic (with that setting), step pairs,
+    actor and evaluation row."""
+    data = tmp_path / "offline.jsonl"
+    recs = []
+    for i in range(4):
+        t = make_task(i)
+        recs += [make_traj(t, True), make_traj(t, False), make_traj(t, False, 0.5, 1)]
+    data.write_text("".join(json.dumps(r) + "\n" for r in recs))
+    cmd = [sys.executable, str(ROOT / "examples/sweet_rl/run_sweet.py"), "--workdir", str(tmp_path / "run"),
+           "--offline-data", str(data), "--model", str(tiny_model_dir), "--eval-episodes", "1", "--max-turns", "1",
+           "--max-new-tokens", "8", "--candidate-tokens", "8", "--num-candidates", "2", "--turn-fraction", "0.25",
+           "--max-length", "256", "--rollout-dtype", "float32", "--critic-lr", "1e-3", "--actor-lr", "1e-3",
+           "--ablations"]
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=900, cwd=ROOT, check=False,
+                          env={**__import__("os").environ, "HF_HUB_OFFLINE": "1"})
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    rows = json.loads((tmp_path / "run" / "results.json").read_text())
+    names = ["zero-shot", "sweet", "sweet-no-privileged", "sweet-regression-head", "sweet-no-normalisation"]
+    assert [r["method"] for r in rows] == names and all(r["episodes"] == 1 for r in rows)
+    meta = {n: json.loads((tmp_path / "run" / n / "sweet_critic.json").read_text())
+            for n in ("critic", "critic-no-privileged", "critic-regression-head", "critic-no-normalisation")}
+    assert meta["critic"]["use_privileged_info"] and meta["critic"]["normalize"] == "turn"
+    assert meta["critic-no-privileged"]["use_privileged_info"] is False
+    assert meta["critic-regression-head"]["critic_type"] == "regression"
+    assert meta["critic-no-normalisation"]["normalize"] == "none"
+    for n in ("sweet", "sweet-no-privileged", "sweet-regression-head", "sweet-no-normalisation"):
+        assert (tmp_path / "run" / n / "config.json").exists()
+        assert (tmp_path / "run" / ("step_pairs.jsonl" if n == "sweet" else f"step_pairs-{n[6:]}.jsonl")).exists()
+
+
+@pytest.mark.slow
+def test_two_process_launch_saves_one_merged_model(tmp_path, tiny_model_dir):
+    """`accelerate launch` with 2 CPU processes: the LoRA critic is saved through the trainer's own
+    saving path and merged once; held-out accuracy covers every held-out pair, not one shard."""
+    data = tmp_path / "offline.jsonl"
+    recs = []
+    for i in range(6):
+        t = make_task(i)
+        recs += [make_traj(t, True), make_traj(t, False), make_traj(t, False, 0.5, 1)]
+    data.write_text("".join(json.dumps(r) + "\n" for r in recs))
+    out = tmp_path / "critic"
+    cmd = [str(Path(sys.executable).parent / "accelerate"), "launch", "--cpu", "--num_processes", "2",
+           "--num_machines", "1", "--mixed_precision", "no", "--dynamo_backend", "no", "-m", "sweet_agent.cli",
+           "train-critic", "--data", str(data), "--model_name_or_path", str(tiny_model_dir), "--output_dir", str(out),
+           "--max_steps", "2", "--per_device_train_batch_size", "1", "--gradient_accumulation_steps", "2",
+           "--learning_rate", "1e-3", "--max_length", "256", "--eval_fraction", "0.34", "--save_strategy", "no",
+           "--use_peft", "--lora_r", "2"]
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=900, cwd=ROOT, check=False,
+                          env={**__import__("os").environ, "HF_HUB_OFFLINE": "1"})
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    meta = json.loads((out / "sweet_critic.json").read_text())
+    assert meta["heldout_pairs"] == meta["heldout_pairs_scored"] == 4
+    import torch
+    from safetensors.torch import load_file
+
+    merged = load_file(str(out / "model.safetensors"))
+    base = load_file(str(tiny_model_dir / "model.safetensors"))
+    assert not any("lora" in k for k in merged) and set(merged) == set(base)
+    assert any(not torch.equal(merged[k], base[k]) for k in base)  # the adapter was merged in
