@@ -15,6 +15,7 @@ COMMANDS: list[tuple[tuple[str, ...], str, str]] = [
     (("train-rft",), "sweet_agent.baselines.rft", "rejection fine-tuning baseline"),
     (("train-mtdpo",), "sweet_agent.baselines.mtdpo", "multi-turn (trajectory-level) DPO baseline"),
     (("train-grpo",), "sweet_agent.grpo.cli", "online multi-turn GRPO against the environments (TRL GRPOTrainer)"),
+    (("export",), "sweet_agent.interop.cli", "write trajectories in the paper release's shapes (--format release) or ours"),
     (("view",), "sweet_agent.viewer.build", "write a static trajectory viewer (transcripts, verdicts, critic credit)"),
     (("plot",), "sweet_agent.viewer.plots", "plot training curves from trainers' trainer_state.json"),
 ]
