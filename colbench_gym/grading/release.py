@@ -132,3 +132,34 @@ class ReleaseGrader(BackendGrader):
             elif outcome.value is None:
                 out[name] = "the reference returns None"
         return out
+
+
+def release_compatible(records: list[dict[str, Any]], grader: ReleaseGrader | None = None
+                       ) -> tuple[list[dict[str, Any]], str]:
+    """Backend task records without the tests the release's grader can never pass; tasks left with
+    no test are dropped. Returns the records and a report (one line per changed task, then totals)."""
+    own = grader is None
+    grader = grader or ReleaseGrader(call_timeout=5.0)  # references have no alarm there: be generous
+    kept, lines, n_tests, n_tasks = [], [], 0, 0
+    try:
+        for i, rec in enumerate(records):
+            task = BackendTask.from_record(rec, where=f"task {i}")
+            bad = grader.unpassable_tests(task)
+            if not bad:
+                kept.append(rec)
+                continue
+            n_tests += len(bad)
+            tests = {k: v for k, v in task.test_cases.items() if k not in bad}
+            why = "; ".join(f"{k}: {v}" for k, v in list(bad.items())[:3]) + ("; ..." if len(bad) > 3 else "")
+            if tests:
+                kept.append({**rec, "test_cases": tests})
+                lines.append(f"task {i}: dropped {len(bad)} of {len(task.test_cases)} tests ({why})")
+            else:
+                n_tasks += 1
+                lines.append(f"task {i}: dropped (no test the release can pass: {why})")
+    finally:
+        if own:
+            grader.close()
+    lines.append(f"release-compatible: dropped {n_tests} tests the release's grader can never pass "
+                 f"({n_tasks} tasks left without tests, dropped); {len(kept)} of {len(records)} tasks kept")
+    return kept, "\n".join(lines)

@@ -52,6 +52,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     p_export.add_argument("--start", type=int, default=0, help="first index (default: 0)")
     p_export.add_argument("--count", type=int, default=None, help="how many tasks (required for generated sets)")
     p_export.add_argument("--force", action="store_true", help="overwrite an existing output file")
+    p_export.add_argument("--release-compatible", action="store_true",
+                          help="backend: drop (and report) tests the paper release's grader can never pass "
+                               "(its reference raises or returns None there; runs the references in the sandbox)")
 
 
 def _function_name(task: BackendTask | FrontendTask) -> str:
@@ -144,6 +147,11 @@ def run(args: argparse.Namespace) -> int:
             return 0
         if args.action == "export":
             records = [source[i].to_record() for i in _range(source, args.start, args.count, "--count")]
+            if args.release_compatible and args.kind == "backend":
+                from colbench_gym.grading.release import release_compatible  # noqa: PLC0415 - starts a sandbox
+
+                records, report = release_compatible(records)
+                print(report, file=sys.stderr)
             _write_jsonl(records, args.output, args.force)
             if args.output != "-":
                 print(f"wrote {len(records)} {args.kind} tasks from {source.name} to {args.output}", file=sys.stderr)
