@@ -42,7 +42,7 @@ def _lines(path: Path) -> int:
 def _start_and_wait(argv, watch: Path, at_least: int) -> subprocess.Popen:
     proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=ENV,
                             start_new_session=True)
-    deadline = time.monotonic() + 120
+    deadline = time.monotonic() + 600
     while _lines(watch) < at_least:
         assert proc.poll() is None, proc.communicate()
         assert time.monotonic() < deadline, "the rollout made no progress"
@@ -55,12 +55,12 @@ def test_sigterm_keeps_finished_episodes_and_resume_completes(tmp_path):
     with FaultServer(agent, latency=0.25) as server:
         proc = _start_and_wait(_argv(server, out), out, 2)
         proc.send_signal(signal.SIGTERM)
-        _, err = proc.communicate(timeout=60)
+        _, err = proc.communicate(timeout=600)
         assert proc.returncode == 130, err
         assert "terminated" in err and "--resume" in err and "Traceback" not in err
         kept = read_trajectories(out)
         assert 2 <= len(kept) < 12
-        done = subprocess.run(_argv(server, out, "--resume"), capture_output=True, text=True, env=ENV, timeout=180)
+        done = subprocess.run(_argv(server, out, "--resume"), capture_output=True, text=True, env=ENV, timeout=900)
         assert done.returncode == 0, done.stderr
     ids = [r["meta"]["episode_id"] for r in read_trajectories(out)]
     assert sorted(ids) == sorted(f"{i}:{k}" for i in range(6) for k in range(2))  # all, exactly once
@@ -72,7 +72,7 @@ def test_ctrl_c_is_handled_like_sigterm(tmp_path):
     with FaultServer(agent, latency=0.25) as server:
         proc = _start_and_wait(_argv(server, out), out, 1)
         proc.send_signal(signal.SIGINT)
-        _, err = proc.communicate(timeout=60)
+        _, err = proc.communicate(timeout=600)
     assert proc.returncode == 130 and "interrupted" in err and "Traceback" not in err
     assert len(read_trajectories(out)) >= 1
 
@@ -82,7 +82,7 @@ def test_resume_with_other_settings_is_refused_naming_the_difference(tmp_path):
     with FaultServer(agent) as server:
         argv = _argv(server, out)
         argv[argv.index("--episodes") + 1] = "2"
-        assert subprocess.run(argv, capture_output=True, env=ENV, timeout=180).returncode == 0
+        assert subprocess.run(argv, capture_output=True, env=ENV, timeout=900).returncode == 0
         before = out.read_bytes()
         for flag, value in (("--seed", "5"), ("--k", "3"), ("--tasks", "embedded:train"), ("--policy", "openai:other"),
                             ("--simulator", "openai")):
@@ -93,7 +93,7 @@ def test_resume_with_other_settings_is_refused_naming_the_difference(tmp_path):
                 bad += [flag, value]
             if flag == "--simulator":
                 bad += ["--simulator-kwargs", json.dumps({"model": "sim", "base_url": server.base_url})]
-            proc = subprocess.run(bad + ["--resume"], capture_output=True, text=True, env=ENV, timeout=180)
+            proc = subprocess.run(bad + ["--resume"], capture_output=True, text=True, env=ENV, timeout=900)
             assert proc.returncode != 0 and flag in proc.stderr and "Traceback" not in proc.stderr, (flag, proc.stderr)
             assert out.read_bytes() == before
         assert len(server.requests) == 8  # the refused resumes never called the model
@@ -103,16 +103,16 @@ def test_overwrite_keeps_the_previous_output_until_the_new_run_is_complete(tmp_p
     out = tmp_path / "run.jsonl"
     partial = tmp_path / "run.jsonl.partial"
     with FaultServer(agent) as server:
-        assert subprocess.run(_argv(server, out), capture_output=True, env=ENV, timeout=180).returncode == 0
+        assert subprocess.run(_argv(server, out), capture_output=True, env=ENV, timeout=900).returncode == 0
         before = out.read_bytes()
         server.latency = 0.25
         proc = _start_and_wait(_argv(server, out, "--overwrite", "--seed", "9"), partial, 1)
         os.killpg(proc.pid, signal.SIGKILL)  # no chance to clean up
-        proc.communicate(timeout=60)
+        proc.communicate(timeout=600)
         assert out.read_bytes() == before  # the previous run is intact
         server.latency = 0.0
         done = subprocess.run(_argv(server, out, "--overwrite", "--seed", "9"), capture_output=True, text=True,
-                              env=ENV, timeout=180)
+                              env=ENV, timeout=900)
         assert done.returncode == 0, done.stderr
     recs = read_trajectories(out)
     assert len(recs) == 12 and {r["meta"]["seed"] for r in recs} == {9} and not partial.exists()
