@@ -32,7 +32,13 @@ PRESETS_DIR = Path(__file__).resolve().parent / "configs"
 #:   top-bottom — the task's highest-reward samples against its lowest (continuous rewards such
 #:                as the frontend's CLIP similarity, where nothing counts as "success")
 #:   best       — the successes, else the task's best samples when their reward is > 0
-PAIR_RULES = ("success", "reward", "top-bottom", "best")
+#:   release    — the paper release's backend rule: tasks whose best reward is >= 1, the *first*
+#:                best sample (file order) against each strictly lower one (docs/interop.md)
+#:   release-frontend — the release's frontend rule: every two samples of a task whose rewards
+#:                differ by at least 0.1, the higher one chosen
+PAIR_RULES = ("success", "reward", "top-bottom", "best", "release", "release-frontend")
+#: The least reward difference of a ``release-frontend`` pair.
+RELEASE_FRONTEND_MIN_GAP = 0.1
 
 #: What ``train-critic`` writes beside the critic and ``train-actor`` reads (reference model, scoring).
 CRITIC_META_FILE = "sweet_critic.json"

@@ -16,7 +16,7 @@ from collections import defaultdict
 from typing import Any
 
 from sweet_agent.critic import records as R
-from sweet_agent.training_setup import PAIR_RULES
+from sweet_agent.training_setup import PAIR_RULES, RELEASE_FRONTEND_MIN_GAP
 
 
 def chosen_candidates(group: list[dict[str, Any]], success_threshold: float | None = None,
@@ -28,6 +28,10 @@ def chosen_candidates(group: list[dict[str, Any]], success_threshold: float | No
         return [r for r in group if R.is_success(r, success_threshold)]
     rewards = [R.reward(r) for r in group]
     best, worst = max(rewards), min(rewards)
+    if rule == "release":  # the release: argmax (the first best sample), only when it scores 1
+        return [group[rewards.index(best)]] if best >= 1 else []
+    if rule == "release-frontend":
+        return [r for r, x in zip(group, rewards) if x - worst >= RELEASE_FRONTEND_MIN_GAP]
     if rule == "reward":
         return [r for r, x in zip(group, rewards) if x > worst]
     if rule == "top-bottom":
@@ -40,6 +44,8 @@ def _rejected(group: list[dict[str, Any]], good: dict[str, Any], rule: str) -> l
     if rule == "top-bottom":
         worst = min(R.reward(r) for r in group)
         return [r for r in group if R.reward(r) == worst and R.reward(r) < R.reward(good)]
+    if rule == "release-frontend":
+        return [r for r in group if R.reward(good) - R.reward(r) >= RELEASE_FRONTEND_MIN_GAP]
     return [r for r in group if r is not good and R.reward(r) < R.reward(good)]
 
 
