@@ -4,7 +4,8 @@ Checked: README.md, CONTRIBUTING.md and docs/*.md. What counts as a reference to
 
 - a backticked path whose first part is tracked at the top of the repository (``colbench_gym/…``,
   ``tests/…``, ``scripts/…``, ``Makefile``; globs such as ``benchmarks/bench_*.py`` must match);
-- a backticked bare file name of source or docs (``speech.py``): some tracked file has that name;
+- a backticked bare test file name (``test_semantics.py``): some tracked file has that name
+  (other bare names such as TRL's ``grpo.py`` may name another project's files);
 - a backticked dotted name under ``colbench_gym.``/``sweet_agent.``: a module, or a module plus one
   name the module defines;
 - a pytest node id (``tests/x.py::test_name``): the file defines that test;
@@ -27,7 +28,7 @@ DOCS = [ROOT / "README.md", ROOT / "CONTRIBUTING.md", *sorted((ROOT / "docs").gl
 TICKED = re.compile(r"`([^`\s]+)`")
 LINK = re.compile(r"\]\(([^)\s]+)\)")
 DOTTED = re.compile(r"^(colbench_gym|sweet_agent)(\.[A-Za-z_]\w*)+$")
-SOURCE_NAME = re.compile(r"^[\w.-]+\.(py|md|sh)$")
+TEST_NAME = re.compile(r"^test_\w+\.py$")
 
 
 def _tracked() -> list[str]:
@@ -75,8 +76,8 @@ def references(doc: Path) -> list[tuple[int, str, bool]]:
             if DOTTED.match(tok):
                 found.append((lineno, tok, _module_exists(tok)))
             elif "/" in tok and tok.split("/")[0] in TOP:
-                found.append((lineno, tok, _exists(tok)))
-            elif tok in TOP or SOURCE_NAME.match(tok):
+                found.append((lineno, tok, _exists(tok.rstrip("…").removesuffix("..."))))  # `tests/x/…`: the folder
+            elif tok in TOP or TEST_NAME.match(tok):
                 found.append((lineno, tok, tok in TOP or tok in NAMES))
         for target in LINK.findall(line):
             target = target.split("#")[0]
@@ -94,8 +95,10 @@ def test_every_named_path_exists(doc: Path) -> None:
 def test_the_checker_sees_references_and_catches_a_missing_one(tmp_path: Path) -> None:
     doc = tmp_path / "x.md"
     doc.write_text("See `colbench_gym/protocol.py`, `colbench_gym.tasks.load_tasks`, `benchmarks/bench_*.py`,\n"
-                   "`colbench_gym/nope.py`, `sweet_agent.no_such_module`, [gone](missing.md) and `~/.cache/x`.\n")
+                   "`tests/env/…`, `test_docs.py`, TRL's `grpo.py`, `test_gone.py`, `colbench_gym/nope.py`,\n"
+                   "`sweet_agent.no_such_module`, [gone](missing.md) and `~/.cache/x`.\n")
     refs = {ref: ok for _, ref, ok in references(doc)}
     assert refs == {"colbench_gym/protocol.py": True, "colbench_gym.tasks.load_tasks": True,
-                    "benchmarks/bench_*.py": True, "colbench_gym/nope.py": False,
+                    "benchmarks/bench_*.py": True, "tests/env/…": True, "test_docs.py": True,
+                    "test_gone.py": False, "colbench_gym/nope.py": False,
                     "sweet_agent.no_such_module": False, "missing.md": False}
