@@ -106,7 +106,7 @@ def _driver(chromium: str, driver_path: str):
     for a in ("--headless", *CHROMIUM_ARGS, "--window-size=1280,800", "--allow-file-access-from-files"):
         opts.add_argument(a)
     driver = webdriver.Chrome(options=opts, service=Service(driver_path))
-    driver.set_page_load_timeout(10)
+    driver.set_page_load_timeout(120)  # a shared machine can be slow; a timeout would end the run
     return driver
 
 

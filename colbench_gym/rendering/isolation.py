@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 from typing import Any
 
 #: Size of the page, then animations frozen (end state) and the caret hidden — run with scripts
@@ -83,25 +84,67 @@ LOADED_JS = """(async () => {
 })()"""
 
 
-async def load_fresh(page: Any, html: str, timeout: float) -> None:
+#: Anything that makes a page run JavaScript (or show ``<noscript>`` content only without it).
+_NEEDS_JS = re.compile(r"<script\b|<noscript\b|\son[a-z]+\s*=|javascript:", re.I)
+_PLAY_TAG = re.compile(r"""<script\b[^>]*\bsrc\s*=\s*["']?(https://cdn\.tailwindcss\.com[^"'\s>]*)["']?[^>]*>\s*</script>""", re.I)
+
+
+def static_plan(html: str) -> tuple[bool, str | None]:
+    """``(static, play_url)``: whether the page can be rendered with JavaScript off all along —
+    no script but (at most) the Tailwind play-CDN one, whose CSS we then insert ourselves."""
+    tags = list(_PLAY_TAG.finditer(html))
+    rest, url = html, None
+    if len(tags) == 1:
+        url = tags[0].group(1)
+        rest = html[:tags[0].start()] + html[tags[0].end():]
+    return (not _NEEDS_JS.search(rest)), url
+
+
+async def load_fresh(page: Any, html: str, timeout: float, scripts: bool = True) -> None:
     """Show ``html`` in a new document and realm of ``page``: nothing of the previous render is left.
 
     The previous document is dropped by navigating to ``about:blank`` while scripts are still
-    disabled (so none of its handlers runs), then scripts are enabled and the HTML is written into
-    the blank document (``Page.setDocumentContent``; the commands of one CDP session reach the
-    renderer in order, so they are pipelined). ``window.name`` and the session history, which
-    survive navigation, were reset by :func:`scrub` when the previous capture was done."""
+    disabled (so none of its handlers runs), then scripts are enabled (``scripts=True``) and the
+    HTML is written into the blank document (``Page.setDocumentContent``; the commands of one
+    CDP session reach the renderer in order, so they are pipelined). ``window.name`` and the
+    session history, which survive navigation, were reset by :func:`scrub` after the previous
+    capture."""
     cdp = page._colbench_cdp  # noqa: SLF001
     if not getattr(page, "_colbench_stopped", False):
         await set_scripts(page, False, timeout)
+        page._colbench_stopped = True  # noqa: SLF001
     nav = await asyncio.wait_for(cdp.send("Page.navigate", {"url": "about:blank"}), timeout)
     if nav.get("errorText"):
         raise RuntimeError(f"could not reset the page: {nav['errorText']}")
-    page._colbench_stopped = False  # noqa: SLF001
-    await asyncio.wait_for(asyncio.gather(
-        cdp.send("Emulation.setScriptExecutionDisabled", {"value": False}),
-        cdp.send("Page.setDocumentContent", {"frameId": page._colbench_frame_id, "html": html}),  # noqa: SLF001
-    ), timeout)
+    await write_document(page, html, timeout, scripts)
+
+
+async def write_document(page: Any, html: str, timeout: float, scripts: bool) -> None:
+    """Replace the document's content; scripts run only with ``scripts=True``."""
+    cdp = page._colbench_cdp  # noqa: SLF001
+    commands = [cdp.send("Page.setDocumentContent", {"frameId": page._colbench_frame_id, "html": html})]  # noqa: SLF001
+    if scripts:
+        commands.insert(0, cdp.send("Emulation.setScriptExecutionDisabled", {"value": False}))
+        page._colbench_stopped = False  # noqa: SLF001
+    elif not getattr(page, "_colbench_stopped", False):
+        commands.insert(0, cdp.send("Emulation.setScriptExecutionDisabled", {"value": True}))
+        page._colbench_stopped = True  # noqa: SLF001
+    await asyncio.wait_for(asyncio.gather(*commands), timeout)
+
+
+async def wait_loaded_static(page: Any, context_id: int, timeout: float, css: str | None) -> None:
+    """For a page with scripts off (no event can reach our world then): poll until it has
+    loaded, then insert the precompiled Tailwind CSS where the play script would put it."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    while await cdp_eval(page, context_id, "document.readyState", timeout) != "complete":
+        if loop.time() > deadline:
+            raise asyncio.TimeoutError
+        await asyncio.sleep(0.004)
+    if css is not None:
+        await cdp_eval(page, context_id, call_js(
+            "(css) => { const s = document.createElement('style'); s.textContent = css;"
+            " (document.head || document.documentElement).append(s); return true; }", css), timeout)
 
 
 async def scrub(page: Any, context_id: int, timeout: float) -> None:
@@ -114,8 +157,9 @@ async def scrub(page: Any, context_id: int, timeout: float) -> None:
 
 async def stop_and_measure(page: Any, context_id: int, timeout: float) -> list[int] | None:
     """Stop the page's scripts, freeze animations, return ``[scrollWidth, scrollHeight]``."""
-    await set_scripts(page, False, timeout)
-    page._colbench_stopped = True  # noqa: SLF001
+    if not getattr(page, "_colbench_stopped", False):
+        await set_scripts(page, False, timeout)
+        page._colbench_stopped = True  # noqa: SLF001
     return await cdp_eval(page, context_id, PREPARE_JS, timeout)
 
 

@@ -306,7 +306,10 @@ class Renderer:
         if comp is None:
             from colbench_gym.rendering.precompile import PlayCompiler  # noqa: PLC0415
 
-            comp = self._compilers[domain] = PlayCompiler(await self._new_context(domain), timeout=self.timeout)
+            # Starting the play script is a one-off: give it more time than a page, and start it
+            # now in the background so the first page of the pool does not wait for it.
+            comp = self._compilers[domain] = PlayCompiler(await self._new_context(domain), timeout=max(self.timeout, 10) * 2)
+            asyncio.ensure_future(comp.css_for(set()))
         return comp
 
     async def _new_context(self, domain: str):
@@ -609,18 +612,49 @@ class Renderer:
         result = await asyncio.wait_for(page._colbench_cdp.send("Page.captureScreenshot", params), timeout)  # noqa: SLF001
         return base64.b64decode(result["data"])
 
+    async def _static_css(self, page, html: str) -> tuple[bool, str | None]:
+        """``(static, css)``: render ``html`` with JavaScript off all along (no script of its own;
+        a play-CDN page gets its precompiled CSS inserted by us), else ``(False, None)``."""
+        static, play_url = isolation.static_plan(html)
+        if not static or play_url is None:
+            return static, None
+        from colbench_gym.rendering.precompile import eligible, page_classes  # noqa: PLC0415
+
+        compiler = self._compilers.get(page._colbench_domain)  # noqa: SLF001
+        if compiler is None or not eligible(html, play_url):
+            return False, None
+        css = await compiler.css_for(page_classes(html))
+        return (css is not None), css
+
     async def _render_on(self, page, html: str, dom: bool) -> RenderResult:
+        """One render on ``page``. A page with scripts is written into a fresh document and realm
+        (see :mod:`isolation`); a page without any (most WebSight pages) is rendered with
+        JavaScript off from start to end, so nothing of it can run and the next render may reuse
+        the document — unless a script ran in it, which marks the page dirty."""
         t = self.timeout
         error = None
         page._colbench_html = html  # noqa: SLF001 - read by the router (precompiled Tailwind)
         page._colbench_shortcut = False  # noqa: SLF001 - set by the router
+        static, css = await self._static_css(page, html)
+        if css is not None:
+            page._colbench_shortcut = True  # noqa: SLF001 - cut-down CSS, not the whole Tailwind build
+        dirty = getattr(page, "_colbench_dirty", False)
+        page._colbench_dirty = dirty or not static  # noqa: SLF001 - set before any page script can run
         try:
-            await isolation.load_fresh(page, html, t)  # scripts run from here (document.write)
+            if dirty or not static:
+                await isolation.load_fresh(page, html, t, scripts=not static)
+            else:
+                await isolation.write_document(page, html, t, scripts=False)
         except asyncio.TimeoutError:  # a page stuck in its own script (or a hung browser: see _render_one)
             page._colbench_crashed = True  # noqa: SLF001
             return self._blank(f"page did not finish loading within {t:g}s")
+        page._colbench_dirty = not static  # noqa: SLF001
         try:
-            await isolation.cdp_eval(page, await isolation.new_world(page, t), isolation.LOADED_JS, t)
+            world = await isolation.new_world(page, t)
+            if static:
+                await isolation.wait_loaded_static(page, world, t, css)
+            else:
+                await isolation.cdp_eval(page, world, isolation.LOADED_JS, t)
         except asyncio.TimeoutError:
             error = f"page did not finish loading within {t:g}s"
         except Exception as exc:  # noqa: BLE001 - the page navigated itself mid-load: capture what it shows
