@@ -56,21 +56,28 @@ PROFILES: dict[str, dict[str, Any]] = {
         model="default", train_tasks="collab:train", train_episodes=16, k=3, explore_rate=0.5, explore_turns=1,
         train_temperature=0.8, eval_tasks="collab:test", eval_episodes=40, eval_temperature=0.0,
         embedded_tasks="embedded:test", embedded_episodes=30, max_turns=3, max_new_tokens=128,
-        max_steps=16, max_length=1024, actor_lr=1e-4, critic_lr=1e-4, num_candidates=4, turn_fraction=0.5,
+        max_steps=16, max_length=1024, actor_lr=1e-4, critic_lr=2e-4, num_candidates=2, turn_fraction=0.1,
         candidate_tokens=96, best_of=4, concurrency=12, seed=0,
+        # trajectory-pair trainers cost ~210 s per step of 2 pairs here (4 sequences x policy + reference)
+        critic_steps=6, mtdpo_steps=6,
+        # step pairs cost ~130 s per turn with 4 candidates, as much with 2 at load 40: 2 on a tenth of the turns
+        sweet_steps=8,
+        # RFT at a LoRA learning rate 5x higher: at 1e-4 the model answered better but never asked greedily
+        rft_hi_lr=5e-4,
     ),
     "quick": dict(  # noqa: C408
         model="default", train_tasks="collab:train", train_episodes=4, k=2, explore_rate=0.5, explore_turns=1,
         train_temperature=0.8, eval_tasks="collab:test", eval_episodes=4, eval_temperature=0.0,
         embedded_tasks="embedded:test", embedded_episodes=2, max_turns=2, max_new_tokens=96,
         max_steps=2, max_length=768, actor_lr=5e-5, critic_lr=1e-4, num_candidates=2, turn_fraction=0.5,
-        candidate_tokens=48, best_of=2, concurrency=4, seed=0,
+        candidate_tokens=48, best_of=2, concurrency=4, seed=0, critic_steps=2, mtdpo_steps=2, rft_hi_lr=5e-4, sweet_steps=2,
     ),
 }
 
 #: Methods in table order; ``policy`` names the model directory (or "base").
-METHODS = ("zero-shot", "rft", "mtdpo", "sweet", "best-of-n")
-LABELS = {"zero-shot": "zero-shot", "rft": "RFT", "mtdpo": "multi-turn DPO", "sweet": "SWEET-RL",
+METHODS = ("zero-shot", "rft", "rft-hi", "mtdpo", "sweet", "best-of-n")
+LABELS = {"zero-shot": "zero-shot", "rft": "RFT", "rft-hi": "RFT (5x learning rate)", "mtdpo": "multi-turn DPO",
+          "sweet": "SWEET-RL",
           "best-of-n": "best-of-N (critic w/o reference)"}
 
 _print_lock = threading.Lock()
@@ -116,9 +123,10 @@ def build_stages(s: dict[str, Any], run: Path) -> dict[str, Stage]:
                   "--concurrency", s["concurrency"], "--output", part, "--resume", "--no-progress", *extra)
         stages[name] = Stage(name, out, deps, cmd, tmp=part, resumable=True, priority=priority)
 
-    def train(name: str, command: str, out: Path, deps: tuple[str, ...], priority: int, *args: Any) -> None:
+    def train(name: str, command: str, out: Path, deps: tuple[str, ...], priority: int, *args: Any,
+              steps: int | None = None) -> None:
         tmp = out.with_name(out.name + ".tmp")
-        cmd = _sa(command, "--config", "cpu", "--output_dir", tmp, "--max_steps", s["max_steps"],
+        cmd = _sa(command, "--config", "cpu", "--output_dir", tmp, "--max_steps", steps or s["max_steps"],
                   "--max_length", s["max_length"], "--save_strategy", "no", "--report_to", "none",
                   "--seed", s["seed"], *args)
         stages[name] = Stage(name, out, deps, cmd, tmp=tmp, priority=priority)
@@ -126,13 +134,19 @@ def build_stages(s: dict[str, Any], run: Path) -> dict[str, Stage]:
     rollout("collect", data, s["train_tasks"], s["train_episodes"], s["k"], s["model"], s["train_temperature"],
             s["seed"], (), 100, ["--explore-rate", s["explore_rate"], "--explore-turns", s["explore_turns"]])
     eval_seed = s["seed"] + 1000
-    policies = {"zero-shot": s["model"], "rft": models / "rft", "mtdpo": models / "mtdpo", "sweet": models / "sweet"}
+    policies = {"zero-shot": s["model"], "rft": models / "rft", "rft-hi": models / "rft-hi", "mtdpo": models / "mtdpo",
+                "sweet": models / "sweet"}
     train("train-rft", "train-rft", models / "rft", ("collect",), 80, "--data", data, "--pair_rule", "best",
           "--learning_rate", s["actor_lr"])
+    train("train-rft-hi", "train-rft", models / "rft-hi", ("collect",), 50, "--data", data, "--pair_rule", "best",
+          "--learning_rate", s["rft_hi_lr"])
     train("train-critic", "train-critic", models / "critic", ("collect",), 70, "--data", data,
-          "--pair_rule", "reward", "--learning_rate", s["critic_lr"])
+          "--pair_rule", "reward", "--learning_rate", s["critic_lr"], steps=s["critic_steps"])
     train("train-mtdpo", "train-mtdpo", models / "mtdpo", ("collect",), 60, "--data", data,
-          "--pair_rule", "reward", "--learning_rate", s["actor_lr"])
+          "--pair_rule", "reward", "--learning_rate", s["actor_lr"],
+          # one pair per forward (same effective batch): two pairs of full trajectories with policy and
+          # reference in float32 took 9 GB here and were OOM-killed beside the other stages
+          "--per_device_train_batch_size", 1, "--gradient_accumulation_steps", 2, steps=s["mtdpo_steps"])
     pairs = run / "step_pairs.jsonl"
     part = pairs.with_name(pairs.name + ".tmp")
     stages["step-pairs"] = Stage("step-pairs", pairs, ("train-critic",), _sa(
@@ -141,11 +155,13 @@ def build_stages(s: dict[str, Any], run: Path) -> dict[str, Stage]:
         "--num_candidates", s["num_candidates"], "--turn_fraction", s["turn_fraction"],
         "--max_new_tokens", s["candidate_tokens"], "--seed", s["seed"]), tmp=part, priority=65)
     train("train-sweet", "train-actor", models / "sweet", ("step-pairs",), 64, "--pairs_in", pairs,
-          "--learning_rate", s["actor_lr"])
+          "--learning_rate", s["actor_lr"], steps=s.get("sweet_steps"))
     train("train-critic-noref", "train-critic", models / "critic-noref", ("collect",), 20, "--data", data,
-          "--pair_rule", "reward", "--learning_rate", s["critic_lr"], "--no_use_privileged_info")
-    prio = {"zero-shot": 90, "rft": 75, "sweet": 63, "mtdpo": 55}
-    deps = {"zero-shot": (), "rft": ("train-rft",), "mtdpo": ("train-mtdpo",), "sweet": ("train-sweet",)}
+          "--pair_rule", "reward", "--learning_rate", s["critic_lr"], "--no_use_privileged_info",
+          steps=s["critic_steps"])
+    prio = {"zero-shot": 90, "rft": 75, "sweet": 63, "mtdpo": 55, "rft-hi": 49}
+    deps = {"zero-shot": (), "rft": ("train-rft",), "mtdpo": ("train-mtdpo",), "sweet": ("train-sweet",),
+            "rft-hi": ("train-rft-hi",)}
     for m, pol in policies.items():
         rollout(f"eval-{m}", ev / f"{m}.jsonl", s["eval_tasks"], s["eval_episodes"], 1, pol, s["eval_temperature"],
                 eval_seed, deps[m], prio[m])
