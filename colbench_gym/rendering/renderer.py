@@ -488,7 +488,7 @@ class Renderer:
 
     def _page_bound(self) -> float:
         """Upper bound on one page's render, restarts included (used for the outer deadline)."""
-        return 3 * (self.timeout * 4 + 10) + 60
+        return 3 * (self.timeout * 5 + 15 + 60) + 60  # three attempts, each with a ping and a relaunch
 
     def render_many(self, htmls: list[str], *, dom: bool = False, cache: bool = False) -> list[RenderResult]:
         """Render several pages using the whole pool at once; results keep the input order.
@@ -527,7 +527,8 @@ class Renderer:
         if browser is None or cdp is None or not browser.is_connected():
             return False
         try:
-            await asyncio.wait_for(cdp.send("Browser.getVersion"), min(3.0, self.timeout))
+            # Generous: on a busy machine a tight deadline would take a slow browser for a hung one.
+            await asyncio.wait_for(cdp.send("Browser.getVersion"), max(5.0, self.timeout))
             return True
         except Exception:  # noqa: BLE001
             return False
