@@ -16,7 +16,7 @@ from sweet_agent.cli import COMMANDS as SWEET_COMMANDS
 ENV = {**os.environ, "HF_HUB_OFFLINE": "1", "COLBENCH_DEBUG": ""}
 
 
-def _cli(prog: str, *args: str, env: dict | None = None, stdin: str | None = None, timeout: float = 120):
+def _cli(prog: str, *args: str, env: dict | None = None, stdin: str | None = None, timeout: float = 600):
     module = "colbench_gym.cli" if prog == "colbench" else "sweet_agent.cli"
     return subprocess.run([sys.executable, "-m", module, *args], capture_output=True, text=True,
                           env=env or ENV, timeout=timeout, input=stdin)
