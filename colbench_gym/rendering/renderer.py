@@ -237,6 +237,8 @@ class Renderer:
         try:
             return fut.result(timeout)
         except FutureTimeout:
+            if fut.done():  # (3.11+: asyncio's and concurrent's TimeoutError are one class) raised inside
+                raise RendererError("the browser did not answer in time (start-up or a page took too long)") from None
             fut.cancel()
             raise RendererError(f"rendering did not finish within {timeout:.0f}s (browser unresponsive)") from None
 
@@ -295,8 +297,11 @@ class Renderer:
         self._generation += 1
         self._free = {AGENT: [], REFERENCE: []}
         self._compilers = {}
-        for _ in range(self.pool_size):  # warm agent pool; the reference pool is made on first use
-            self._free[AGENT].append(await asyncio.wait_for(self._new_page(AGENT), self.timeout * 2))
+        try:  # warm the agent pool (best effort: pages are otherwise made when first needed)
+            for _ in range(self.pool_size):
+                self._free[AGENT].append(await asyncio.wait_for(self._new_page(AGENT), max(10.0, self.timeout * 2)))
+        except Exception:  # noqa: BLE001 - a slow machine: the renders will make their pages
+            pass
 
     async def _compiler(self, domain: str):
         """The Tailwind compiler page of a pool (references have their own), started lazily."""

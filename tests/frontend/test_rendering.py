@@ -235,8 +235,8 @@ def test_tailwind_shortcuts_render_pixel_identical_pages(browser_ready, form):
     head = ('<link href="https://cdn.jsdelivr.net/npm/tailwindcss@2.2.19/dist/tailwind.min.css" rel="stylesheet">'
             if form.endswith(".css") else '<script src="https://cdn.tailwindcss.com"></script>')
     htmls.append(f'<html><head>{head}</head><body class="p-4">{extra}<p class="text-[13px] text-[#123456]">x</p></body></html>')
-    with Renderer(pool_size=2, precompile=False, cache=ScreenshotCache(None)) as plain, \
-            Renderer(pool_size=2, precompile=True, cache=ScreenshotCache(None)) as fast:
+    with Renderer(pool_size=2, precompile=False, cache=ScreenshotCache(None), timeout=30) as plain, \
+            Renderer(pool_size=2, precompile=True, cache=ScreenshotCache(None), timeout=30) as fast:
         slow_shots = plain.render_many(htmls)
         fast_shots = fast.render_many(htmls)
         if form == "cdn.tailwindcss.com":
