@@ -53,7 +53,7 @@ def test_the_contracts_say_what_the_issue_asks() -> None:
     assert "simulators | grading | rendering | scoring" in layers["layers"]
     assert by_id["colbench-standalone"]["forbidden_modules"] == ["sweet_agent"]
     assert {"torch", "transformers", "trl"} <= set(by_id["colbench-no-ml-stack"]["forbidden_modules"])
-    assert "actor | baselines | critic" in by_id["sweet-agent-layers"]["layers"]
+    assert "actor | baselines | critic" in by_id["sweet-agent-layers"]["layers"] and by_id["sweet-agent-layers"]["exhaustive"]
 
 
 def test_contributing_maps_every_layer() -> None:
@@ -86,6 +86,7 @@ def _tree_with(tmp_path: Path, path: str, line: str) -> Path:
     ("colbench_gym/spaces.py", "import torch", "imports the ML stack only lazily"),
     ("sweet_agent/critic/pairs.py", "from sweet_agent.baselines import rft", "sweet_agent is layered"),
     ("sweet_agent/trajectories.py", "import sweet_agent.rollout", "sweet_agent is layered"),
+    ("sweet_agent/brand_new.py", "X = 1", "sweet_agent is layered"),  # exhaustive too
 ])
 def test_a_forbidden_import_breaks_its_contract(tmp_path: Path, path: str, line: str, contract: str) -> None:
     tree = _tree_with(tmp_path, path, line)
