@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # pragma: no cover
-    from colbench_gym.rendering.renderer import RenderResult
+    from colbench_gym.rendering.result import RenderResult
 
 
 def _digest(data: bytes, dom) -> str:
@@ -68,7 +68,7 @@ class ScreenshotCache:
     def _read(self, key: str) -> RenderResult | None:
         from PIL import Image  # noqa: PLC0415
 
-        from colbench_gym.rendering.renderer import RenderResult  # noqa: PLC0415
+        from colbench_gym.rendering.result import RenderResult  # noqa: PLC0415
 
         img, meta = self.directory / f"{key}.img", self.directory / f"{key}.json"
         if not (img.is_file() and meta.is_file()):

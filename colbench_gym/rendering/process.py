@@ -11,8 +11,11 @@ process group, so the whole tree (renderers, zygote, GPU process) goes with one 
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 from pathlib import Path
+
+from colbench_gym.rendering.result import RendererError
 
 TOKEN_SWITCH = "--colbench-instance="
 
@@ -52,3 +55,36 @@ def kill_browser(pid: int | None, token: str) -> bool:
         return True
     except (ProcessLookupError, PermissionError):
         return False
+
+
+#: Flags that make Debian's Chromium start fast and stay off the network (see DESIGN.md).
+CHROMIUM_ARGS = (
+    "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+    "--disable-background-networking", "--disable-component-update", "--disable-sync",
+    "--disable-dev-shm-usage", "--hide-scrollbars", "--mute-audio", "--font-render-hinting=none",
+    # pooled pages are all "background" tabs but one: never throttle their timers or frames
+    "--disable-renderer-backgrounding", "--disable-background-timer-throttling",
+    "--disable-backgrounding-occluded-windows", "--disable-extensions",
+    # Every request is answered by our router before DNS is needed; this makes anything that
+    # bypasses it (preconnect hints, WebSockets, TURN over TCP) fail at once instead of touching the net.
+    "--host-resolver-rules=MAP * ~NOTFOUND",
+    # WebRTC sends STUN/TURN over UDP straight to IP literals (no resolver): no UDP at all.
+    "--force-webrtc-ip-handling-policy=disable_non_proxied_udp", "--webrtc-ip-handling-policy=disable_non_proxied_udp",
+    # (Playwright already passes --disable-back-forward-cache: a page left behind is gone, not frozen.
+    # Do not pass --disable-features here: it would replace Playwright's own list.)
+)
+
+
+def find_chromium(explicit: str | None = None) -> str | None:
+    """Chromium to launch: ``explicit``, ``$COLBENCH_CHROMIUM``, else a system Chromium/Chrome on
+    PATH. ``None`` means "let Playwright use its own downloaded browser"."""
+    for cand in (explicit, os.environ.get("COLBENCH_CHROMIUM")):
+        if cand:
+            if not (os.path.isfile(cand) or shutil.which(cand)):
+                raise RendererError(f"Chromium executable {cand!r} does not exist")
+            return shutil.which(cand) or cand
+    for name in ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable"):
+        path = shutil.which(name)
+        if path:
+            return path
+    return None

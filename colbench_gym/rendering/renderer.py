@@ -33,111 +33,32 @@ import hashlib
 import io
 import os
 import secrets
-import shutil
 import threading
 import time
 from concurrent.futures import Future
 from concurrent.futures import TimeoutError as FutureTimeout
-from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from colbench_gym.rendering import isolation, routing
 from colbench_gym.rendering.assets import WebAssets, locate
 from colbench_gym.rendering.cache import ScreenshotCache, default_cache_dir
 from colbench_gym.rendering.dom_js import DOM_JS
-from colbench_gym.rendering.process import TOKEN_SWITCH, find_browser_pid, kill_browser
-
-#: Flags that make Debian's Chromium start fast and stay off the network (see DESIGN.md).
-CHROMIUM_ARGS = (
-    "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-    "--disable-background-networking", "--disable-component-update", "--disable-sync",
-    "--disable-dev-shm-usage", "--hide-scrollbars", "--mute-audio", "--font-render-hinting=none",
-    # pooled pages are all "background" tabs but one: never throttle their timers or frames
-    "--disable-renderer-backgrounding", "--disable-background-timer-throttling",
-    "--disable-backgrounding-occluded-windows", "--disable-extensions",
-    # Every request is answered by our router before DNS is needed; this makes anything that
-    # bypasses it (preconnect hints, WebSockets, TURN over TCP) fail at once instead of touching the net.
-    "--host-resolver-rules=MAP * ~NOTFOUND",
-    # WebRTC sends STUN/TURN over UDP straight to IP literals (no resolver): no UDP at all.
-    "--force-webrtc-ip-handling-policy=disable_non_proxied_udp", "--webrtc-ip-handling-policy=disable_non_proxied_udp",
-    # (Playwright already passes --disable-back-forward-cache: a page left behind is gone, not frozen.
-    # Do not pass --disable-features here: it would replace Playwright's own list.)
+from colbench_gym.rendering.process import (  # noqa: F401 - CHROMIUM_ARGS, find_chromium re-exported
+    CHROMIUM_ARGS,
+    TOKEN_SWITCH,
+    find_browser_pid,
+    find_chromium,
+    kill_browser,
 )
+from colbench_gym.rendering.result import RendererError, RenderResult
+
 #: Bumped when rendering changes in a way that invalidates cached screenshots.
 RENDER_VERSION = "2"  # 2: scripts stopped after the first frame, animations started by script cancelled
 AGENT, REFERENCE = "agent", "reference"
 
 
-class RendererError(RuntimeError):
-    """The browser could not be started or keeps failing."""
-
-
 class _BrowserTrouble(RuntimeError):
     """The page's browser died or stopped answering: relaunch and retry."""
-
-
-@dataclass
-class RenderResult:
-    """One screenshot. ``data`` is the encoded image (``format``: PNG, or JPEG when the renderer
-    was built with ``image_format="jpeg"``). ``error`` is set when the page failed to load fully
-    (then ``data`` holds what was on screen at the deadline, or a blank page). ``clean`` is set by
-    the renderer only for error-free renders in the reference pool (the only ones it caches)."""
-
-    data: bytes
-    width: int
-    height: int
-    dom: dict[str, Any] | None = None
-    error: str | None = None
-    elapsed: float = 0.0
-    cached: bool = False
-    key: str = ""
-    format: str = "png"
-    clean: bool = False
-    _image: Any = field(default=None, repr=False, compare=False)
-
-    @property
-    def ok(self) -> bool:
-        return self.error is None
-
-    def image(self):
-        """The screenshot as an RGB :class:`PIL.Image.Image` (decoded once)."""
-        if self._image is None:
-            from PIL import Image  # noqa: PLC0415
-
-            self._image = Image.open(io.BytesIO(self.data)).convert("RGB")
-        return self._image
-
-    @property
-    def png(self) -> bytes:
-        """The screenshot as PNG bytes (re-encoded when it was captured as JPEG)."""
-        if self.format == "png":
-            return self.data
-        buf = io.BytesIO()
-        self.image().save(buf, format="PNG")
-        return buf.getvalue()
-
-    def save(self, path: str | os.PathLike[str]) -> None:
-        """Write the screenshot atomically; a ``.png`` path always gets PNG bytes."""
-        path = Path(path)
-        tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-        tmp.write_bytes(self.png if path.suffix.lower() == ".png" else self.data)
-        os.replace(tmp, path)
-
-
-def find_chromium(explicit: str | None = None) -> str | None:
-    """Chromium to launch: ``explicit``, ``$COLBENCH_CHROMIUM``, else a system Chromium/Chrome on
-    PATH. ``None`` means "let Playwright use its own downloaded browser"."""
-    for cand in (explicit, os.environ.get("COLBENCH_CHROMIUM")):
-        if cand:
-            if not (os.path.isfile(cand) or shutil.which(cand)):
-                raise RendererError(f"Chromium executable {cand!r} does not exist")
-            return shutil.which(cand) or cand
-    for name in ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable"):
-        path = shutil.which(name)
-        if path:
-            return path
-    return None
 
 
 class Renderer:

@@ -1,0 +1,65 @@
+"""What a render produces: :class:`RenderResult` (one screenshot) and :class:`RendererError`.
+
+Apart from :mod:`colbench_gym.rendering.renderer` so that the cache, the scorers and the CLI can
+handle screenshots without importing the browser machinery.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+
+class RendererError(RuntimeError):
+    """The browser could not be started or keeps failing."""
+
+
+@dataclass
+class RenderResult:
+    """One screenshot. ``data`` is the encoded image (``format``: PNG, or JPEG when the renderer
+    was built with ``image_format="jpeg"``). ``error`` is set when the page failed to load fully
+    (then ``data`` holds what was on screen at the deadline, or a blank page). ``clean`` is set by
+    the renderer only for error-free renders in the reference pool (the only ones it caches)."""
+
+    data: bytes
+    width: int
+    height: int
+    dom: dict[str, Any] | None = None
+    error: str | None = None
+    elapsed: float = 0.0
+    cached: bool = False
+    key: str = ""
+    format: str = "png"
+    clean: bool = False
+    _image: Any = field(default=None, repr=False, compare=False)
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None
+
+    def image(self):
+        """The screenshot as an RGB :class:`PIL.Image.Image` (decoded once)."""
+        if self._image is None:
+            from PIL import Image  # noqa: PLC0415
+
+            self._image = Image.open(io.BytesIO(self.data)).convert("RGB")
+        return self._image
+
+    @property
+    def png(self) -> bytes:
+        """The screenshot as PNG bytes (re-encoded when it was captured as JPEG)."""
+        if self.format == "png":
+            return self.data
+        buf = io.BytesIO()
+        self.image().save(buf, format="PNG")
+        return buf.getvalue()
+
+    def save(self, path: str | os.PathLike[str]) -> None:
+        """Write the screenshot atomically; a ``.png`` path always gets PNG bytes."""
+        path = Path(path)
+        tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+        tmp.write_bytes(self.png if path.suffix.lower() == ".png" else self.data)
+        os.replace(tmp, path)
