@@ -39,9 +39,15 @@ def _lines(path: Path) -> int:
     return sum(1 for line in path.read_bytes().splitlines() if line.strip()) if path.exists() else 0
 
 
+def _default_sigint() -> None:
+    # A shell runs background jobs with SIGINT ignored and Python keeps an inherited "ignore"
+    # (so would `pytest &`'s children): give the rollout the Ctrl-C a terminal would deliver.
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def _start_and_wait(argv, watch: Path, at_least: int) -> subprocess.Popen:
     proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=ENV,
-                            start_new_session=True)
+                            start_new_session=True, preexec_fn=_default_sigint)
     deadline = time.monotonic() + 600
     while _lines(watch) < at_least:
         assert proc.poll() is None, proc.communicate()
