@@ -20,6 +20,7 @@ from sweet_agent.critic.advantages import (
     aggregate_turns,
     assistant_token_spans,
     spans_to_turn_ids,
+    token_logprobs,
     token_logratios,
     with_privileged,
 )
@@ -66,38 +67,101 @@ def sample_candidates(model, tokenizer, conversation: Messages, n: int, max_new_
     return (texts, truncated) if return_truncated else texts
 
 
+#: How a candidate turn is scored (``ActorConfig.step_score``, ``--step_score``):
+#:   critic-ref — ours: the critic's log-ratio against its own reference model, both reading the
+#:                same privileged sequence (the advantage of ``sweet_agent.critic.advantages``)
+#:   release    — the paper release's: the critic's token-mean log-probability of the candidate
+#:                with the privileged info minus the *sampling policy's* token mean on its own
+#:                prompt (no privileged info); no critic reference model is read
+STEP_SCORES = ("critic-ref", "release")
+
+
+def check_step_score(step_score: str) -> None:
+    if step_score not in STEP_SCORES:
+        raise ValueError(f"step_score must be one of {', '.join(STEP_SCORES)}; got {step_score!r}")
+
+
+def _candidate_batch(tokenizer, messages_before: Messages, candidates: Sequence[str],
+                     privileged_info: str | None, device) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Padded ``(input_ids, attention_mask, turn_ids)`` of ``messages_before`` + each candidate as
+    the next assistant turn; ``turn_ids`` is 1 on the candidate's tokens (its span through the
+    end-of-turn token, located by the chat template), 0 elsewhere."""
+    pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
+    seqs, turns = [], []
+    for cand in candidates:
+        msgs = with_privileged([*messages_before, {"role": "assistant", "content": cand}], privileged_info)
+        ids, spans = assistant_token_spans(tokenizer, msgs)
+        last = spans[-1:]  # only the candidate turn is scored
+        seqs.append(ids)
+        turns.append([1 if t == len(spans) else 0 for t in spans_to_turn_ids(len(ids), spans)] if last else [0] * len(ids))
+    T = max(map(len, seqs))
+    input_ids = torch.full((len(seqs), T), pad, dtype=torch.long)
+    attn = torch.zeros_like(input_ids)
+    turn_ids = torch.zeros_like(input_ids)
+    for i, (s, t) in enumerate(zip(seqs, turns)):
+        input_ids[i, :len(s)] = torch.tensor(s)
+        attn[i, :len(s)] = 1
+        turn_ids[i, :len(t)] = torch.tensor(t)
+    return input_ids.to(device), attn.to(device), turn_ids.to(device)
+
+
+@torch.no_grad()
+def candidate_logprobs(model, tokenizer, messages_before: Messages, candidates: Sequence[str],
+                       privileged_info: str | None = None, normalize: str = "turn",
+                       batch_size: int = 16) -> list[float]:
+    """Each candidate's token-mean log-probability (``normalize="none"``: the sum) as the next
+    agent turn under ``model``, reading ``messages_before`` (with ``privileged_info`` when given).
+    One batched forward per ``batch_size`` candidates."""
+    device = next(model.parameters()).device
+    out: list[float] = []
+    was_training = model.training
+    model.eval()
+    try:
+        for start in range(0, len(candidates), batch_size):
+            ids, attn, turn_ids = _candidate_batch(tokenizer, messages_before, candidates[start:start + batch_size],
+                                                   privileged_info, device)
+            vals, _ = aggregate_turns(token_logprobs(model, ids, attn, turn_ids > 0), turn_ids, 1, normalize)
+            out += [float(v) for v in vals[:, 0]]
+    finally:
+        model.train(was_training)
+    return out
+
+
 @torch.no_grad()
 def score_candidates(critic, critic_ref, tokenizer, messages_before: Messages, candidates: Sequence[str],
                      privileged_info: str | None = None, normalize: str = "turn",
-                     batch_size: int = 16) -> list[float]:
-    """The critic's advantage of each candidate as the next agent turn (one batched forward per
-    model per ``batch_size`` candidates)."""
+                     batch_size: int = 16, step_score: str = "critic-ref", policy=None,
+                     policy_tokenizer=None) -> list[float]:
+    """The critic's score of each candidate as the next agent turn (one batched forward per
+    model per ``batch_size`` candidates).
+
+    ``step_score="critic-ref"`` (ours): the critic's advantage, its log-ratio against
+    ``critic_ref`` on the privileged sequence. ``"release"`` (the paper release's): the critic's
+    token mean with ``privileged_info`` minus ``policy``'s (the model that sampled the candidates,
+    with ``policy_tokenizer``) on the prompt without it; ``critic_ref`` is not used. Both honour
+    ``normalize`` ("none": token sums on both sides, the release's ``--use_sum``)."""
     from sweet_agent.critic.regression import RegressionCritic
 
-    pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
+    check_step_score(step_score)
+    if step_score == "release":
+        if isinstance(critic, RegressionCritic):
+            raise ValueError("step_score 'release' needs a log-probability critic; a regression critic "
+                             "(--critic_type regression) has no token log-probabilities: use step_score critic-ref")
+        if policy is None:
+            raise ValueError("step_score 'release' needs the sampling policy (policy=...) to score against")
+        privileged = candidate_logprobs(critic, tokenizer, messages_before, candidates, privileged_info,
+                                        normalize, batch_size)
+        sampling = candidate_logprobs(policy, policy_tokenizer or tokenizer, messages_before, candidates, None,
+                                      normalize, batch_size)
+        return [c - p for c, p in zip(privileged, sampling)]
     device = next(critic.parameters()).device
     scores: list[float] = []
     was_training = critic.training
     critic.eval()
     try:
         for start in range(0, len(candidates), batch_size):
-            chunk = candidates[start:start + batch_size]
-            seqs, turns = [], []
-            for cand in chunk:
-                msgs = with_privileged([*messages_before, {"role": "assistant", "content": cand}], privileged_info)
-                ids, spans = assistant_token_spans(tokenizer, msgs)
-                last = spans[-1:]  # only the candidate turn is scored
-                seqs.append(ids)
-                turns.append([1 if t == len(spans) else 0 for t in spans_to_turn_ids(len(ids), spans)] if last else [0] * len(ids))
-            T = max(map(len, seqs))
-            input_ids = torch.full((len(seqs), T), pad, dtype=torch.long)
-            attn = torch.zeros_like(input_ids)
-            turn_ids = torch.zeros_like(input_ids)
-            for i, (s, t) in enumerate(zip(seqs, turns)):
-                input_ids[i, :len(s)] = torch.tensor(s)
-                attn[i, :len(s)] = 1
-                turn_ids[i, :len(t)] = torch.tensor(t)
-            input_ids, attn, turn_ids = input_ids.to(device), attn.to(device), turn_ids.to(device)
+            input_ids, attn, turn_ids = _candidate_batch(tokenizer, messages_before, candidates[start:start + batch_size],
+                                                         privileged_info, device)
             if isinstance(critic, RegressionCritic):
                 vals = critic(input_ids=input_ids, attention_mask=attn, turn_ids=turn_ids, num_turns=1)[:, 0]
             else:
@@ -131,16 +195,20 @@ def build_step_pairs(records: Sequence[dict[str, Any]], policy, policy_tokenizer
                      critic_tokenizer, num_candidates: int = 16, pairs_per_turn: int = 1,
                      turn_fraction: float = 1.0, max_new_tokens: int = 256, temperature: float = 1.0,
                      top_p: float = 1.0, sampling_batch_size: int | None = None, system_prompt: str | None = None,
-                     normalize: str = "turn", use_privileged_info: bool = True, seed: int = 0,
+                     normalize: str = "turn", use_privileged_info: bool = True, step_score: str = "critic-ref",
+                     seed: int = 0,
                      progress: bool = False, stats: dict[str, int] | None = None) -> list[dict[str, Any]]:
     """DPO rows ``{"prompt", "chosen", "rejected", "chosen_score", "rejected_score"}`` (conversational
     format TRL's DPOTrainer reads) from the agent turns of offline trajectories.
 
     The policy samples from the prompt it saw in the rollout (system prompt from the record's
     ``meta``, or ``system_prompt``); the critic scores that same prompt plus the candidate, with
-    the privileged info — the view it was trained on. ``stats`` (when given) receives counts:
+    the privileged info — the view it was trained on. ``step_score`` picks what the critic's
+    log-probability is compared with (:data:`STEP_SCORES`: its reference model, or the release's
+    sampling ``policy`` on the prompt without privileged info). ``stats`` (when given) receives counts:
     ``turns``, ``candidates``, ``truncated_candidates`` (cut by ``max_new_tokens``) and
     ``turns_without_pair`` (all candidates identical)."""
+    check_step_score(step_score)  # before any sampling: a typo costs no compute
     rng = random.Random(seed)
     turns = [(ri, ti, before, prompt) for ri, rec in enumerate(records)
              for ti, before, _, prompt in R.iter_agent_turns(rec, system_prompt)]
@@ -161,7 +229,8 @@ def build_step_pairs(records: Sequence[dict[str, Any]], policy, policy_tokenizer
         counts["candidates"] += len(cands)
         counts["truncated_candidates"] += cut
         priv = R.privileged_info(rec) if use_privileged_info else None
-        scores = score_candidates(critic, critic_ref, critic_tokenizer, conv, cands, priv, normalize)
+        scores = score_candidates(critic, critic_ref, critic_tokenizer, conv, cands, priv, normalize,
+                                  step_score=step_score, policy=policy, policy_tokenizer=policy_tokenizer)
         chosen = select_pairs(cands, scores, pairs_per_turn, rng)
         counts["turns_without_pair"] += not chosen
         for c, r in chosen:
