@@ -34,7 +34,10 @@ from typing import Any
 #: Size of the page, then animations frozen (end state) and the caret hidden — run with scripts
 #: already stopped. Animations a script started (Web Animations API) are cancelled; so is any CSS
 #: animation a page kept running past the freeze (e.g. with its own ``!important`` rules).
-PREPARE_JS = """(() => {
+#: ``window.name`` (which outlives the document) is cleared here too: no page script can run
+#: again before the next render's navigation, so clearing it before the capture is as good as after.
+PREPARE_BODY = """
+  window.name = '';
   const de = document.documentElement;
   const size = [de ? de.scrollWidth : 0, Math.max(de ? de.scrollHeight : 0, document.body ? document.body.scrollHeight : 0)];
   const s = document.createElement('style');
@@ -46,7 +49,31 @@ PREPARE_JS = """(() => {
     if (!css || a.playState !== 'finished') a.cancel();
   }
   return size;
-})()"""
+"""
+PREPARE_JS = "(() => {" + PREPARE_BODY + "})()"
+
+#: For a page rendered with scripts off all along, polled (no event reaches our world with scripts
+#: off): ``null`` until the document has loaded; then the precompiled Tailwind CSS (if any) is
+#: inserted where the play script would put it (once: the flags live in our isolated world, which
+#: the page cannot see) and layout is measured; ``null`` again while web fonts or eager images are
+#: still loading, or until two polls in a row measure the same size. Why: ``readyState`` can say
+#: "complete" before the last image's size reaches layout, and measuring then gave pages 200 px
+#: short, differently from run to run. Once settled, the page is prepared and measured as by
+#: :data:`PREPARE_JS`, in the same call.
+STATIC_READY_JS = """((css) => {
+  if (document.readyState !== 'complete') return null;
+  if (css !== null && !globalThis.__colbenchStyled) {
+    const st = document.createElement('style'); st.textContent = css;
+    (document.head || document.documentElement).append(st);
+  }
+  globalThis.__colbenchStyled = true;
+  const root = document.documentElement, body = document.body;
+  const probe = [root ? root.scrollWidth : 0, root ? root.scrollHeight : 0, body ? body.scrollHeight : 0].join();
+  if (document.fonts.status !== 'loaded') return null;
+  for (const img of document.images) if (!img.complete && img.loading !== 'lazy') return null;
+  const settled = globalThis.__colbenchProbe === probe;
+  globalThis.__colbenchProbe = probe;
+  if (!settled) return null;""" + PREPARE_BODY + "})"
 
 
 class PageEvalError(RuntimeError):
@@ -75,11 +102,13 @@ async def set_scripts(page: Any, enabled: bool, timeout: float) -> None:
         "Emulation.setScriptExecutionDisabled", {"value": not enabled}), timeout)
 
 
-#: Resolves once the document has loaded and painted one more frame (lets script-driven styling,
-#: e.g. the Tailwind play/v4 builds, land); runs in our isolated world.
+#: Resolves once the document has loaded, painted one more frame (lets script-driven styling, e.g.
+#: the Tailwind play/v4 builds, land) and the web fonts that frame asked for have loaded; runs in
+#: our isolated world.
 LOADED_JS = """(async () => {
   if (document.readyState !== 'complete') await new Promise(r => window.addEventListener('load', r, { once: true }));
   await new Promise(r => requestAnimationFrame(() => r(true)));
+  await document.fonts.ready;
   return true;
 })()"""
 
@@ -107,8 +136,8 @@ async def load_fresh(page: Any, html: str, timeout: float, scripts: bool = True)
     disabled (so none of its handlers runs), then scripts are enabled (``scripts=True``) and the
     HTML is written into the blank document (``Page.setDocumentContent``; the commands of one
     CDP session reach the renderer in order, so they are pipelined). ``window.name`` and the
-    session history, which survive navigation, were reset by :func:`scrub` after the previous
-    capture."""
+    session history, which survive navigation, were reset with the previous capture
+    (:data:`PREPARE_BODY`, :func:`forget_history`)."""
     cdp = page._colbench_cdp  # noqa: SLF001
     if not getattr(page, "_colbench_stopped", False):
         await set_scripts(page, False, timeout)
@@ -132,27 +161,24 @@ async def write_document(page: Any, html: str, timeout: float, scripts: bool) ->
     await asyncio.wait_for(asyncio.gather(*commands), timeout)
 
 
-async def wait_loaded_static(page: Any, context_id: int, timeout: float, css: str | None) -> None:
-    """For a page with scripts off (no event can reach our world then): poll until it has
-    loaded, then insert the precompiled Tailwind CSS where the play script would put it."""
+async def static_ready_and_measure(page: Any, context_id: int, timeout: float, css: str | None) -> list[int]:
+    """For a page with scripts off all along (no event can reach our world then): poll until it
+    has loaded, insert the precompiled Tailwind CSS, freeze and measure it (see
+    :data:`STATIC_READY_JS`); returns ``[scrollWidth, scrollHeight]``."""
     loop = asyncio.get_running_loop()
     deadline = loop.time() + timeout
-    while await cdp_eval(page, context_id, "document.readyState", timeout) != "complete":
+    expression = call_js(STATIC_READY_JS, css)
+    while (size := await cdp_eval(page, context_id, expression, timeout)) is None:
         if loop.time() > deadline:
             raise asyncio.TimeoutError
         await asyncio.sleep(0.004)
-    if css is not None:
-        await cdp_eval(page, context_id, call_js(
-            "(css) => { const s = document.createElement('style'); s.textContent = css;"
-            " (document.head || document.documentElement).append(s); return true; }", css), timeout)
+    return size
 
 
-async def scrub(page: Any, context_id: int, timeout: float) -> None:
-    """After the capture (scripts stopped): forget ``window.name`` and the session history, the
-    two things of a tab that outlive its document."""
-    cdp = page._colbench_cdp  # noqa: SLF001
-    await asyncio.wait_for(asyncio.gather(
-        cdp_eval(page, context_id, "window.name = ''", timeout), cdp.send("Page.resetNavigationHistory")), timeout)
+async def forget_history(page: Any, timeout: float) -> None:
+    """With the page's scripts stopped: forget the session history, which (like ``window.name``,
+    cleared by :data:`PREPARE_BODY`) outlives the document."""
+    await asyncio.wait_for(page._colbench_cdp.send("Page.resetNavigationHistory"), timeout)  # noqa: SLF001
 
 
 async def stop_and_measure(page: Any, context_id: int, timeout: float) -> list[int] | None:

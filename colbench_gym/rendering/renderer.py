@@ -53,7 +53,8 @@ from colbench_gym.rendering.process import (  # noqa: F401 - CHROMIUM_ARGS, find
 from colbench_gym.rendering.result import RendererError, RenderResult
 
 #: Bumped when rendering changes in a way that invalidates cached screenshots.
-RENDER_VERSION = "2"  # 2: scripts stopped after the first frame, animations started by script cancelled
+RENDER_VERSION = "3"  # 2: scripts stopped after the first frame, animations started by script cancelled;
+# 3: measured only after the web fonts have loaded (before, a page could be measured short)
 AGENT, REFERENCE = "agent", "reference"
 
 
@@ -198,7 +199,8 @@ class Renderer:
         if self._pw is None:
             self._pw = await async_playwright().start()
         self._token = secrets.token_hex(8)
-        kwargs: dict[str, Any] = {"headless": True, "args": [*CHROMIUM_ARGS, TOKEN_SWITCH + self._token],
+        kwargs: dict[str, Any] = {"headless": True,
+                                  "args": [*CHROMIUM_ARGS, TOKEN_SWITCH + self._token],
                                   "timeout": max(30.0, self.timeout * 3) * 1000}
         if self.executable_path:
             kwargs["executable_path"] = self.executable_path
@@ -554,10 +556,10 @@ class Renderer:
         return (css is not None), css
 
     async def _render_on(self, page, html: str, dom: bool) -> RenderResult:
-        """One render on ``page``. A page with scripts is written into a fresh document and realm
-        (see :mod:`isolation`); a page without any (most WebSight pages) is rendered with
-        JavaScript off from start to end, so nothing of it can run and the next render may reuse
-        the document — unless a script ran in it, which marks the page dirty."""
+        """One render on ``page``, always in a fresh document and realm (see :mod:`isolation`). A
+        page without scripts (most WebSight pages) is rendered with JavaScript off from start to
+        end and is loaded, styled, frozen and measured in one round trip; a page with scripts
+        runs them until it has loaded and painted a frame, then they are stopped."""
         t = self.timeout
         error = None
         page._colbench_html = html  # noqa: SLF001 - read by the router (precompiled Tailwind)
@@ -565,7 +567,6 @@ class Renderer:
         static, css = await self._static_css(page, html)
         if css is not None:
             page._colbench_shortcut = True  # noqa: SLF001 - cut-down CSS, not the whole Tailwind build
-        page._colbench_dirty = True  # noqa: SLF001 - set before any page script can run
         try:
             # Always a fresh document: reusing the previous (script-free) document let one render
             # change the next one's pixels (tests/frontend/test_rendering.py pixel-identity test
@@ -574,11 +575,11 @@ class Renderer:
         except asyncio.TimeoutError:  # a page stuck in its own script (or a hung browser: see _render_one)
             page._colbench_crashed = True  # noqa: SLF001
             return self._blank(f"page did not finish loading within {t:g}s")
-        page._colbench_dirty = not static  # noqa: SLF001
+        size = None
         try:
             world = await isolation.new_world(page, t)
-            if static:
-                await isolation.wait_loaded_static(page, world, t, css)
+            if static:  # loaded, styled, settled, frozen and measured in one call
+                size = await isolation.static_ready_and_measure(page, world, t, css)
             else:
                 await isolation.cdp_eval(page, world, isolation.LOADED_JS, t)
         except asyncio.TimeoutError:
@@ -586,18 +587,19 @@ class Renderer:
         except Exception as exc:  # noqa: BLE001 - the page navigated itself mid-load: capture what it shows
             if page._colbench_crashed or page.is_closed() or "crash" in str(exc).lower():  # noqa: SLF001
                 raise RendererError("page crashed") from exc
+            size = None
         if page._colbench_crashed:  # noqa: SLF001
             raise RendererError("page crashed")
         grace = min(t / 2, 2.0) if error else t
         try:
-            world = await isolation.new_world(page, grace)  # the document may have changed since load
-            size = await isolation.stop_and_measure(page, world, grace)  # from here on, no page script runs
+            if size is None:  # a page that ran scripts (or navigated itself): a world in its current document
+                world = await isolation.new_world(page, grace)
+                size = await isolation.stop_and_measure(page, world, grace)  # from here on, no page script runs
             height = max(self.viewport[1], min(int(size[1]) if size else 0, self.max_height))
             clip = {"x": 0, "y": 0, "width": self.viewport[0], "height": height}
-            data = await self._screenshot(page, clip, grace)
+            data, _ = await asyncio.gather(self._screenshot(page, clip, grace), isolation.forget_history(page, grace))
             summary = (await isolation.cdp_eval(page, world, isolation.call_js(DOM_JS, self.max_dom_nodes), grace)
                        if dom else None)
-            await isolation.scrub(page, world, grace)
         except Exception as exc:  # noqa: BLE001 - a hung or broken page: give a blank page and replace it
             if page._colbench_crashed or "crash" in str(exc).lower() or "closed" in str(exc).lower():  # noqa: SLF001
                 raise RendererError("page crashed") from exc

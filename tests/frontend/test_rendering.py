@@ -316,3 +316,14 @@ def test_no_request_leaves_the_machine(renderer):
     assert renderer._call(outcome()) == "ws-failed"
     res = renderer.render('<img src="https://picsum.photos/50/40">', dom=True)
     assert [n["w"] for n in res.dom["nodes"] if n["tag"] == "img"] == [50]  # routed requests still work
+
+
+def test_script_free_page_is_measured_after_every_image_reached_layout(renderer):
+    """``readyState == "complete"`` can come before the last image's size reaches layout; a page
+    measured then was captured short (800-2310 px instead of 3435 in 5 of 24 renders before the
+    fix), so the same answer got different screenshots -- and rewards -- from run to run."""
+    imgs = "".join(f'<img style="display:block" src="https://picsum.photos/seed/{i}/1200/{100 + i}">' for i in range(30))
+    html = page(V2, "m-0", imgs)
+    expected = sum(100 + i for i in range(30))
+    heights = [res.height for _ in range(4) for res in renderer.render_many([html] * 3)]
+    assert heights == [expected] * 12
