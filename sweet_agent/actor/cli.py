@@ -50,13 +50,18 @@ def parse_args(argv: Sequence[str], prog: str = PROG, description: str | None = 
     return SimpleNamespace(script=script, training=training, model=model)
 
 
-def _load_critic(data_args: StepPairArguments, dtype: str | None):
+def _load_critic(data_args: StepPairArguments, dtype: str | None, step_score: str = "critic-ref"):
+    """``(critic, reference or None, tokenizer, sweet_critic.json)``; the release's step score reads
+    no critic reference (the sampling policy takes its place), so none is loaded for it."""
     from sweet_agent.training_setup import load_model
 
     meta_path = Path(data_args.critic) / CRITIC_META_FILE
     if not meta_path.is_file():
         raise SystemExit(f"{PROG}: {meta_path} not found; --critic must be a `sweet-agent train-critic` output")
     meta = json.loads(meta_path.read_text())
+    if meta["critic_type"] == "regression" and step_score == "release":
+        raise SystemExit(f"{PROG}: --step_score release needs a log-probability critic, but {data_args.critic} is a "
+                         "regression critic (no token log-probabilities); use --step_score critic-ref")
     if meta["critic_type"] == "regression":
         from transformers import AutoTokenizer
 
@@ -65,6 +70,8 @@ def _load_critic(data_args: StepPairArguments, dtype: str | None):
         critic = RegressionCritic.from_pretrained(data_args.critic).eval()
         return critic, None, AutoTokenizer.from_pretrained(data_args.critic), meta
     critic, tok = load_model(data_args.critic, dtype)
+    if step_score == "release":
+        return critic.eval(), None, tok, meta
     ref, _ = load_model(data_args.critic_ref or meta["reference_model"], dtype)
     return critic.eval(), ref.eval(), tok, meta
 
@@ -78,7 +85,10 @@ def build_pairs(data_args: StepPairArguments, cfg, policy, tok, dtype: str | Non
     if not data_args.critic:
         raise SystemExit(f"{PROG}: pass --data and --critic to build step pairs, or --pairs_in")
     records = R.load_records(require_data(PROG, data_args.data))
-    critic, critic_ref, critic_tok, meta = _load_critic(data_args, dtype)
+    critic, critic_ref, critic_tok, meta = _load_critic(data_args, dtype, cfg.step_score)
+    if meta.get("pair_rule") == "release" and cfg.step_score != "release":
+        print(f"[train-actor] note: the critic was trained with --pair_rule release; candidates are scored with "
+              f"--step_score {cfg.step_score} (ours); --step_score release scores them as the release does")
     stats: dict[str, int] = {}
     rows = build_step_pairs(records, policy, tok, critic, critic_ref, critic_tok,
                             num_candidates=cfg.num_candidates, pairs_per_turn=cfg.pairs_per_turn,
@@ -87,12 +97,12 @@ def build_pairs(data_args: StepPairArguments, cfg, policy, tok, dtype: str | Non
                             sampling_batch_size=cfg.sampling_batch_size,
                             system_prompt=data_args.system_prompt or meta.get("system_prompt"),
                             normalize=meta["normalize"], use_privileged_info=meta["use_privileged_info"],
-                            seed=cfg.seed, progress=True, stats=stats)
+                            step_score=cfg.step_score, seed=cfg.seed, progress=True, stats=stats)
     del critic, critic_ref
     out = data_args.pairs_out or f"{cfg.output_dir}/step_pairs.jsonl"
     write_jsonl(out, rows)
     print(f"[train-actor] {len(rows)} step pairs from {stats.get('turns', 0)} agent turns of {len(records)} "
-          f"trajectories -> {out}")
+          f"trajectories (step score: {cfg.step_score}) -> {out}")
     if stats.get("truncated_candidates"):
         print(f"[train-actor] warning: {stats['truncated_candidates']} of {stats['candidates']} candidates were cut "
               f"at --max_new_tokens {cfg.max_new_tokens} (no end of turn); raise it to score whole actions")

@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 
 from trl import DPOConfig
 
+from sweet_agent.actor.candidates import check_step_score
 from sweet_agent.training_setup import resolve_precision
 
 
@@ -25,7 +26,11 @@ class ActorConfig(DPOConfig):
     temperature: float = field(default=1.0, metadata={"help": "sampling temperature of candidates"})
     top_p: float = field(default=1.0, metadata={"help": "nucleus sampling of candidates"})
     sampling_batch_size: int | None = field(default=None, metadata={"help": "candidates per generate call (default: all of a turn's in one call)"})
-    # How the critic scores candidates (normalisation, privileged info) is read from the critic's
+    step_score: str = field(default="critic-ref", metadata={
+        "help": "what a candidate's critic log-probability is compared with: critic-ref (ours: the critic's "
+                "reference model on the same privileged sequence) or release (the paper release's: the sampling "
+                "policy's token-mean log-probability on its own prompt, without the privileged info)"})
+    # How the critic reads a candidate (normalisation, privileged info) is read from the critic's
     # sweet_critic.json, and the system prompt from the data arguments: not settings of this stage.
     # DPOConfig defaults changed to the paper's.
     beta: float = 0.1
@@ -49,5 +54,6 @@ class ActorConfig(DPOConfig):
             raise ValueError(f"sampling_batch_size must be >= 1, got {self.sampling_batch_size}")
         if not 0 < self.turn_fraction <= 1:
             raise ValueError(f"turn_fraction must be in (0, 1], got {self.turn_fraction}")
+        check_step_score(self.step_score)
         resolve_precision(self)
         super().__post_init__()
