@@ -10,7 +10,11 @@ questions to the (offline) simulator reveal it; answering at once almost always 
 
 Each family renders, from the same hidden parameters, a vague first-person request (no digits,
 no hidden words), a short readable reference (named constants, so the offline simulator can
-say them) and ten test calls that each depend on the hidden detail.
+say them) and ten tests that each depend on the hidden detail. Where one call cannot depend on
+it (a yes/no answer far from a threshold is the same for most thresholds; an ordinary division
+does not involve the value for a zero divisor), a test is a tuple of calls that includes the
+decisive case, so a guessed detail fails most tests instead of earning partial credit
+(``tests/learning/test_collab_tasks.py`` grades plausible guesses of every family).
 
 Splits are disjoint by construction, like the general generator: a draw's *structural key*
 (family, variant, hidden parameters; not the wording) is hashed and the hash decides which
@@ -31,7 +35,7 @@ from typing import Any
 from colbench_gym.tasks.records import BackendTask
 
 #: Bumped whenever a change alters any generated task (recorded in each record).
-COLLAB_GENERATOR_VERSION = 1
+COLLAB_GENERATOR_VERSION = 2
 SPLITS = ("train", "test")
 #: One structural key in ``TEST_SHARE`` belongs to the test split.
 TEST_SHARE = 4
@@ -76,7 +80,9 @@ class _Draft:
     fn: str
     description: str
     lines: list[str]
-    calls: list[tuple]
+    #: one test each: a tuple of arguments is one call ``fn(*args)``; a list of such tuples is
+    #: one test whose result is the tuple of those calls' results (all must match)
+    calls: list[tuple | list[tuple]]
     hidden: dict[str, Any]
     hidden_strings: list[str] = field(default_factory=list)
 
@@ -174,8 +180,13 @@ def _threshold(rng: random.Random) -> _Draft:
     limit = rng.randint(lo, hi)
     op = rng.choice([">=", ">"])
     lines = [f"def {fn}({arg}):", f"    {const} = {limit!r}", f"    return {arg} {op} {const}"]
-    offsets = [0, 1, -1, 2, -2, 3, -3, 5, -5, 8]
-    calls = [(limit + d,) for d in offsets]
+    # A yes/no answer is the same for most thresholds away from the limit, so single calls give
+    # a guessed limit about half the tests. Every test here spans the limit (limit - 1 and
+    # limit + 1: only a limit within one of the person's passes it), six of them also call the
+    # limit itself (which decides "at least" against "more than"), plus one other value each.
+    others = rng.sample([x for x in range(max(0, lo - 10), hi + 11) if abs(x - limit) > 1], 10)
+    calls = [[(x,), (limit - 1,), (limit,), (limit + 1,)] if i < 6 else [(x,), (limit - 1,), (limit + 1,)]
+             for i, x in enumerate(others)]
     return _Draft(op, fn, _describe(rng, fn, [arg], context, goal), lines, calls, {"limit": limit, "op": op})
 
 
@@ -230,6 +241,14 @@ def _date_format(rng: random.Random) -> _Draft:
                   {"order": order, "sep": sep})
 
 
+def _rounding_apart(x: int, y: int) -> bool:
+    """Whether ``x / y`` rounded to one, two and three decimals gives three different numbers
+    (so a wrong number of decimals fails the call)."""
+    q = x / y
+    r = [round(q, d) for d in (1, 2, 3)]
+    return all(abs(a - b) > 1e-6 * max(1.0, abs(q)) for i, a in enumerate(r) for b in r[i + 1:])
+
+
 def _zero_rule(rng: random.Random) -> _Draft:
     fn, a, b, context, goal = rng.choice([
         ("average_price", "total", "count", "I work out average prices from sales totals", "returns total divided by count"),
@@ -239,7 +258,17 @@ def _zero_rule(rng: random.Random) -> _Draft:
     value = rng.choice([-1, 0, None, "n/a", "undefined", "no data", -1.0])
     digits = rng.choice([1, 2, 3])
     lines = [f"def {fn}({a}, {b}):", f"    if {b} == 0:", f"        return {value!r}", f"    return round({a} / {b}, {digits})"]
-    calls = [(x, 0) for x in rng.sample(range(1, 500), 4)] + [(x, rng.randint(3, 9)) for x in rng.sample(range(1, 500), 6)]
+    # An ordinary division does not involve the value for zero: alone, such calls would give a
+    # guess with the right rounding most of the tests. So four tests call the zero case only and
+    # six pair a zero case with a division whose rounding to one, two or three decimals differs.
+    zeros = rng.sample(range(1, 500), 10)
+    divisions: list[tuple] = []
+    while len(divisions) < 6:
+        pair = (rng.randint(1, 499), rng.randint(3, 9))
+        if _rounding_apart(*pair) and pair not in divisions:
+            divisions.append(pair)
+    calls: list[tuple | list[tuple]] = [(x, 0) for x in zeros[:4]]
+    calls += [[(x, 0), pair] for x, pair in zip(zeros[4:], divisions)]
     return _Draft("zero", fn, _describe(rng, fn, [a, b], context, goal + f" (when {b} is zero I have my own answer)"),
                   lines, calls, {"value": value, "digits": digits})
 
@@ -257,10 +286,14 @@ FAMILIES: dict[str, Callable[[random.Random], _Draft]] = {
 }
 
 
-def _dedupe_calls(fn: str, calls: list[tuple]) -> tuple[str, ...]:
+def _call_text(fn: str, args: tuple) -> str:
+    return f"{fn}({', '.join(repr(a) for a in args)})"
+
+
+def _dedupe_calls(fn: str, calls: list[tuple | list[tuple]]) -> tuple[str, ...]:
     out: list[str] = []
-    for args in calls:
-        text = f"{fn}({', '.join(repr(a) for a in args)})"
+    for test in calls:
+        text = _call_text(fn, test) if isinstance(test, tuple) else f"({', '.join(_call_text(fn, a) for a in test)})"
         if text not in out:
             out.append(text)
     return tuple(out)

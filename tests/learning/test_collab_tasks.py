@@ -10,7 +10,7 @@ import pytest
 
 import colbench_gym  # noqa: F401 - registers the environments
 from colbench_gym.simulators.offline_backend import OfflineBackendSimulator
-from colbench_gym.tasks.collab_generator import FAMILIES, generate_collab_spec, generate_collab_task
+from colbench_gym.tasks.collab_generator import _UNITS, FAMILIES, generate_collab_spec, generate_collab_task
 from colbench_gym.tasks.sources import resolve_task_source
 
 N = 120
@@ -87,20 +87,101 @@ def test_offline_simulator_answers_the_natural_question_with_the_decisive_detail
     assert set(seen) == set(FAMILIES)
 
 
-def test_answering_without_the_detail_fails():
-    """A plausible guess (the structure right, the person's detail not) passes few tests."""
+def _swap(s, old: str, new: str) -> str | None:
+    """The reference with one hidden piece replaced; None when the guess is the hidden piece."""
+    if old == new:
+        return None
+    assert s.source.count(old) == 1, (old, s.source)
+    return s.source.replace(old, new)
+
+
+def _from_scratch(s, body: str) -> str:
+    params = s.source.split("(", 1)[1].split(")", 1)[0]
+    return f"def {s.function_name}({params}):\n    return {body}\n"
+
+
+_TYPICAL_LIMITS = {"can_join": (16, 18, 21), "passes_exam": (50, 60, 70), "needs_freight": (10, 20, 30),
+                   "is_fever": (375, 380, 385)}
+_UNIT_FACTORS = {f for units in _UNITS.values() for _, f in units}
+_TEMPLATES = ("Hello, {}!", "Welcome, {}!", "Hi {}!")
+_DATES = {("ymd", "-"): "f'{year}-{month:02d}-{day:02d}'", ("dmy", "/"): "f'{day:02d}/{month:02d}/{year}'",
+          ("mdy", "/"): "f'{month:02d}/{day:02d}/{year}'"}
+
+#: Per family, answers a model could write *without* the person's detail: the reference with the
+#: hidden constant(s) replaced by a default or an alternative, or a common format from scratch.
+#: Each returns the answer's source, or None when that guess happens to be the hidden detail.
+PLAUSIBLE_GUESSES = {
+    "surcharge": [lambda s, g=g: _swap(s, f"= {s.hidden['rate']!r}\n", f"= {g!r}\n") for g in (0.05, 0.1, 0.2)],
+    "per_unit_fee": [
+        lambda s: _swap(s, f"base_fee = {s.hidden['base']!r}", "base_fee = 0.0"),
+        lambda s: _swap(s, f"base_fee = {s.hidden['base']!r}", "base_fee = 5.0"),
+        lambda s: _swap(s, f"= {s.hidden['rate']!r}\n", "= 1.0\n"),
+        lambda s: _swap(s, f"= {s.hidden['rate']!r}\n", "= 2.5\n"),
+    ],
+    "unit_convert": [lambda s, g=g: _swap(s, f"= {s.hidden['factor']!r}\n", f"= {g!r}\n")
+                     for g in sorted(_UNIT_FACTORS | {1.0})],
+    "threshold": [lambda s, k=k: _swap(s, f"= {s.hidden['limit']!r}\n", f"= {_TYPICAL_LIMITS[s.function_name][k]}\n")
+                  for k in range(3)],
+    "message": [lambda s, t=t: None if t == s.hidden["template"] else _from_scratch(s, "f" + repr(t.replace("{}", "{name}")))
+                for t in _TEMPLATES],
+    "code_format": [
+        lambda s: _swap(s, repr(s.hidden["prefix"] + s.hidden["sep"])[1:-1], "ID" + s.hidden["sep"]),
+        lambda s: _swap(s, repr(s.hidden["prefix"] + s.hidden["sep"])[1:-1], s.hidden["prefix"] + "-"),
+        lambda s: _swap(s, f":0{s.hidden['width']}d", ":05d"),
+    ],
+    "date_format": [lambda s, k=k: None if k == (s.hidden["order"], s.hidden["sep"]) else _from_scratch(s, _DATES[k])
+                    for k in _DATES],
+    "zero_rule": [
+        lambda s: _swap(s, f"return {s.hidden['value']!r}\n", "return 0\n"),
+        lambda s: _swap(s, f"return {s.hidden['value']!r}\n", "return None\n"),
+        lambda s: None if (s.hidden["value"], s.hidden["digits"]) == (0, 2) else
+        s.source.replace(f"return {s.hidden['value']!r}\n", "return 0\n").replace(f", {s.hidden['digits']})", ", 2)"),
+    ],
+}
+
+
+def _grade(code: str, spec) -> float:
     from colbench_gym.grading import get_default_grader  # noqa: PLC0415
 
-    guesses = {
-        "surcharge": lambda s: s.source.replace(repr(s.hidden["rate"]), "0.1"),
-        "threshold": lambda s: s.source.replace(f"= {s.hidden['limit']!r}", "= 50"),
-        "message": lambda s: f"def {s.function_name}(name):\n    return 'Hello, ' + name + '!'\n",
-        "date_format": lambda s: f"def {s.function_name}(year, month, day):\n    return f'{{year}}-{{month:02d}}-{{day:02d}}'\n",
-    }
-    scores = []
-    for s in specs("test", 60):
-        if s.family in guesses and s.hidden.get("rate") != 0.1 and s.hidden.get("template") != "Hello, {}!":
-            result = get_default_grader().grade(guesses[s.family](s), s.to_task())
-            scores.append(result.passed / result.total)
-    assert len(scores) >= 10
-    assert sum(scores) / len(scores) < 0.35, scores
+    result = get_default_grader().grade(code, spec.to_task())
+    assert result.total == 10, result
+    return result.passed / result.total
+
+
+def test_every_family_fails_a_plausible_guess_and_passes_the_reference():
+    """Guessing the person's detail fails most tests in every family (no partial credit for a
+    guess: the threshold family's yes/no tests once gave any guessed limit about half of them),
+    while the reference passes all of them. Graded by the real sandboxed grader."""
+    assert set(PLAUSIBLE_GUESSES) == set(FAMILIES)
+    scores: dict[str, list[float]] = {f: [] for f in FAMILIES}
+    for s in specs("train", 60) + specs("test", 60):
+        assert _grade(s.source, s) == 1.0, s
+        for guess in PLAUSIBLE_GUESSES[s.family]:
+            code = guess(s)
+            if code is not None:
+                scores[s.family].append(_grade(code, s))
+    for family, got in scores.items():
+        assert len(got) >= 10, (family, len(got))
+        assert sum(got) / len(got) <= 0.30, (family, got)
+        assert max(got) < 0.5, (family, got)  # not even a lucky near miss passes most tests
+
+
+def test_knowing_half_of_a_two_part_detail_passes_less_than_half():
+    """The threshold's "at least" vs "more than" and the zero rule's rounding are part of the
+    detail: right limit with the wrong comparison, or right zero value with the wrong rounding
+    (and the converse), pass at most four tests in ten."""
+    flip = {">=": ">", ">": ">="}
+    checked = {"threshold": 0, "zero_rule": 0}
+    for s in specs("train", 60) + specs("test", 60):
+        if s.family == "threshold":
+            answers = [_swap(s, f" {s.hidden['op']} ", f" {flip[s.hidden['op']]} ")]
+        elif s.family == "zero_rule":
+            other = 1 + s.hidden["digits"] % 3
+            answers = [_swap(s, f", {s.hidden['digits']})", f", {other})"),
+                       _swap(s, f"return {s.hidden['value']!r}\n", "return 'error'\n")]
+        else:
+            continue
+        for code in answers:
+            assert _grade(code, s) <= 0.4, (s.family, s.hidden, code)
+            checked[s.family] += 1
+    assert min(checked.values()) >= 10, checked
