@@ -106,28 +106,36 @@ def _candidate_batch(tokenizer, messages_before: Messages, candidates: Sequence[
 
 
 @torch.no_grad()
-def candidate_logprobs(model, tokenizer, messages_before: Messages, candidates: Sequence[str],
-                       privileged_info: str | None = None, normalize: str = "turn",
-                       batch_size: int = 16) -> list[float]:
-    """Each candidate's token-mean log-probability (``normalize="none"``: the sum) as the next
-    agent turn under ``model``, reading ``messages_before`` (with ``privileged_info`` when given).
-    One batched forward per ``batch_size`` candidates."""
+def _per_candidate(model, tokenizer, messages_before: Messages, candidates: Sequence[str],
+                   privileged_info: str | None, batch_size: int, value) -> list[float]:
+    """``value(input_ids, attention_mask, turn_ids) -> [B]`` over batches of ``batch_size``
+    candidates, with ``model`` in eval mode meanwhile."""
     device = next(model.parameters()).device
     out: list[float] = []
     was_training = model.training
     model.eval()
     try:
         for start in range(0, len(candidates), batch_size):
-            ids, attn, turn_ids = _candidate_batch(tokenizer, messages_before, candidates[start:start + batch_size],
-                                                   privileged_info, device)
-            vals, _ = aggregate_turns(token_logprobs(model, ids, attn, turn_ids > 0), turn_ids, 1, normalize)
-            out += [float(v) for v in vals[:, 0]]
+            batch = _candidate_batch(tokenizer, messages_before, candidates[start:start + batch_size],
+                                     privileged_info, device)
+            out += [float(v) for v in value(*batch)]
     finally:
         model.train(was_training)
     return out
 
 
-@torch.no_grad()
+def candidate_logprobs(model, tokenizer, messages_before: Messages, candidates: Sequence[str],
+                       privileged_info: str | None = None, normalize: str = "turn",
+                       batch_size: int = 16) -> list[float]:
+    """Each candidate's token-mean log-probability (``normalize="none"``: the sum) as the next
+    agent turn under ``model``, reading ``messages_before`` (with ``privileged_info`` when given).
+    One batched forward per ``batch_size`` candidates."""
+    def value(ids, attn, turn_ids):
+        return aggregate_turns(token_logprobs(model, ids, attn, turn_ids > 0), turn_ids, 1, normalize)[0][:, 0]
+
+    return _per_candidate(model, tokenizer, messages_before, candidates, privileged_info, batch_size, value)
+
+
 def score_candidates(critic, critic_ref, tokenizer, messages_before: Messages, candidates: Sequence[str],
                      privileged_info: str | None = None, normalize: str = "turn",
                      batch_size: int = 16, step_score: str = "critic-ref", policy=None,
@@ -154,24 +162,14 @@ def score_candidates(critic, critic_ref, tokenizer, messages_before: Messages, c
         sampling = candidate_logprobs(policy, policy_tokenizer or tokenizer, messages_before, candidates, None,
                                       normalize, batch_size)
         return [c - p for c, p in zip(privileged, sampling)]
-    device = next(critic.parameters()).device
-    scores: list[float] = []
-    was_training = critic.training
-    critic.eval()
-    try:
-        for start in range(0, len(candidates), batch_size):
-            input_ids, attn, turn_ids = _candidate_batch(tokenizer, messages_before, candidates[start:start + batch_size],
-                                                         privileged_info, device)
-            if isinstance(critic, RegressionCritic):
-                vals = critic(input_ids=input_ids, attention_mask=attn, turn_ids=turn_ids, num_turns=1)[:, 0]
-            else:
-                lr = token_logratios(critic, critic_ref, input_ids, attn, turn_ids > 0)
-                vals, _ = aggregate_turns(lr, turn_ids, 1, normalize)
-                vals = vals[:, 0]
-            scores += [float(v) for v in vals]
-    finally:
-        critic.train(was_training)
-    return scores
+
+    def value(ids, attn, turn_ids):
+        if isinstance(critic, RegressionCritic):
+            return critic(input_ids=ids, attention_mask=attn, turn_ids=turn_ids, num_turns=1)[:, 0]
+        lr = token_logratios(critic, critic_ref, ids, attn, turn_ids > 0)
+        return aggregate_turns(lr, turn_ids, 1, normalize)[0][:, 0]
+
+    return _per_candidate(critic, tokenizer, messages_before, candidates, privileged_info, batch_size, value)
 
 
 def select_pairs(candidates: Sequence[str], scores: Sequence[float], pairs_per_turn: int = 1,
