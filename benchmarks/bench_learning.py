@@ -64,6 +64,9 @@ PROFILES: dict[str, dict[str, Any]] = {
         sweet_steps=8,
         # RFT at a LoRA learning rate 5x higher: at 1e-4 the model answered better but never asked greedily
         rft_hi_lr=5e-4,
+        # half of a first turn's step-pair candidates start with a question opener: the target policy
+        # never asks, and with its own samples only none of 18 candidates was a question (last run)
+        explore_candidates=0.5,
     ),
     "quick": dict(  # noqa: C408
         model="default", train_tasks="collab:train", train_episodes=4, k=2, explore_rate=0.5, explore_turns=1,
@@ -71,6 +74,7 @@ PROFILES: dict[str, dict[str, Any]] = {
         embedded_tasks="embedded:test", embedded_episodes=2, max_turns=2, max_new_tokens=96,
         max_steps=2, max_length=768, actor_lr=5e-5, critic_lr=1e-4, num_candidates=2, turn_fraction=0.5,
         candidate_tokens=48, best_of=2, concurrency=4, seed=0, critic_steps=2, mtdpo_steps=2, rft_hi_lr=5e-4, sweet_steps=2,
+        explore_candidates=0.5,
     ),
 }
 
@@ -153,7 +157,8 @@ def build_stages(s: dict[str, Any], run: Path) -> dict[str, Stage]:
         "train-actor", "--config", "cpu", "--only_pairs", "--data", data, "--critic", models / "critic",
         "--pairs_out", part, "--output_dir", run / "models" / "sweet.pairs-scratch",
         "--num_candidates", s["num_candidates"], "--turn_fraction", s["turn_fraction"],
-        "--max_new_tokens", s["candidate_tokens"], "--seed", s["seed"]), tmp=part, priority=65)
+        "--max_new_tokens", s["candidate_tokens"], "--seed", s["seed"],
+        "--explore_candidates", s["explore_candidates"], "--explore_turns", s["explore_turns"]), tmp=part, priority=65)
     train("train-sweet", "train-actor", models / "sweet", ("step-pairs",), 64, "--pairs_in", pairs,
           "--learning_rate", s["actor_lr"], steps=s.get("sweet_steps"))
     train("train-critic-noref", "train-critic", models / "critic-noref", ("collect",), 20, "--data", data,

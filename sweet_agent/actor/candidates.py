@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import random
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import torch
@@ -24,6 +24,7 @@ from sweet_agent.critic.advantages import (
     token_logratios,
     with_privileged,
 )
+from sweet_agent.policies.exploration import ExplorationConfig
 
 
 @dataclass
@@ -38,10 +39,24 @@ class TurnCandidates:
 @torch.no_grad()
 def sample_candidates(model, tokenizer, conversation: Messages, n: int, max_new_tokens: int = 256,
                       temperature: float = 1.0, top_p: float = 1.0, batch_size: int | None = None,
-                      seed: int | None = None, return_truncated: bool = False) -> list[str] | tuple[list[str], int]:
+                      seed: int | None = None, return_truncated: bool = False, questions: int = 0,
+                      exploration: ExplorationConfig | None = None) -> list[str] | tuple[list[str], int]:
     """``n`` sampled next agent turns from ``model`` (the current policy), in ``ceil(n / batch_size)``
     ``generate`` calls (one by default). With ``return_truncated``, also how many were cut by
-    ``max_new_tokens`` (no end-of-turn token within the cap)."""
+    ``max_new_tokens`` (no end-of-turn token within the cap).
+
+    ``questions`` (default 0: off) of the ``n`` — the last ones — are instead started with a
+    question opener that the model completes, exactly as the exploring behaviour policy of the
+    rollouts does (:class:`~sweet_agent.policies.exploration.ExploringPolicy` with ``exploration``,
+    default :class:`ExplorationConfig`; the turn stops at the first ``?``). WHY: a small policy
+    never asks on its own, so without them the critic only ever ranks answers against answers and
+    step-level DPO cannot teach asking. The opener is part of the candidate's text, so a chosen
+    asking candidate trains the whole question."""
+    if not 0 <= questions <= n:
+        raise ValueError(f"questions must be in [0, n={n}], got {questions}")
+    asked = _question_candidates(model, tokenizer, conversation, questions, max_new_tokens, temperature, top_p,
+                                 seed, exploration) if questions else []
+    n -= questions
     if seed is not None:
         torch.manual_seed(seed)
     prompt = tokenizer.apply_chat_template(conversation, tokenize=False, add_generation_prompt=True)
@@ -63,8 +78,47 @@ def sample_candidates(model, tokenizer, conversation: Messages, n: int, max_new_
             texts += tokenizer.batch_decode(new, skip_special_tokens=True)
     finally:
         model.train(was_training)
-    texts = [t.strip() for t in texts]
+    texts = [t.strip() for t in texts] + asked
     return (texts, truncated) if return_truncated else texts
+
+
+def _question_candidates(model, tokenizer, conversation: Messages, n: int, max_new_tokens: int, temperature: float,
+                         top_p: float, seed: int | None, exploration: ExplorationConfig | None) -> list[str]:
+    """``n`` agent turns started with a question opener (seeded choice among the openers) and
+    completed by ``model``: the rollouts' :class:`ExploringPolicy` on this one conversation."""
+    from sweet_agent.policies.base import SamplingParams, derive_seed
+    from sweet_agent.policies.exploration import ExploringPolicy
+    from sweet_agent.policies.transformers_policy import TransformersPolicy
+
+    config = replace(exploration or ExplorationConfig(), rate=1.0)  # every one of these n asks
+    if seed is None:
+        seed = random.getrandbits(62)
+    seeds = [derive_seed(seed, "question-candidate", j) for j in range(n)]
+    if any(config.opener_for(conversation, s) is None for s in seeds):
+        raise ValueError(f"question candidates asked for agent turn {_agent_turn(conversation) + 1}, but exploration "
+                         f"covers only the first {config.turns} agent turn(s)")
+    side, was_training = tokenizer.padding_side, model.training
+    model.eval()
+    try:
+        policy = ExploringPolicy(TransformersPolicy(model, tokenizer, max_batch_size=max(1, n)), config)
+        gens = policy.generate([conversation] * n, SamplingParams(max_new_tokens=max_new_tokens, temperature=temperature,
+                                                                  top_p=top_p, top_k=0), seeds)
+    finally:
+        tokenizer.padding_side = side  # the policy pads on the left; the trainer may not
+        model.train(was_training)
+    return [g.text.strip() for g in gens]
+
+
+def _agent_turn(messages: Messages) -> int:
+    return sum(1 for m in messages if m.get("role") == "assistant")
+
+
+def question_count(n: int, fraction: float) -> int:
+    """How many of a turn's ``n`` candidates start with a question opener for ``fraction`` (at
+    least one when ``fraction > 0``, so a small ``n`` still gets a question)."""
+    if not 0 <= fraction <= 1:
+        raise ValueError(f"explore_candidates must be in [0, 1], got {fraction}")
+    return 0 if fraction == 0 else min(n, max(1, round(fraction * n)))
 
 
 #: How a candidate turn is scored (``ActorConfig.step_score``, ``--step_score``):
@@ -194,7 +248,7 @@ def build_step_pairs(records: Sequence[dict[str, Any]], policy, policy_tokenizer
                      turn_fraction: float = 1.0, max_new_tokens: int = 256, temperature: float = 1.0,
                      top_p: float = 1.0, sampling_batch_size: int | None = None, system_prompt: str | None = None,
                      normalize: str = "turn", use_privileged_info: bool = True, step_score: str = "critic-ref",
-                     seed: int = 0,
+                     seed: int = 0, explore_candidates: float = 0.0, explore_turns: int = 1,
                      progress: bool = False, stats: dict[str, int] | None = None) -> list[dict[str, Any]]:
     """DPO rows ``{"prompt", "chosen", "rejected", "chosen_score", "rejected_score"}`` (conversational
     format TRL's DPOTrainer reads) from the agent turns of offline trajectories.
@@ -204,9 +258,15 @@ def build_step_pairs(records: Sequence[dict[str, Any]], policy, policy_tokenizer
     the privileged info — the view it was trained on. ``step_score`` picks what the critic's
     log-probability is compared with (:data:`STEP_SCORES`: its reference model, or the release's
     sampling ``policy`` on the prompt without privileged info). ``stats`` (when given) receives counts:
-    ``turns``, ``candidates``, ``truncated_candidates`` (cut by ``max_new_tokens``) and
-    ``turns_without_pair`` (all candidates identical)."""
+    ``turns``, ``candidates``, ``truncated_candidates`` (cut by ``max_new_tokens``),
+    ``turns_without_pair`` (all candidates identical) and ``question_candidates``.
+
+    ``explore_candidates`` (a fraction, default 0 = off) of the candidates of each of the first
+    ``explore_turns`` agent turns start with a question opener (:func:`sample_candidates`'s
+    ``questions``), so the critic can prefer asking and a chosen question teaches it."""
     check_step_score(step_score)  # before any sampling: a typo costs no compute
+    n_questions = question_count(num_candidates, explore_candidates)
+    exploration = ExplorationConfig(rate=1.0, turns=explore_turns)
     rng = random.Random(seed)
     turns = [(ri, ti, before, prompt) for ri, rec in enumerate(records)
              for ti, before, _, prompt in R.iter_agent_turns(rec, system_prompt)]
@@ -219,12 +279,16 @@ def build_step_pairs(records: Sequence[dict[str, Any]], policy, policy_tokenizer
 
         iterator = tqdm(turns, desc="step pairs")
     rows = []
-    counts = {"turns": len(turns), "candidates": 0, "truncated_candidates": 0, "turns_without_pair": 0}
+    counts = {"turns": len(turns), "candidates": 0, "truncated_candidates": 0, "turns_without_pair": 0,
+              "question_candidates": 0}
     for k, (ri, ti, _before, conv) in enumerate(iterator):
         rec = records[ri]
+        questions = n_questions if _agent_turn(conv) < explore_turns else 0
         cands, cut = sample_candidates(policy, policy_tokenizer, conv, num_candidates, max_new_tokens, temperature,
-                                       top_p, sampling_batch_size, seed=seed + k, return_truncated=True)
+                                       top_p, sampling_batch_size, seed=seed + k, return_truncated=True,
+                                       questions=questions, exploration=exploration)
         counts["candidates"] += len(cands)
+        counts["question_candidates"] += questions
         counts["truncated_candidates"] += cut
         priv = R.privileged_info(rec) if use_privileged_info else None
         scores = score_candidates(critic, critic_ref, critic_tokenizer, conv, cands, priv, normalize,

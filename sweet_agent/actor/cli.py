@@ -97,12 +97,16 @@ def build_pairs(data_args: StepPairArguments, cfg, policy, tok, dtype: str | Non
                             sampling_batch_size=cfg.sampling_batch_size,
                             system_prompt=data_args.system_prompt or meta.get("system_prompt"),
                             normalize=meta["normalize"], use_privileged_info=meta["use_privileged_info"],
-                            step_score=cfg.step_score, seed=cfg.seed, progress=True, stats=stats)
+                            step_score=cfg.step_score, seed=cfg.seed, explore_candidates=cfg.explore_candidates,
+                            explore_turns=cfg.explore_turns, progress=True, stats=stats)
     del critic, critic_ref
     out = data_args.pairs_out or f"{cfg.output_dir}/step_pairs.jsonl"
     write_jsonl(out, rows)
     print(f"[train-actor] {len(rows)} step pairs from {stats.get('turns', 0)} agent turns of {len(records)} "
           f"trajectories (step score: {cfg.step_score}) -> {out}")
+    if stats.get("question_candidates"):
+        print(f"[train-actor] {stats['question_candidates']} of {stats['candidates']} candidates started with a "
+              f"question opener (--explore_candidates {cfg.explore_candidates:g}, first {cfg.explore_turns} turn(s))")
     if stats.get("truncated_candidates"):
         print(f"[train-actor] warning: {stats['truncated_candidates']} of {stats['candidates']} candidates were cut "
               f"at --max_new_tokens {cfg.max_new_tokens} (no end of turn); raise it to score whole actions")

@@ -26,6 +26,11 @@ class ActorConfig(DPOConfig):
     temperature: float = field(default=1.0, metadata={"help": "sampling temperature of candidates"})
     top_p: float = field(default=1.0, metadata={"help": "nucleus sampling of candidates"})
     sampling_batch_size: int | None = field(default=None, metadata={"help": "candidates per generate call (default: all of a turn's in one call)"})
+    explore_candidates: float = field(default=0.0, metadata={
+        "help": "fraction of a turn's num_candidates started with a question opener that the policy completes "
+                "(at least one when > 0; 0 = off, the paper's): a policy that never asks gives the critic no "
+                "question to prefer, so step-level DPO cannot teach asking (docs/training.md)"})
+    explore_turns: int = field(default=1, metadata={"help": "question candidates only at the first N agent turns"})
     step_score: str = field(default="critic-ref", metadata={
         "help": "what a candidate's critic log-probability is compared with: critic-ref (ours: the critic's "
                 "reference model on the same privileged sequence) or release (the paper release's: the sampling "
@@ -54,6 +59,10 @@ class ActorConfig(DPOConfig):
             raise ValueError(f"sampling_batch_size must be >= 1, got {self.sampling_batch_size}")
         if not 0 < self.turn_fraction <= 1:
             raise ValueError(f"turn_fraction must be in (0, 1], got {self.turn_fraction}")
+        if not 0 <= self.explore_candidates <= 1:
+            raise ValueError(f"explore_candidates must be in [0, 1], got {self.explore_candidates}")
+        if self.explore_turns < 1:
+            raise ValueError(f"explore_turns must be >= 1, got {self.explore_turns}")
         check_step_score(self.step_score)
         resolve_precision(self)
         super().__post_init__()

@@ -1,0 +1,121 @@
+"""Question candidates in SWEET's step pairs (``ActorConfig.explore_candidates``): a policy that
+never asks gives the critic no question to prefer, so a share of a turn's candidates is started
+with the exploration openers of :mod:`sweet_agent.policies.exploration` and completed by the
+policy. Real tiny model and critic; no mocks."""
+
+from __future__ import annotations
+
+import pytest
+
+from sweet_agent.actor.candidates import build_step_pairs, question_count, sample_candidates
+from sweet_agent.actor.config import ActorConfig
+from sweet_agent.policies.exploration import DEFAULT_OPENERS, ExplorationConfig
+
+CONV = [{"role": "user", "content": "Write f(x)."}]
+
+
+def starts_with_opener(text: str) -> bool:
+    return any(text.startswith(o.strip()) for o in DEFAULT_OPENERS)
+
+
+def test_questions_are_the_last_candidates_and_start_with_an_opener(tiny_model, tiny_tokenizer):
+    out, cut = sample_candidates(tiny_model, tiny_tokenizer, CONV, n=5, max_new_tokens=8, seed=3, questions=3,
+                                 return_truncated=True)
+    assert len(out) == 5
+    assert not any(starts_with_opener(t) for t in out[:2])  # the policy's own samples
+    assert all(starts_with_opener(t) and t.endswith("?") for t in out[2:])  # completed questions
+    assert len({t for t in out[2:]}) > 1  # sampled per candidate, not one copy
+    assert 0 <= cut <= 2  # the cap count covers the policy's own samples
+    # seeded: the same call gives the same candidates; the tokenizer's padding side is restored
+    tiny_tokenizer.padding_side = "right"
+    again = sample_candidates(tiny_model, tiny_tokenizer, CONV, n=5, max_new_tokens=8, seed=3, questions=3)
+    assert again == out and tiny_tokenizer.padding_side == "right"
+    only = sample_candidates(tiny_model, tiny_tokenizer, CONV, n=2, max_new_tokens=8, seed=3, questions=2)
+    assert len(only) == 2 and all(starts_with_opener(t) for t in only)
+
+
+def test_off_is_unchanged(tiny_model, tiny_tokenizer):
+    plain = sample_candidates(tiny_model, tiny_tokenizer, CONV, n=4, max_new_tokens=6, seed=1)
+    off = sample_candidates(tiny_model, tiny_tokenizer, CONV, n=4, max_new_tokens=6, seed=1, questions=0,
+                            exploration=ExplorationConfig())
+    assert off == plain and not any(starts_with_opener(t) for t in plain)
+
+
+def test_question_count():
+    assert question_count(16, 0.0) == 0
+    assert question_count(16, 0.25) == 4
+    assert question_count(2, 0.1) == 1  # at least one when on
+    assert question_count(4, 1.0) == 4
+    with pytest.raises(ValueError, match="explore_candidates"):
+        question_count(4, 1.5)
+
+
+def test_step_pairs_hold_question_candidates_only_when_on(tiny_model, tiny_ref_model, tiny_tokenizer, toy_records):
+    from tiny_model import build_tiny_model
+
+    policy = build_tiny_model(tiny_tokenizer, seed=2)
+    recs = toy_records[:3]  # two agent turns each
+    kw = dict(num_candidates=2, pairs_per_turn=1, turn_fraction=1.0, max_new_tokens=6, seed=0)
+
+    default_stats: dict[str, int] = {}
+    default = build_step_pairs(recs, policy, tiny_tokenizer, tiny_model, tiny_ref_model, tiny_tokenizer,
+                               stats=default_stats, **kw)
+    off_stats: dict[str, int] = {}
+    off = build_step_pairs(recs, policy, tiny_tokenizer, tiny_model, tiny_ref_model, tiny_tokenizer,
+                           explore_candidates=0.0, stats=off_stats, **kw)
+    assert off == default and off_stats == default_stats and off_stats["question_candidates"] == 0
+    texts = [r[k][0]["content"] for r in off for k in ("chosen", "rejected")]
+    assert texts and not any(starts_with_opener(t) for t in texts)
+
+    stats: dict[str, int] = {}
+    rows = build_step_pairs(recs, policy, tiny_tokenizer, tiny_model, tiny_ref_model, tiny_tokenizer,
+                            explore_candidates=0.5, explore_turns=1, stats=stats, **kw)
+    assert stats["turns"] == 6 and stats["candidates"] == 12
+    assert stats["question_candidates"] == 3  # one of two candidates at each first agent turn
+    def agent_turn(row):  # agent turns before this one in the policy's prompt
+        return sum(m["role"] == "assistant" for m in row["prompt"])
+
+    first = [r for r in rows if agent_turn(r) == 0]
+    later = [r for r in rows if agent_turn(r) > 0]
+    assert len(first) == 3 and later
+    for r in first:  # a question against the policy's own answer, whichever the critic preferred
+        pair = [r["chosen"][0]["content"], r["rejected"][0]["content"]]
+        assert sum(starts_with_opener(t) for t in pair) == 1, pair
+    for r in later:  # only the first agent turn explores
+        assert not any(starts_with_opener(r[k][0]["content"]) for k in ("chosen", "rejected"))
+
+
+def test_config_field_flag_and_presets():
+    from sweet_agent.actor.cli import parse_args
+
+    assert ActorConfig(output_dir="/tmp/x", bf16=False).explore_candidates == 0.0
+    args = parse_args(["--output_dir", "o", "--explore_candidates", "0.5", "--explore_turns", "2"])
+    assert args.training.explore_candidates == 0.5 and args.training.explore_turns == 2
+    assert parse_args(["--config", "paper", "--output_dir", "o"]).training.explore_candidates == 0.0
+    with pytest.raises(ValueError, match="explore_candidates"):
+        ActorConfig(output_dir="/tmp/x", bf16=False, explore_candidates=2.0)
+    with pytest.raises(ValueError, match="explore_turns"):
+        ActorConfig(output_dir="/tmp/x", bf16=False, explore_turns=0)
+
+
+def test_train_actor_flag_puts_questions_into_the_written_pairs(tmp_path, toy_records, tiny_model_dir, capsys):
+    import json
+
+    from sweet_agent.cli import main
+
+    data = tmp_path / "trajs.jsonl"
+    data.write_text("".join(json.dumps(r) + "\n" for r in toy_records))
+    common = ["--max_steps", "1", "--per_device_train_batch_size", "2", "--max_length", "256", "--report_to", "none"]
+    assert main(["train-critic", "--data", str(data), "--model_name_or_path", str(tiny_model_dir),
+                 "--output_dir", str(tmp_path / "critic"), *common]) == 0
+    pairs = tmp_path / "pairs.jsonl"
+    assert main(["train-actor", "--data", str(data), "--critic", str(tmp_path / "critic"),
+                 "--model_name_or_path", str(tiny_model_dir), "--output_dir", str(tmp_path / "actor"),
+                 "--num_candidates", "2", "--turn_fraction", "0.5", "--max_new_tokens", "6",
+                 "--explore_candidates", "0.5", "--pairs_out", str(pairs), "--only_pairs", *common]) == 0
+    out = capsys.readouterr().out
+    rows = [json.loads(x) for x in pairs.read_text().splitlines()]
+    first_turns = sum(not any(m["role"] == "assistant" for m in r["prompt"]) for r in rows)
+    assert first_turns >= 1
+    assert f"{first_turns} of " in out and "candidates started with a question opener (--explore_candidates 0.5" in out
+    assert sum(starts_with_opener(r[k][0]["content"]) for r in rows for k in ("chosen", "rejected")) == first_turns
