@@ -46,12 +46,19 @@ class BestOfNPolicy(Policy):
 
     @classmethod
     def from_dir(cls, base: Policy, critic_dir: str | Path, n: int, dtype: str = "float32") -> BestOfNPolicy:
-        from sweet_agent.critic.loading import load_critic, read_critic_meta
+        from sweet_agent.critic.loading import load_critic
 
-        meta = read_critic_meta(critic_dir)  # refuse a privileged critic before loading two models
-        if meta.get("use_privileged_info", True):
-            cls._refuse(critic_dir)
+        cls.check_dir(critic_dir)  # refuse a privileged critic before loading two models
         return cls(base, load_critic(critic_dir, dtype), n, critic_name=Path(critic_dir).name)
+
+    @classmethod
+    def check_dir(cls, critic_dir: str | Path) -> None:
+        """Raise :class:`PolicyError` unless ``critic_dir`` holds a critic trained without privileged
+        information (reads only its ``sweet_critic.json``: callers check before loading any model)."""
+        from sweet_agent.critic.loading import read_critic_meta
+
+        if read_critic_meta(critic_dir).get("use_privileged_info", True):
+            cls._refuse(critic_dir)
 
     @staticmethod
     def _refuse(critic_dir: str | Path) -> None:

@@ -8,7 +8,8 @@ from colbench_gym.cli import dispatch
 
 COMMANDS: list[tuple[tuple[str, ...], str, str]] = [
     (("rollout",), "sweet_agent.rollout.cli", "play episodes with a policy and write trajectories"),
-    (("evaluate",), "sweet_agent.evaluation", "print success, % tests passed, similarity, win rate"),
+    (("evaluate",), "sweet_agent.rollout.evaluate",
+     "print success, % tests passed, similarity, win rate (of files, or of best-of-N episodes it plays)"),
     (("fetch-model",), "sweet_agent.policies.default_model", "prepare the embedded default policy model offline"),
     (("train-critic",), "sweet_agent.critic.cli", "train SWEET-RL's privileged step-level critic"),
     (("train-actor",), "sweet_agent.actor.cli", "build step-level pairs with the critic and train the policy with DPO"),

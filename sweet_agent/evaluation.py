@@ -1,4 +1,5 @@
-"""``sweet-agent evaluate FILE``: the paper's metrics for trajectory files.
+"""``sweet-agent evaluate FILE``: the paper's metrics for trajectory files (the command itself,
+which can also play critic-guided best-of-N episodes first, is :mod:`sweet_agent.rollout.evaluate`).
 
 - backend: **success** (every hidden test passes) and **% tests passed** (mean fraction);
 - frontend: **similarity** (mean CLIP cosine similarity to the reference page) and **win rate**
@@ -50,6 +51,7 @@ class Summary:
     mismatches: list[str] = field(default_factory=list)
     ungraded: int = 0  # records without a stored reward (graded only with --regrade)
     failed: int = 0  # episodes recorded as failed (``error`` set: endpoint gave up); not in the metrics above
+    policies: list[str] = field(default_factory=list)  # who played (``meta.policy``), in file order
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -92,6 +94,7 @@ def summarize(records: list[Record], *, reference: list[Record] | None = None, r
     """The paper's metrics for one file's records."""
     s = Summary(episodes=len(records))
     s.failed = sum(bool(r.get("error")) for r in records)
+    s.policies = list(dict.fromkeys(str(p) for r in records if (p := (r.get("meta") or {}).get("policy"))))
     records = [r for r in records if not r.get("error")]  # failed episodes have no score: counted apart
     if not records:
         return s
@@ -135,6 +138,8 @@ def _pct(x: float | None) -> str:
 
 def format_summary(s: Summary, title: str = "") -> str:
     lines = [f"== {title}" if title else "==", f"episodes        {s.episodes} ({s.tasks} tasks, {s.kind})"]
+    if s.policies:
+        lines.append(f"policy          {', '.join(s.policies)}")
     if s.kind in ("backend", "mixed"):
         lines += [f"success         {_pct(s.success)}", f"tests passed    {_pct(s.tests_passed)}"]
     if s.kind in ("frontend", "mixed"):
@@ -159,8 +164,10 @@ def format_summary(s: Summary, title: str = "") -> str:
 
 
 # ---------------------------------------------------------------- `sweet-agent evaluate`
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("files", nargs="+", metavar="FILE", help="trajectory JSONL file(s)")
+def add_arguments(parser: argparse.ArgumentParser, files_required: bool = True) -> None:
+    """The report's options (``files_required=False``: the command that can play episodes first,
+    :mod:`sweet_agent.rollout.evaluate`)."""
+    parser.add_argument("files", nargs="+" if files_required else "*", metavar="FILE", help="trajectory JSONL file(s)")
     parser.add_argument("--reference", metavar="FILE", help="reference run for the win rate (e.g. a stronger model)")
     parser.add_argument("--regrade", action="store_true",
                         help="grade backend answers again in the sandbox instead of trusting stored rewards")

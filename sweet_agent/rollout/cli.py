@@ -41,7 +41,9 @@ def _positive_float(text: str) -> float:
     return value
 
 
-def add_arguments(parser: argparse.ArgumentParser) -> None:
+def add_arguments(parser: argparse.ArgumentParser, output_required: bool = True) -> None:
+    """The rollout's options; ``sweet-agent evaluate`` adds them too (``output_required=False``)
+    to play best-of-N episodes before reporting on them."""
     g = parser.add_argument_group("what to play")
     g.add_argument("--env", default="ColBench-Backend-v0", help="Gymnasium id (default: %(default)s)")
     g.add_argument("--tasks", default="embedded:test",
@@ -82,7 +84,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     g.add_argument("--critic", default=None, metavar="DIR", help="train-critic output directory for --best-of")
 
     g = parser.add_argument_group("execution and output")
-    g.add_argument("--output", "-o", required=True, help="trajectory JSONL to write")
+    g.add_argument("--output", "-o", required=output_required, help="trajectory JSONL to write")
     mode = g.add_mutually_exclusive_group()
     mode.add_argument("--resume", action="store_true", help="continue an interrupted output: skip episodes already in it")
     mode.add_argument("--overwrite", action="store_true", help="replace an existing output file")
@@ -110,9 +112,18 @@ def _parse_indices(text: str | None) -> list[int] | None:
 def run(args: argparse.Namespace) -> int:
     """Errors propagate to the CLI's one error boundary (colbench_gym.cli.dispatch): one line each."""
     from sweet_agent.evaluation import format_summary, summarize
+    from sweet_agent.trajectories import read_trajectories
+
+    play(args)
+    print(format_summary(summarize(read_trajectories(args.output)), title=str(args.output)))
+    return 0
+
+
+def play(args: argparse.Namespace) -> None:
+    """Play the episodes ``args`` describe into ``args.output`` and print what was played (the
+    rollout without its summary; ``sweet-agent evaluate --best-of`` reports on the file itself)."""
     from sweet_agent.policies import load_policy
     from sweet_agent.rollout.collector import RolloutConfig, check_output_writable, collect, make_env, partial_path
-    from sweet_agent.trajectories import read_trajectories
 
     try:
         sim_kwargs = json.loads(args.simulator_kwargs) if args.simulator_kwargs else None
@@ -131,6 +142,12 @@ def run(args: argparse.Namespace) -> int:
     # Everything that can be checked without a model is checked before one is loaded or called.
     check_output_writable(args.output)
     make_env(cfg).close()  # unknown --env / --tasks / --simulator fail here, naming the choices
+    if args.best_of > 1:
+        from sweet_agent.best_of_n import BestOfNPolicy
+
+        if not args.critic:
+            raise SystemExit("error: --best-of needs --critic DIR (a train-critic output)")
+        BestOfNPolicy.check_dir(args.critic)  # a missing or privileged critic: before the policy loads
     extra = {}
     if is_endpoint:  # default: adaptive from 4 up to 32 in flight; explicit: start at (and never pass) N
         extra = {"initial_concurrency": args.concurrency, "timeout": args.request_timeout,
@@ -142,11 +159,6 @@ def run(args: argparse.Namespace) -> int:
 
         policy = ExploringPolicy(policy, ExplorationConfig(rate=args.explore_rate, turns=args.explore_turns))
     if args.best_of > 1:
-        from sweet_agent.best_of_n import BestOfNPolicy
-
-        if not args.critic:
-            policy.close()
-            raise SystemExit("error: --best-of needs --critic DIR (a train-critic output)")
         policy = BestOfNPolicy.from_dir(policy, args.critic, args.best_of)
     try:
         result = collect(policy, cfg, args.output, resume=args.resume, overwrite=args.overwrite,
@@ -163,5 +175,3 @@ def run(args: argparse.Namespace) -> int:
     print(f"played {len(result.records)} episodes ({result.skipped} already in {args.output}"
           f"{f', {failed} failed: see their error field' if failed else ''}) in "
           f"{result.wall_time:.1f} s, {result.completion_tokens} generated tokens ({rate:.1f} tok/s)")
-    print(format_summary(summarize(read_trajectories(args.output)), title=str(args.output)))
-    return 0
