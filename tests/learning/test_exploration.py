@@ -121,3 +121,32 @@ def test_best_of_n_refuses_a_privileged_critic_and_greedy(tiny_policy, tmp_path)
         BestOfNPolicy.from_dir(tiny_policy, tmp_path, 4)
     with pytest.raises(PolicyError, match="greedy"):
         BestOfNPolicy(tiny_policy, _Critic(privileged=False), n=2).generate([conv()], SAMPLING.with_(temperature=0), [1])
+
+
+def test_rft_trains_on_the_prefilled_opener(tiny_policy, tmp_path):
+    """The behaviour policy's opener is part of the recorded agent turn, so RFT's agent-only loss
+    covers it: a kept asking episode teaches the target policy to open with the question itself."""
+    from sweet_agent.baselines.rft import make_rft_trainer, rft_config, rft_rows
+    from sweet_agent.rollout.collector import RolloutConfig, collect
+
+    pol = ExploringPolicy(tiny_policy, ExplorationConfig(rate=1.0, turns=1))
+    cfg = RolloutConfig(tasks="collab:train", num_tasks=2, samples_per_task=1, max_turns=2, concurrency=2,
+                        sampling=SamplingParams(max_new_tokens=8, temperature=1.0))
+    collect(pol, cfg, tmp_path / "t.jsonl", progress=False)
+    recs = [json.loads(x) for x in (tmp_path / "t.jsonl").read_text().splitlines()]
+    for r in recs:  # the tiny model's answers score 0: mark them kept; what is trained is the question here
+        r["reward"], r["success"] = 1.0, True
+    rows = rft_rows(recs, rule="best")
+    assert len(rows) == 2
+    tok = tiny_policy.tokenizer
+    args = rft_config(output_dir=str(tmp_path / "rft"), use_cpu=True, bf16=False, max_steps=1, save_strategy="no",
+                      max_length=None, report_to="none")  # no truncation: the byte-level prompts are long
+    trainer = make_rft_trainer(build_tiny_model(tok, seed=5), tok, rows, args)
+    by_request = {r["task"]["problem_description"]: r for r in recs}
+    assert len(trainer.train_dataset) == 2
+    for row in trainer.train_dataset:
+        rec = by_request[next(m["content"] for m in row["messages"] if m["role"] == "user")]
+        opener = rec["meta"]["exploration"]["prefilled_turns"][0]["opener"].strip()
+        trained = tok.decode([t for t in row["labels"] if t != -100])
+        assert opener in trained, (opener, trained)
+        assert rec["task"]["problem_description"] not in trained  # the request is context, not target
