@@ -9,7 +9,10 @@ animation-frame loops, workers and ``window.name`` survive it. Each render there
    document, a new window object, an opaque origin with no storage) *while scripts are still
    disabled* from the previous capture, so no unload handler of the old page runs; the old
    document's timers and workers die with it, ``window.name`` and the session history (which
-   survive navigation) are reset, and only then are scripts enabled again;
+   survive navigation) are reset, and only then are scripts enabled again. The one exception: a
+   page rendered with JavaScript off all along that holds nothing able to outlive its content
+   (:func:`leaves_no_state`) may be followed by a script-free render in the same document, its
+   content replaced — no script ran in it, so there is no realm state to carry;
 2. **stops every script before measuring and capturing**: once the page has loaded and painted
    one frame, script execution is disabled through CDP (``Emulation.setScriptExecutionDisabled``:
    no timer, observer, animation-frame callback or event handler runs any more), animations
@@ -29,6 +32,7 @@ from __future__ import annotations
 import asyncio
 import json
 import re
+import secrets
 from typing import Any
 
 #: Size of the page, then animations frozen (end state) and the caret hidden — run with scripts
@@ -60,19 +64,21 @@ PREPARE_JS = "(() => {" + PREPARE_BODY + "})()"
 #: "complete" before the last image's size reaches layout, and measuring then gave pages 200 px
 #: short, differently from run to run. Once settled, the page is prepared and measured as by
 #: :data:`PREPARE_JS`, in the same call.
-STATIC_READY_JS = """((css) => {
+STATIC_READY_JS = """((css, token) => {
   if (document.readyState !== 'complete') return null;
-  if (css !== null && !globalThis.__colbenchStyled) {
+  let state = globalThis.__colbenchRender;
+  if (!state || state.token !== token) state = globalThis.__colbenchRender = { token, styled: false, probe: null };
+  if (css !== null && !state.styled) {
     const st = document.createElement('style'); st.textContent = css;
     (document.head || document.documentElement).append(st);
   }
-  globalThis.__colbenchStyled = true;
+  state.styled = true;
   const root = document.documentElement, body = document.body;
   const probe = [root ? root.scrollWidth : 0, root ? root.scrollHeight : 0, body ? body.scrollHeight : 0].join();
   if (document.fonts.status !== 'loaded') return null;
   for (const img of document.images) if (!img.complete && img.loading !== 'lazy') return null;
-  const settled = globalThis.__colbenchProbe === probe;
-  globalThis.__colbenchProbe = probe;
+  const settled = state.probe === probe;
+  state.probe = probe;
   if (!settled) return null;""" + PREPARE_BODY + "})"
 
 
@@ -129,6 +135,31 @@ def static_plan(html: str) -> tuple[bool, str | None]:
     return (not _NEEDS_JS.search(rest)), url
 
 
+#: What a script-free page can still leave running or changed in its window after its capture: a
+#: scheduled refresh or a policy (``<meta http-equiv>``: measured, a refresh set by one page
+#: navigated the next page away mid-render), other ``<meta>`` that set document-wide state (colour
+#: scheme, referrer), nested browsing contexts, focus and scroll moved by ``autofocus``, a ``<base>``,
+#: media, dialogs and popovers. A page with any of these is followed by a fresh
+#: document; so is every page with scripts.
+_LEAVES_STATE = re.compile(
+    r"<(?:i?frame\b|frameset\b|object\b|embed\b|portal\b|fencedframe\b|base\b|video\b|audio\b|dialog\b)"
+    r"|\bautofocus\b|\bpopover\b",
+    re.I)
+_META = re.compile(r"<meta\b[^>]*>", re.I)
+_HARMLESS_META = re.compile(r"""^<meta\s+(?:charset\s*=\s*["']?[\w-]+["']?"""
+                            r"""|name\s*=\s*["']?(?:viewport|description|keywords|author)["']?\s+content\s*=\s*("[^"]*"|'[^']*'))\s*/?>$""",
+                            re.I)
+
+
+def leaves_no_state(html: str) -> bool:
+    """Whether the next render may reuse the document ``html`` was rendered in (JavaScript off all
+    along, so nothing of the page ran, and nothing in :data:`_LEAVES_STATE`): its content is
+    replaced by ``Page.setDocumentContent`` and no navigation is needed. Conservative on purpose:
+    anything unusual gets the fresh document."""
+    return (static_plan(html)[0] and not _LEAVES_STATE.search(html)
+            and all(_HARMLESS_META.match(m.group(0)) for m in _META.finditer(html)))
+
+
 async def load_fresh(page: Any, html: str, timeout: float, scripts: bool = True) -> None:
     """Show ``html`` in a new document and realm of ``page``: nothing of the previous render is left.
 
@@ -167,7 +198,7 @@ async def static_ready_and_measure(page: Any, context_id: int, timeout: float, c
     :data:`STATIC_READY_JS`); returns ``[scrollWidth, scrollHeight]``."""
     loop = asyncio.get_running_loop()
     deadline = loop.time() + timeout
-    expression = call_js(STATIC_READY_JS, css)
+    expression = call_js(STATIC_READY_JS, css, secrets.token_hex(8))  # this render's own state
     while (size := await cdp_eval(page, context_id, expression, timeout)) is None:
         if loop.time() > deadline:
             raise asyncio.TimeoutError

@@ -56,6 +56,8 @@ from colbench_gym.rendering.result import RendererError, RenderResult
 RENDER_VERSION = "3"  # 2: scripts stopped after the first frame, animations started by script cancelled;
 # 3: measured only after the web fonts have loaded (before, a page could be measured short)
 AGENT, REFERENCE = "agent", "reference"
+#: Renders in a row that may share one document (each adds an isolated world to it).
+REUSE_LIMIT = 32
 
 
 class _BrowserTrouble(RuntimeError):
@@ -115,6 +117,7 @@ class Renderer:
         self.restarts = 0  # browser relaunches after a crash or a hang
         self.page_replacements = 0  # pages replaced after a crash, a timeout or a pop-up
         self.renders = 0
+        self.fresh_documents = 0  # renders that navigated to a new document (the others reused one)
         self.browser_version = ""
         self.browser_pid: int | None = None  # the Chromium process (group leader) of this renderer
         self._token = ""
@@ -567,11 +570,15 @@ class Renderer:
         static, css = await self._static_css(page, html)
         if css is not None:
             page._colbench_shortcut = True  # noqa: SLF001 - cut-down CSS, not the whole Tailwind build
+        page_left = getattr(page, "_colbench_reusable", 0)
+        reuse = static and page_left > 0
+        page._colbench_reusable = 0  # noqa: SLF001 - until this render has finished cleanly
         try:
-            # Always a fresh document: reusing the previous (script-free) document let one render
-            # change the next one's pixels (tests/frontend/test_rendering.py pixel-identity test
-            # failed ~1 run in 3 with reuse, never without) -- a render must not depend on the last.
-            await isolation.load_fresh(page, html, t, scripts=not static)
+            if reuse:  # the last render left nothing behind (see isolation.leaves_no_state)
+                await isolation.write_document(page, html, t, scripts=False)
+            else:
+                await isolation.load_fresh(page, html, t, scripts=not static)
+                self.fresh_documents += 1
         except asyncio.TimeoutError:  # a page stuck in its own script (or a hung browser: see _render_one)
             page._colbench_crashed = True  # noqa: SLF001
             return self._blank(f"page did not finish loading within {t:g}s")
@@ -607,6 +614,9 @@ class Renderer:
             return self._blank(error or f"could not capture the page: {exc.__class__.__name__}: {str(exc)[:200]}")
         if error:
             page._colbench_crashed = True  # noqa: SLF001 - the page may still be running a loop: replace it
+        elif isolation.leaves_no_state(html):
+            # Each render adds an isolated world to a reused document: a fresh one now and then.
+            page._colbench_reusable = page_left - 1 if reuse else REUSE_LIMIT  # noqa: SLF001
         if dom and not isinstance(summary, dict):
             summary = {"title": "", "width": self.viewport[0], "height": height, "body": None, "nodes": [], "truncated": False}
         if self.capture_width:

@@ -264,3 +264,70 @@ def test_popups_are_closed_and_their_page_replaced(browser_ready):
 
 async def _all_pages(renderer):
     return sum(len(c.pages) for c in renderer._browser.contexts)
+
+
+#: The page rendered after each attacker: tall and blue, so a navigation, a blocked style or a
+#: moved scroll position shows in its size or pixels.
+_NEXT = ('<html><head><meta charset="utf-8"><style>body{margin:0;background:rgb(0,0,200)}</style></head>'
+         '<body><div style="height:2000px">next</div><img src="https://picsum.photos/seed/1/300/200"></body></html>')
+
+
+@pytest.mark.parametrize("leftover", [
+    # a refresh scheduled by a script-free page: with the document reused it navigated the next
+    # page away mid-render (measured: 800 px captured instead of 2000)
+    '<meta http-equiv="refresh" content="0.3;url=https://placehold.co/1280x800">',
+    # a policy that outlives document.open(): would block the next page's style and images
+    """<meta http-equiv="Content-Security-Policy" content="style-src 'none'; img-src 'none'">""",
+    '<meta name="color-scheme" content="dark">',
+    '<div style="height:3000px"></div><input autofocus>',  # scrolls the window to the field
+    '<base href="https://placehold.co/">',
+    '<iframe srcdoc="<p>inner</p>"></iframe>',
+])
+def test_script_free_page_leaves_nothing_for_the_next_render(browser_ready, leftover):
+    """Script-free pages may share a document (the renderer skips the navigation when nothing of
+    the last page can outlive its content); a page with anything that could must not change
+    the next render by a pixel."""
+    attacker = f'<html><head>{leftover}</head><body style="background:white"><p>attacker</p></body></html>'
+    with Renderer(pool_size=1, cache=ScreenshotCache(None), timeout=30) as alone:
+        expected = alone.render(_NEXT)
+    with Renderer(pool_size=1, cache=ScreenshotCache(None), timeout=30) as r:
+        for _ in range(2):
+            r.render(attacker)
+            time.sleep(0.4)  # give a scheduled refresh its time
+            got = r.render(_NEXT)
+            assert got.ok and (got.width, got.height) == (expected.width, expected.height)
+            assert got.image().tobytes() == expected.image().tobytes()
+
+
+def test_script_free_pages_share_a_document_and_render_as_if_alone(browser_ready):
+    """The document reuse the renderer does for harmless script-free pages (most WebSight pages)
+    is real and changes no pixel against rendering each page in a renderer of its own."""
+    from colbench_gym.rendering.isolation import leaves_no_state
+    from colbench_gym.tasks.frontend_generator import generate_frontend_task
+
+    htmls = [generate_frontend_task(i, "test").ground_truth for i in range(6)]
+    assert all(leaves_no_state(h) for h in htmls)
+    with Renderer(pool_size=1, cache=ScreenshotCache(None), timeout=30) as r:
+        shared = [r.render(h) for h in htmls]
+        assert all(s.ok for s in shared)
+        assert r.fresh_documents == 1  # one navigation, then the same document for all six
+    for h, got in zip(htmls, shared):
+        with Renderer(pool_size=1, cache=ScreenshotCache(None), timeout=30) as alone:
+            want = alone.render(h)
+        assert got.image().tobytes() == want.image().tobytes()
+
+
+def test_pages_with_scripts_or_leftovers_never_share_a_document(browser_ready):
+    from colbench_gym.rendering.isolation import leaves_no_state
+
+    plain = '<html><body><p>plain</p></body></html>'
+    assert leaves_no_state(plain)
+    for bad in ('<p onclick="x()">', '<script>1</script>', '<meta http-equiv="refresh" content="1">', '<video autoplay>',
+                '<object data="x">', '<dialog open>', '<div popover>', '<meta name="referrer" content="no-referrer">'):
+        assert not leaves_no_state(f'<html><body>{bad}</body></html>'), bad
+    with Renderer(pool_size=1, cache=ScreenshotCache(None), timeout=30) as r:
+        r.render(plain)
+        r.render(plain)
+        r.render('<html><body><script>document.body.style.background = "red"</script></body></html>')
+        r.render(plain)
+        assert r.fresh_documents == 3  # the first, the scripted page and the page after it
