@@ -120,7 +120,9 @@ LOADED_JS = """(async () => {
 
 
 #: Anything that makes a page run JavaScript (or show ``<noscript>`` content only without it).
-_NEEDS_JS = re.compile(r"<script\b|<noscript\b|\son[a-z]+\s*=|javascript:", re.I)
+#: A handler attribute may follow a quoted value or a ``/`` with no space (``src="x"onload=``,
+#: ``<body/onload=``): browsers parse both.
+_NEEDS_JS = re.compile(r"<script\b|<noscript\b|[\s/\"']on[a-z]+\s*=|javascript:", re.I)
 _PLAY_TAG = re.compile(r"""<script\b[^>]*\bsrc\s*=\s*["']?(https://cdn\.tailwindcss\.com[^"'\s>]*)["']?[^>]*>\s*</script>""", re.I)
 
 
@@ -146,6 +148,16 @@ _LEAVES_STATE = re.compile(
     r"|\bautofocus\b|\bpopover\b",
     re.I)
 _META = re.compile(r"<meta\b[^>]*>", re.I)
+_LINK = re.compile(r"<link\b[^>]*>", re.I)
+_REL = re.compile(r"""\brel\s*=\s*(?:"([^"]*)"|'([^']*)'|([^\s>"']+))""", re.I)
+
+
+def _plain_stylesheet(tag: str) -> bool:
+    """``<link rel=stylesheet>`` and nothing else: a preload (``as=style``) outlives
+    ``document.open`` and would hand its response to the next page linking the same URL."""
+    m = _REL.search(tag)
+    return m is not None and (m.group(1) or m.group(2) or m.group(3) or "").strip().lower() == "stylesheet"
+
 _HARMLESS_META = re.compile(r"""^<meta\s+(?:charset\s*=\s*["']?[\w-]+["']?"""
                             r"""|name\s*=\s*["']?(?:viewport|description|keywords|author)["']?\s+content\s*=\s*("[^"]*"|'[^']*'))\s*/?>$""",
                             re.I)
@@ -157,7 +169,8 @@ def leaves_no_state(html: str) -> bool:
     replaced by ``Page.setDocumentContent`` and no navigation is needed. Conservative on purpose:
     anything unusual gets the fresh document."""
     return (static_plan(html)[0] and not _LEAVES_STATE.search(html)
-            and all(_HARMLESS_META.match(m.group(0)) for m in _META.finditer(html)))
+            and all(_HARMLESS_META.match(m.group(0)) for m in _META.finditer(html))
+            and all(_plain_stylesheet(m.group(0)) for m in _LINK.finditer(html)))
 
 
 async def load_fresh(page: Any, html: str, timeout: float, scripts: bool = True) -> None:
@@ -204,6 +217,14 @@ async def static_ready_and_measure(page: Any, context_id: int, timeout: float, c
             raise asyncio.TimeoutError
         await asyncio.sleep(0.004)
     return size
+
+
+async def scrolled(page: Any, context_id: int, timeout: float) -> bool:
+    """Whether the window is scrolled. CSS alone can scroll it (``scroll-snap-type: mandatory``,
+    ``scroll-initial-target``) and ``document.open`` keeps the offset, so a scrolled page's
+    document is never reused (asked after the capture, when nothing can move it any more)."""
+    offset = await cdp_eval(page, context_id, "[window.scrollX, window.scrollY]", timeout)
+    return offset != [0, 0]
 
 
 async def forget_history(page: Any, timeout: float) -> None:

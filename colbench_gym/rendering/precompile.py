@@ -10,7 +10,9 @@ use match nothing in it, so the screenshot is the same (tests check pixel equali
 
 Only pages where this is provably equivalent take the shortcut: no other ``<script>`` (page
 JavaScript could add classes later), no ``tailwind.config`` customisation, no
-``<style type="text/tailwindcss">`` blocks and no ``?plugins=`` URL. Everything else, and any
+``<style type="text/tailwindcss">`` blocks, no ``?plugins=`` URL, and no arbitrary variant
+(a class with ``]:`` or ``&``, e.g. ``[:is(&,body)]:bg-red-500``, compiles to a selector that
+matches without the class: fed to the shared compiler, it styled every later page). Everything else, and any
 failure of the compiler page, gets the real play script.
 """
 
@@ -74,6 +76,8 @@ def eligible(html: str, url: str) -> bool:
     low = html.lower()
     if "tailwind.config" in low or "text/tailwindcss" in low:
         return False
+    if any("]:" in c or "&" in c for c in page_classes(html)):
+        return False  # an arbitrary variant ([&...]:x) can build a rule matching later pages too
     return len(_SCRIPT.findall(html)) == 1  # only the Tailwind script itself
 
 

@@ -558,6 +558,13 @@ class Renderer:
         css = await compiler.css_for(page_classes(html))
         return (css is not None), css
 
+    @staticmethod
+    async def _scrolled(page, world: int, timeout: float) -> bool:
+        try:
+            return await isolation.scrolled(page, world, timeout)
+        except Exception:  # noqa: BLE001 - cannot tell: do not reuse the document
+            return True
+
     async def _render_on(self, page, html: str, dom: bool) -> RenderResult:
         """One render on ``page``, always in a fresh document and realm (see :mod:`isolation`). A
         page without scripts (most WebSight pages) is rendered with JavaScript off from start to
@@ -614,7 +621,7 @@ class Renderer:
             return self._blank(error or f"could not capture the page: {exc.__class__.__name__}: {str(exc)[:200]}")
         if error:
             page._colbench_crashed = True  # noqa: SLF001 - the page may still be running a loop: replace it
-        elif isolation.leaves_no_state(html):
+        elif isolation.leaves_no_state(html) and not await self._scrolled(page, world, grace):
             # Each render adds an isolated world to a reused document: a fresh one now and then.
             page._colbench_reusable = page_left - 1 if reuse else REUSE_LIMIT  # noqa: SLF001
         if dom and not isinstance(summary, dict):

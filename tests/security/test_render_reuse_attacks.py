@@ -1,10 +1,7 @@
 """Attacks on document reuse (9eda3f7) and on other state shared by one pool's renders.
 
-STATUS: the browser tests below FAIL on 986ae09 (each is a real leak found by a security review of
-9eda3f7; measured numbers are in each docstring). They pass once no render can change another.
-
-Each test renders an attacker page that ``leaves_no_state`` accepts, then a victim page on the
-same one-page pool, and compares the victim pixel for pixel with the victim rendered alone in a
+Each failed on 986ae09 (a real leak found by a security review of 9eda3f7; measured numbers are
+in each docstring). Each renders an attacker page, then a victim page on the same one-page pool, and compares the victim pixel for pixel with the victim rendered alone in a
 renderer of its own (issue 10: nothing an answer runs can observe or influence any other render).
 """
 
@@ -64,7 +61,7 @@ def _assert_same(got, want) -> None:
     '<div style="height:1200px;scroll-initial-target:nearest"></div></body></html>',
 ])
 def test_scroll_position_does_not_carry_into_a_reused_document(browser_ready, scroller):
-    """FAILS on 986ae09: ``document.open`` keeps the window's scroll offset, so the victim is
+    """Failed on 986ae09: ``document.open`` keeps the window's scroll offset, so the victim is
     captured scrolled by 200 px: its sticky header is painted at y=200 instead of 0 (measured:
     322,530 pixels differ, pixel (5, 5) white instead of the header's rgb(51,51,51)). A page with
     a fixed element (nav bar) is hit the same way; scroll-snap on x shifts it horizontally."""
@@ -74,7 +71,7 @@ def test_scroll_position_does_not_carry_into_a_reused_document(browser_ready, sc
 
 @pytest.mark.browser
 def test_link_preload_does_not_hand_its_stylesheet_to_the_next_page(browser_ready):
-    """FAILS on 986ae09: a ``<link rel=preload as=style>`` of the common Tailwind v2 URL is answered
+    """Failed on 986ae09: a ``<link rel=preload as=style>`` of the common Tailwind v2 URL is answered
     with CSS purged to the *attacker's* classes; the preload outlives ``document.open`` and the
     next page on the same document that links that URL is given it instead of its own (measured:
     the victim's bg-red-500 box comes out white, 65,536 pixels differ; still so with three
@@ -83,13 +80,13 @@ def test_link_preload_does_not_hand_its_stylesheet_to_the_next_page(browser_read
     victim = (f'<html><head><link href="{TW2}" rel="stylesheet"></head>'
               '<body><div class="bg-red-500 h-64 w-64 p-8 text-3xl">b</div></body></html>')
     plain = '<html><body><p>c</p></body></html>'
-    assert leaves_no_state(attacker)
+    assert not leaves_no_state(attacker)  # the defence: a page with a preload never shares its document
     _assert_same(_after([attacker, plain, victim]), _alone(victim))
 
 
 @pytest.mark.browser
 def test_tailwind_classes_of_one_page_do_not_style_another(browser_ready):
-    """FAILS on 986ae09 (not a reuse leak: the pool's Tailwind compiler page, see precompile.py,
+    """Failed on 986ae09 (not a reuse leak: the pool's Tailwind compiler page, see precompile.py,
     accumulates every page's classes). An arbitrary variant whose selector list matches elements
     without the class, ``[:is(&,body)]:bg-red-500``, compiles to ``:is(.cls,body){...}``; every
     later play-CDN page of the agent pool gets that rule, even after fresh documents (measured:
@@ -106,7 +103,7 @@ def test_tailwind_classes_of_one_page_do_not_style_another(browser_ready):
     '<body/onload="document.body.style.background=\'red\'">',  # "/" separates attributes too
 ])
 def test_event_handlers_without_whitespace_before_them_are_scripts(html):
-    """FAILS on 986ae09 (fidelity, not isolation): ``_NEEDS_JS`` wants whitespace before ``on...=``,
+    """Failed on 986ae09 (fidelity, not isolation): ``_NEEDS_JS`` wants whitespace before ``on...=``,
     but the HTML parser also takes an attribute right after a quoted value or a ``/``. Such pages
     are rendered with JavaScript off and their handlers never run (measured: the first page comes
     out white; with a space before ``onload`` it comes out red)."""
