@@ -67,6 +67,8 @@ PROFILES: dict[str, dict[str, Any]] = {
         # half of a first turn's step-pair candidates start with a question opener: the target policy
         # never asks, and with its own samples only none of 18 candidates was a question (last run)
         explore_candidates=0.5,
+        # the same 5x for SWEET's actor (at 1e-4 neither RFT nor SWEET changed the greedy first turn)
+        sweet_hi_lr=5e-4,
     ),
     "quick": dict(  # noqa: C408
         model="default", train_tasks="collab:train", train_episodes=4, k=2, explore_rate=0.5, explore_turns=1,
@@ -74,14 +76,15 @@ PROFILES: dict[str, dict[str, Any]] = {
         embedded_tasks="embedded:test", embedded_episodes=2, max_turns=2, max_new_tokens=96,
         max_steps=2, max_length=768, actor_lr=5e-5, critic_lr=1e-4, num_candidates=2, turn_fraction=0.5,
         candidate_tokens=48, best_of=2, concurrency=4, seed=0, critic_steps=2, mtdpo_steps=2, rft_hi_lr=5e-4, sweet_steps=2,
+        sweet_hi_lr=5e-4,
         explore_candidates=0.5,
     ),
 }
 
 #: Methods in table order; ``policy`` names the model directory (or "base").
-METHODS = ("zero-shot", "rft", "rft-hi", "mtdpo", "sweet", "best-of-n")
+METHODS = ("zero-shot", "rft", "rft-hi", "mtdpo", "sweet", "sweet-hi", "best-of-n")
 LABELS = {"zero-shot": "zero-shot", "rft": "RFT", "rft-hi": "RFT (5x learning rate)", "mtdpo": "multi-turn DPO",
-          "sweet": "SWEET-RL",
+          "sweet": "SWEET-RL", "sweet-hi": "SWEET-RL (5x learning rate)",
           "best-of-n": "best-of-N (critic w/o reference)"}
 
 _print_lock = threading.Lock()
@@ -139,7 +142,7 @@ def build_stages(s: dict[str, Any], run: Path) -> dict[str, Stage]:
             s["seed"], (), 100, ["--explore-rate", s["explore_rate"], "--explore-turns", s["explore_turns"]])
     eval_seed = s["seed"] + 1000
     policies = {"zero-shot": s["model"], "rft": models / "rft", "rft-hi": models / "rft-hi", "mtdpo": models / "mtdpo",
-                "sweet": models / "sweet"}
+                "sweet": models / "sweet", "sweet-hi": models / "sweet-hi"}
     train("train-rft", "train-rft", models / "rft", ("collect",), 80, "--data", data, "--pair_rule", "best",
           "--learning_rate", s["actor_lr"])
     train("train-rft-hi", "train-rft", models / "rft-hi", ("collect",), 50, "--data", data, "--pair_rule", "best",
@@ -161,12 +164,14 @@ def build_stages(s: dict[str, Any], run: Path) -> dict[str, Stage]:
         "--explore_candidates", s["explore_candidates"], "--explore_turns", s["explore_turns"]), tmp=part, priority=65)
     train("train-sweet", "train-actor", models / "sweet", ("step-pairs",), 64, "--pairs_in", pairs,
           "--learning_rate", s["actor_lr"], steps=s.get("sweet_steps"))
+    train("train-sweet-hi", "train-actor", models / "sweet-hi", ("step-pairs",), 48, "--pairs_in", pairs,
+          "--learning_rate", s["sweet_hi_lr"], steps=s.get("sweet_steps"))
     train("train-critic-noref", "train-critic", models / "critic-noref", ("collect",), 20, "--data", data,
           "--pair_rule", "reward", "--learning_rate", s["critic_lr"], "--no_use_privileged_info",
           steps=s["critic_steps"])
-    prio = {"zero-shot": 90, "rft": 75, "sweet": 63, "mtdpo": 55, "rft-hi": 49}
+    prio = {"zero-shot": 90, "rft": 75, "sweet": 63, "mtdpo": 55, "rft-hi": 49, "sweet-hi": 47}
     deps = {"zero-shot": (), "rft": ("train-rft",), "mtdpo": ("train-mtdpo",), "sweet": ("train-sweet",),
-            "rft-hi": ("train-rft-hi",)}
+            "rft-hi": ("train-rft-hi",), "sweet-hi": ("train-sweet-hi",)}
     for m, pol in policies.items():
         rollout(f"eval-{m}", ev / f"{m}.jsonl", s["eval_tasks"], s["eval_episodes"], 1, pol, s["eval_temperature"],
                 eval_seed, deps[m], prio[m])
