@@ -24,6 +24,18 @@ FIXTURES = Path(__file__).parent / "fixtures"
 
 
 @pytest.fixture(scope="session")
+def browser_ready() -> bool:
+    """Chromium and the offline Tailwind assets, for every test that renders (one definition)."""
+    from colbench_gym.rendering import find_chromium, locate
+
+    if find_chromium() is None:
+        pytest.skip("no Chromium on PATH (apt-get install chromium, or set COLBENCH_CHROMIUM)")
+    if locate(required=False) is None:
+        pytest.skip("offline Tailwind assets missing: python -m colbench_gym.rendering.assets install")
+    return True
+
+
+@pytest.fixture(scope="session")
 def fixtures_dir() -> Path:
     return FIXTURES
 

@@ -6,7 +6,7 @@ import os
 
 import pytest
 
-from colbench_gym.rendering import Renderer, find_chromium, locate
+from colbench_gym.rendering import Renderer
 
 V2 = '<link href="https://cdn.jsdelivr.net/npm/tailwindcss@2.2.19/dist/tailwind.min.css" rel="stylesheet">'
 V3 = '<script src="https://cdn.tailwindcss.com"></script>'
@@ -27,15 +27,6 @@ def _screenshot_cache_in_tmp(tmp_path_factory):
         os.environ.pop("COLBENCH_CACHE_DIR", None)
     else:
         os.environ["COLBENCH_CACHE_DIR"] = old
-
-
-@pytest.fixture(scope="session")
-def browser_ready():
-    if find_chromium() is None:
-        pytest.skip("no Chromium on PATH (apt-get install chromium, or set COLBENCH_CHROMIUM)")
-    if locate(required=False) is None:
-        pytest.skip("offline Tailwind assets missing: python -m colbench_gym.rendering.assets install")
-    return True
 
 
 @pytest.fixture(scope="session")

@@ -13,7 +13,7 @@ import time
 
 import pytest
 
-from colbench_gym.rendering import Renderer, ScreenshotCache, find_chromium, locate
+from colbench_gym.rendering import Renderer, ScreenshotCache
 
 pytestmark = pytest.mark.browser
 
@@ -54,15 +54,6 @@ show(h);
 try { new BroadcastChannel('spy').onmessage = (e) => show(e.data); } catch (e) {}
 try { if (window.__worker) { window.__worker.onmessage = (e) => show(e.data); window.__worker.postMessage(null); } } catch (e) {}
 </script></body></html>"""
-
-
-@pytest.fixture(scope="module")
-def browser_ready():
-    if find_chromium() is None:
-        pytest.skip("no Chromium on PATH (apt-get install chromium, or set COLBENCH_CHROMIUM)")
-    if locate(required=False) is None:
-        pytest.skip("offline Tailwind assets missing: python -m colbench_gym.rendering.assets install")
-    return True
 
 
 def _px(res, x, y):

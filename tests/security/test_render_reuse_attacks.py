@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pytest
 
-from colbench_gym.rendering import Renderer, ScreenshotCache, find_chromium, locate
+from colbench_gym.rendering import Renderer, ScreenshotCache
 from colbench_gym.rendering.isolation import leaves_no_state, static_plan
 
 TW2 = "https://cdn.jsdelivr.net/npm/tailwindcss@2.2.19/dist/tailwind.min.css"
@@ -22,15 +22,6 @@ STICKY = ('<html><head><style>body{margin:0;font-family:sans-serif}'
           ' section{height:400px;margin:16px;background:#eee}'
           ' .hero{height:400px;background:url(https://picsum.photos/1280/400) fixed}</style></head><body>'
           '<header>Site</header><div class="hero"></div>' + '<section>s</section>' * 8 + '</body></html>')
-
-
-@pytest.fixture(scope="module")
-def browser_ready():
-    if find_chromium() is None:
-        pytest.skip("no Chromium on PATH (apt-get install chromium, or set COLBENCH_CHROMIUM)")
-    if locate(required=False) is None:
-        pytest.skip("offline Tailwind assets missing: python -m colbench_gym.rendering.assets install")
-    return True
 
 
 def _alone(html: str):
