@@ -69,6 +69,11 @@ PROFILES: dict[str, dict[str, Any]] = {
         explore_candidates=0.5,
         # the same 5x for SWEET's actor (at 1e-4 neither RFT nor SWEET changed the greedy first turn)
         sweet_hi_lr=5e-4,
+        # second SWEET attempt (third run): pairs on every trajectory's first agent turn only, where
+        # asking is decided (48 pairs, not 9 of which 3 offered a question), one epoch of them; once
+        # with the paper's NLL weight on the chosen turn (0.01) and once with weight 1, which keeps the
+        # chosen turn's opener (at 0.01 SWEET-5x learned "I WANT TO ANSWER: What is ...?")
+        first_turns=1, sweet_first_steps=24, sweet_nll_weight=1.0,
     ),
     "quick": dict(  # noqa: C408
         model="default", train_tasks="collab:train", train_episodes=4, k=2, explore_rate=0.5, explore_turns=1,
@@ -78,13 +83,16 @@ PROFILES: dict[str, dict[str, Any]] = {
         candidate_tokens=48, best_of=2, concurrency=4, seed=0, critic_steps=2, mtdpo_steps=2, rft_hi_lr=5e-4, sweet_steps=2,
         sweet_hi_lr=5e-4,
         explore_candidates=0.5,
+        first_turns=1, sweet_first_steps=2, sweet_nll_weight=1.0,
     ),
 }
 
 #: Methods in table order; ``policy`` names the model directory (or "base").
-METHODS = ("zero-shot", "rft", "rft-hi", "mtdpo", "sweet", "sweet-hi", "best-of-n")
+METHODS = ("zero-shot", "rft", "rft-hi", "mtdpo", "sweet", "sweet-hi", "sweet-first", "sweet-nll", "best-of-n")
 LABELS = {"zero-shot": "zero-shot", "rft": "RFT", "rft-hi": "RFT (5x learning rate)", "mtdpo": "multi-turn DPO",
           "sweet": "SWEET-RL", "sweet-hi": "SWEET-RL (5x learning rate)",
+          "sweet-first": "SWEET-RL (first-turn pairs, 5x lr)",
+          "sweet-nll": "SWEET-RL (first-turn pairs, 5x lr, NLL weight 1)",
           "best-of-n": "best-of-N (critic w/o reference)"}
 
 _print_lock = threading.Lock()
@@ -142,7 +150,8 @@ def build_stages(s: dict[str, Any], run: Path) -> dict[str, Stage]:
             s["seed"], (), 100, ["--explore-rate", s["explore_rate"], "--explore-turns", s["explore_turns"]])
     eval_seed = s["seed"] + 1000
     policies = {"zero-shot": s["model"], "rft": models / "rft", "rft-hi": models / "rft-hi", "mtdpo": models / "mtdpo",
-                "sweet": models / "sweet", "sweet-hi": models / "sweet-hi"}
+                "sweet": models / "sweet", "sweet-hi": models / "sweet-hi", "sweet-first": models / "sweet-first",
+                "sweet-nll": models / "sweet-nll"}
     train("train-rft", "train-rft", models / "rft", ("collect",), 80, "--data", data, "--pair_rule", "best",
           "--learning_rate", s["actor_lr"])
     train("train-rft-hi", "train-rft", models / "rft-hi", ("collect",), 50, "--data", data, "--pair_rule", "best",
@@ -166,12 +175,27 @@ def build_stages(s: dict[str, Any], run: Path) -> dict[str, Stage]:
           "--learning_rate", s["actor_lr"], steps=s.get("sweet_steps"))
     train("train-sweet-hi", "train-actor", models / "sweet-hi", ("step-pairs",), 48, "--pairs_in", pairs,
           "--learning_rate", s["sweet_hi_lr"], steps=s.get("sweet_steps"))
+    first = run / "step_pairs_first.jsonl"
+    part = first.with_name(first.name + ".tmp")
+    stages["step-pairs-first"] = Stage("step-pairs-first", first, ("train-critic",), _sa(
+        "train-actor", "--config", "cpu", "--only_pairs", "--data", data, "--critic", models / "critic",
+        "--pairs_out", part, "--output_dir", run / "models" / "sweet-first.pairs-scratch",
+        "--num_candidates", s["num_candidates"], "--first_turns", s["first_turns"], "--turn_fraction", 1.0,
+        "--max_new_tokens", s["candidate_tokens"], "--seed", s["seed"],
+        "--explore_candidates", s["explore_candidates"], "--explore_turns", s["explore_turns"]), tmp=part, priority=46)
+    train("train-sweet-first", "train-actor", models / "sweet-first", ("step-pairs-first",), 45, "--pairs_in", first,
+          "--learning_rate", s["sweet_hi_lr"], steps=s["sweet_first_steps"])
+    train("train-sweet-nll", "train-actor", models / "sweet-nll", ("step-pairs-first",), 44, "--pairs_in", first,
+          "--learning_rate", s["sweet_hi_lr"], "--loss_weights", 1.0, s["sweet_nll_weight"],
+          steps=s["sweet_first_steps"])
     train("train-critic-noref", "train-critic", models / "critic-noref", ("collect",), 20, "--data", data,
           "--pair_rule", "reward", "--learning_rate", s["critic_lr"], "--no_use_privileged_info",
           steps=s["critic_steps"])
-    prio = {"zero-shot": 90, "rft": 75, "sweet": 63, "mtdpo": 55, "rft-hi": 49, "sweet-hi": 47}
+    prio = {"zero-shot": 90, "rft": 75, "sweet": 63, "mtdpo": 55, "rft-hi": 49, "sweet-hi": 47, "sweet-nll": 43,
+            "sweet-first": 42}
     deps = {"zero-shot": (), "rft": ("train-rft",), "mtdpo": ("train-mtdpo",), "sweet": ("train-sweet",),
-            "rft-hi": ("train-rft-hi",), "sweet-hi": ("train-sweet-hi",)}
+            "rft-hi": ("train-rft-hi",), "sweet-hi": ("train-sweet-hi",), "sweet-first": ("train-sweet-first",),
+            "sweet-nll": ("train-sweet-nll",)}
     for m, pol in policies.items():
         rollout(f"eval-{m}", ev / f"{m}.jsonl", s["eval_tasks"], s["eval_episodes"], 1, pol, s["eval_temperature"],
                 eval_seed, deps[m], prio[m])

@@ -98,7 +98,8 @@ def build_pairs(data_args: StepPairArguments, cfg, policy, tok, dtype: str | Non
                             system_prompt=data_args.system_prompt or meta.get("system_prompt"),
                             normalize=meta["normalize"], use_privileged_info=meta["use_privileged_info"],
                             step_score=cfg.step_score, seed=cfg.seed, explore_candidates=cfg.explore_candidates,
-                            explore_turns=cfg.explore_turns, progress=True, stats=stats)
+                            explore_turns=cfg.explore_turns, first_turns=cfg.first_turns, progress=True,
+                            stats=stats)
     del critic, critic_ref
     out = data_args.pairs_out or f"{cfg.output_dir}/step_pairs.jsonl"
     write_jsonl(out, rows)

@@ -22,6 +22,8 @@ class ActorConfig(DPOConfig):
     num_candidates: int = field(default=16, metadata={"help": "candidate actions sampled per agent turn"})
     pairs_per_turn: int = field(default=1, metadata={"help": "(chosen, rejected) pairs drawn per agent turn"})
     turn_fraction: float = field(default=1.0, metadata={"help": "fraction of the offline agent turns to use"})
+    first_turns: int = field(default=0, metadata={
+        "help": "use only each trajectory's first N agent turns (0 = all, the paper's); applied before turn_fraction"})
     max_new_tokens: int = field(default=256, metadata={"help": "length cap of a sampled candidate"})
     temperature: float = field(default=1.0, metadata={"help": "sampling temperature of candidates"})
     top_p: float = field(default=1.0, metadata={"help": "nucleus sampling of candidates"})
@@ -59,6 +61,8 @@ class ActorConfig(DPOConfig):
             raise ValueError(f"sampling_batch_size must be >= 1, got {self.sampling_batch_size}")
         if not 0 < self.turn_fraction <= 1:
             raise ValueError(f"turn_fraction must be in (0, 1], got {self.turn_fraction}")
+        if self.first_turns < 0:
+            raise ValueError(f"first_turns must be >= 0 (0 = every agent turn), got {self.first_turns}")
         if not 0 <= self.explore_candidates <= 1:
             raise ValueError(f"explore_candidates must be in [0, 1], got {self.explore_candidates}")
         if self.explore_turns < 1:
