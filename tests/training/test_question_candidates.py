@@ -119,3 +119,38 @@ def test_train_actor_flag_puts_questions_into_the_written_pairs(tmp_path, toy_re
     assert first_turns >= 1
     assert f"{first_turns} of " in out and "candidates started with a question opener (--explore_candidates 0.5" in out
     assert sum(starts_with_opener(r[k][0]["content"]) for r in rows for k in ("chosen", "rejected")) == first_turns
+
+
+def test_first_turns_keeps_only_each_trajectorys_first_agent_turns(tiny_model, tiny_ref_model, tiny_tokenizer,
+                                                                  toy_records):
+    """``first_turns`` selects turns by their place in the trajectory (where asking is decided), and
+    the pairs it keeps are exactly the all-turns run's pairs for those turns (same seeds)."""
+    from tiny_model import build_tiny_model
+
+    policy = build_tiny_model(tiny_tokenizer, seed=2)
+    recs = toy_records[:3]  # two agent turns each
+    kw = dict(num_candidates=2, pairs_per_turn=1, turn_fraction=1.0, max_new_tokens=6, seed=0,
+              explore_candidates=0.5)
+    stats: dict[str, int] = {}
+    rows = build_step_pairs(recs, policy, tiny_tokenizer, tiny_model, tiny_ref_model, tiny_tokenizer,
+                            first_turns=1, stats=stats, **kw)
+    assert stats["turns"] == 3 and stats["question_candidates"] == 3
+    assert len(rows) == 3 and all(not any(m["role"] == "assistant" for m in r["prompt"]) for r in rows)
+    assert sorted(r["task_key"] for r in rows) == sorted(r["task_key"] for r in [
+        *(x for x in build_step_pairs(recs, policy, tiny_tokenizer, tiny_model, tiny_ref_model, tiny_tokenizer,
+                                      first_turns=2, **kw) if not any(m["role"] == "assistant" for m in x["prompt"]))])
+    everything: dict[str, int] = {}
+    build_step_pairs(recs, policy, tiny_tokenizer, tiny_model, tiny_ref_model, tiny_tokenizer, first_turns=2,
+                     stats=everything, **kw)
+    assert everything["turns"] == 6  # 2 >= every trajectory's turn count: all of them, like 0
+    with pytest.raises(ValueError, match="first_turns"):
+        build_step_pairs(recs, policy, tiny_tokenizer, tiny_model, tiny_ref_model, tiny_tokenizer, first_turns=-1, **kw)
+
+
+def test_first_turns_flag_and_error():
+    from sweet_agent.actor.cli import parse_args
+
+    assert ActorConfig(output_dir="/tmp/x", bf16=False).first_turns == 0  # the paper's: every turn
+    assert parse_args(["--output_dir", "o", "--first_turns", "1"]).training.first_turns == 1
+    with pytest.raises(ValueError, match="first_turns must be >= 0"):
+        ActorConfig(output_dir="/tmp/x", bf16=False, first_turns=-2)
