@@ -23,7 +23,21 @@ COMMANDS: list[tuple[tuple[str, ...], str, str]] = [
 
 
 def main(argv: list[str] | None = None) -> int:
-    return dispatch("sweet-agent", COMMANDS, list(sys.argv[1:] if argv is None else argv))
+    try:
+        return dispatch("sweet-agent", COMMANDS, list(sys.argv[1:] if argv is None else argv))
+    finally:
+        _end_processes()
+
+
+def _end_processes() -> None:
+    """Close the process group of a multi-process launch (``accelerate launch``) before the
+    interpreter exits. WHY: a gloo group left open can abort a process at exit ("terminate called
+    without an active exception", pytorch/pytorch#190489: gloo's worker threads outlive Python),
+    which fails the whole launch after the model was saved; seen here about once in four 2-process
+    DeepSpeed runs on CPU. torch is looked up, never imported, so other commands stay light."""
+    dist = sys.modules.get("torch.distributed")
+    if dist is not None and dist.is_available() and dist.is_initialized():
+        dist.destroy_process_group()
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -79,6 +79,47 @@ def resolve_precision(cfg) -> None:
         cfg.bf16 = bool(torch.cuda.is_available() and torch.cuda.is_bf16_supported() and not cfg.fp16)
 
 
+def resolve_ddp_backend(cfg) -> None:
+    """Name the process-group backend (``gloo``) for a DeepSpeed launch on a machine without an
+    accelerator, unless ``--ddp_backend`` names one. Called, like :func:`resolve_precision`, before
+    the config's own ``__post_init__`` (which sets up the processes).
+
+    WHY: with no ``--ddp_backend``, accelerate 1.15's ``PartialState`` finds no accelerator backend
+    on a CPU-only host (``backend=None``), lets DeepSpeed start torch.distributed (world size 2 for
+    2 processes), then, because ``backend is None``, records one process (``accelerate/state.py``:
+    ``self.num_processes = 1``). transformers then sizes DeepSpeed's batch for one process and
+    DeepSpeed's check fails (``train_batch_size 1 != 1 * 1 * 2``). ``gloo`` is what DeepSpeed
+    itself uses on CPU. (The trainer's ``--use_cpu`` also avoids it; the accelerate config's
+    ``use_cpu`` does not, its DeepSpeed launcher does not pass it on.)"""
+    if getattr(cfg, "ddp_backend", "") is not None:
+        return
+    if os.environ.get("ACCELERATE_USE_DEEPSPEED", "false").lower() != "true":
+        return
+    import torch
+
+    found = getattr(torch, "accelerator", None)  # torch >= 2.6; before it, CUDA is what accelerate finds
+    if not (found.is_available() if found is not None else torch.cuda.is_available()):
+        cfg.ddp_backend = "gloo"
+
+
+def distributed_summary(trainer) -> str | None:
+    """``process I of N (DeepSpeed ZeRO stage S; this process holds X of Y parameter values)``
+    for a multi-process or DeepSpeed run, ``None`` for a single plain process: what a run log
+    needs to show that the launch really was what its config says."""
+    acc = trainer.accelerator
+    engine = trainer.model_wrapped
+    stage = engine.zero_optimization_stage() if hasattr(engine, "zero_optimization_stage") else None
+    if acc.num_processes == 1 and stage is None:
+        return None
+    line = f"process {acc.process_index} of {acc.num_processes}"
+    if stage is not None:
+        params = list(acc.unwrap_model(trainer.model).parameters())
+        held = sum(p.ds_tensor.numel() if hasattr(p, "ds_tensor") else p.numel() for p in params)
+        total = sum(getattr(p, "ds_numel", p.numel()) for p in params)
+        line += f" (DeepSpeed ZeRO stage {stage}; this process holds {held:,} of {total:,} parameter values)"
+    return line
+
+
 # ----------------------------------------------------------------------------- command line
 def _renamed(*new: str) -> Callable[[str], list[str]]:
     return lambda value: [x for flag in new for x in (flag, value)]
@@ -327,6 +368,9 @@ def save_final(trainer, tokenizer, output_dir: str, model_args=None) -> None:
     """Save a plain checkpoint the next stage loads like any model, through the trainer's own
     saving path (which gathers ZeRO-3-partitioned weights). A LoRA run saves its adapter that way,
     then the main process merges it into a fresh copy of the base model."""
+    summary = distributed_summary(trainer)
+    if summary:
+        print(f"[save] {summary}; saving the final model to {output_dir}", flush=True)
     model = trainer.accelerator.unwrap_model(trainer.model)
     if not hasattr(model, "merge_and_unload"):
         trainer.save_model(output_dir)

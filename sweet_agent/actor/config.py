@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from trl import DPOConfig
 
 from sweet_agent.actor.candidates import check_step_score
-from sweet_agent.training_setup import resolve_precision
+from sweet_agent.training_setup import resolve_ddp_backend, resolve_precision
 
 
 @dataclass
@@ -69,4 +69,5 @@ class ActorConfig(DPOConfig):
             raise ValueError(f"explore_turns must be >= 1, got {self.explore_turns}")
         check_step_score(self.step_score)
         resolve_precision(self)
+        resolve_ddp_backend(self)
         super().__post_init__()

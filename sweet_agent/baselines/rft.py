@@ -34,9 +34,10 @@ class RFTConfig(SFTConfig):
     gradient_checkpointing: bool | None = None
 
     def __post_init__(self):
-        from sweet_agent.training_setup import resolve_precision
+        from sweet_agent.training_setup import resolve_ddp_backend, resolve_precision
 
         resolve_precision(self)
+        resolve_ddp_backend(self)
         super().__post_init__()
 
 

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from transformers import TrainingArguments
 
 from sweet_agent.critic.advantages import NORMALIZATIONS
-from sweet_agent.training_setup import resolve_precision
+from sweet_agent.training_setup import resolve_ddp_backend, resolve_precision
 
 CRITIC_TYPES = ("logratio", "regression")
 
@@ -49,4 +49,5 @@ class CriticConfig(TrainingArguments):
         if self.beta <= 0:
             raise ValueError(f"beta must be > 0, got {self.beta}")
         resolve_precision(self)
+        resolve_ddp_backend(self)
         super().__post_init__()

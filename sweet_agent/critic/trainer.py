@@ -12,6 +12,7 @@ scalar-head variant), so only ``compute_loss`` and data preparation differ; ever
 
 from __future__ import annotations
 
+import contextlib
 import copy
 from collections import defaultdict
 from typing import Any
@@ -89,6 +90,22 @@ def bradley_terry_loss(chosen_scores: torch.Tensor, rejected_scores: torch.Tenso
     return -F.logsigmoid(beta * (chosen_scores - rejected_scores)).mean()
 
 
+def _initial_copy(model):
+    """The reference: a frozen copy of the initial critic. Under DeepSpeed ZeRO-3 the model was
+    loaded already partitioned across processes (``deepspeed.zero.Init``) and a deep copy holds
+    only empty shards, so the copy is loaded again from the model's checkpoint (partitioned the
+    same way); this is why TRL's ``create_reference_model`` refuses ZeRO-3."""
+    from transformers.integrations import is_deepspeed_zero3_enabled
+
+    if not is_deepspeed_zero3_enabled():
+        return copy.deepcopy(model)
+    if not getattr(model, "name_or_path", None):
+        raise ValueError("under DeepSpeed ZeRO-3 the reference model cannot be copied from a partitioned model: "
+                         "pass ref_model=AutoModelForCausalLM.from_pretrained(...) to CriticTrainer")
+    return type(model).from_pretrained(model.name_or_path, dtype=model.dtype,
+                                       attn_implementation=model.config._attn_implementation)
+
+
 class CriticTrainer(Trainer):
     """Trains a step-level critic from trajectory preference pairs.
 
@@ -122,7 +139,7 @@ class CriticTrainer(Trainer):
             else:
                 model = get_peft_model(model, peft_config)
         if args.critic_type == "logratio" and ref_model is None and not hasattr(model, "disable_adapter"):
-            ref_model = copy.deepcopy(model)
+            ref_model = _initial_copy(model)
         if ref_model is not None:
             ref_model.eval()
             for p in ref_model.parameters():
@@ -244,7 +261,7 @@ class CriticTrainer(Trainer):
         model.eval()
         chosen, rejected = [], []
         try:
-            with torch.no_grad():
+            with torch.no_grad(), self._whole_weights(model):
                 for batch in loader:
                     batch = self._prepare_inputs(batch)
                     scores, _ = self.trajectory_scores(model, batch)
@@ -255,6 +272,19 @@ class CriticTrainer(Trainer):
         finally:
             model.train(was_training)
         return pair_stats(torch.cat(chosen), torch.cat(rejected))
+
+    def _whole_weights(self, model):
+        """Under ZeRO-3 the weights are partitioned across processes as the model loads, and the
+        hooks that gather a layer's weights for its forward exist only once the trainer has built
+        its DeepSpeed engine (in ``train``). Scoring before that (the "before" accuracy of
+        ``train-critic``) gathers the whole model on every process for the call; otherwise (no
+        DeepSpeed, or after ``train``) nothing to do."""
+        if self.is_deepspeed_enabled and self.deepspeed is None and any(
+                hasattr(p, "ds_id") for p in model.parameters()):
+            import deepspeed
+
+            return deepspeed.zero.GatheredParameters(list(model.parameters()))
+        return contextlib.nullcontext()
 
     def pairwise_accuracy(self, dataset=None) -> float:
         """Fraction of pairs whose chosen trajectory outscores the rejected one (ties: not correct)."""
