@@ -312,6 +312,25 @@ def load_model(spec, dtype: str | None = "float32", attn_implementation: str | N
     return model, tok
 
 
+def initial_copy(model):
+    """A frozen copy of ``model`` as it is now: the reference of a full fine-tuning run (critic,
+    actor, multi-turn DPO). Under DeepSpeed ZeRO-3 the model was loaded already partitioned
+    across processes (``deepspeed.zero.Init``) and a deep copy holds only empty shards, so the
+    copy is loaded again from the model's checkpoint, partitioned the same way (this is why TRL's
+    ``create_reference_model`` refuses ZeRO-3)."""
+    import copy
+
+    from transformers.integrations import is_deepspeed_zero3_enabled
+
+    if not is_deepspeed_zero3_enabled():
+        return copy.deepcopy(model).eval()
+    if not getattr(model, "name_or_path", None):
+        raise ValueError("under DeepSpeed ZeRO-3 the reference model cannot be copied from a partitioned model: "
+                         "pass ref_model=AutoModelForCausalLM.from_pretrained(...)")
+    return type(model).from_pretrained(model.name_or_path, dtype=model.dtype,
+                                       attn_implementation=model.config._attn_implementation).eval()
+
+
 def attention_implementation(spec: str) -> str:
     """``auto``: FlashAttention-2 when ``flash_attn`` is installed and a GPU is present, else
     PyTorch's ``sdpa``. ``flash_attention_2`` without the package: a one-line error."""

@@ -7,13 +7,13 @@ conversational rows, which TRL implements exactly; we only choose the reference 
 
 from __future__ import annotations
 
-import copy
 from typing import Any
 
 from datasets import Dataset
 from trl import DPOTrainer
 
 from sweet_agent.actor.config import ActorConfig
+from sweet_agent.training_setup import initial_copy
 
 _EXTRA_COLUMNS = ("chosen_score", "rejected_score", "task_key", "turn_index")
 
@@ -31,7 +31,7 @@ def make_dpo_trainer(model, tokenizer, rows: list[dict[str, Any]] | Dataset, arg
     if eval_rows is not None and not isinstance(eval_rows, Dataset):
         eval_rows = Dataset.from_list(list(eval_rows))
     if peft_config is None and ref_model is None and not hasattr(model, "disable_adapter"):
-        ref_model = copy.deepcopy(model).eval()
+        ref_model = initial_copy(model)
     if tokenizer.pad_token is None:
         tokenizer.pad_token = tokenizer.eos_token
     return DPOTrainer(model=model, ref_model=ref_model, args=args, train_dataset=ds, eval_dataset=eval_rows,

@@ -136,16 +136,16 @@ class MultiTurnDPOTrainer(DPOTrainer):
 
 
 def make_mtdpo_trainer(model, tokenizer, rows, args, ref_model=None, peft_config=None, **kwargs):
-    import copy
-
     from datasets import Dataset
+
+    from sweet_agent.training_setup import initial_copy
 
     if not rows:
         raise ValueError("no trajectory pairs: no task has a successful trajectory and a worse one; collect "
                          "more samples per task or lower --success-threshold")
     ds = rows if isinstance(rows, Dataset) else Dataset.from_list(list(rows))
     if peft_config is None and ref_model is None and not hasattr(model, "disable_adapter"):
-        ref_model = copy.deepcopy(model).eval()
+        ref_model = initial_copy(model)
     return MultiTurnDPOTrainer(model, ref_model=ref_model, args=args, train_dataset=ds, processing_class=tokenizer,
                                peft_config=peft_config, **kwargs)
 

@@ -13,7 +13,6 @@ scalar-head variant), so only ``compute_loss`` and data preparation differ; ever
 from __future__ import annotations
 
 import contextlib
-import copy
 from collections import defaultdict
 from typing import Any
 
@@ -33,6 +32,7 @@ from sweet_agent.critic.advantages import (
 )
 from sweet_agent.critic.config import CriticConfig
 from sweet_agent.critic.regression import RegressionCritic
+from sweet_agent.training_setup import initial_copy
 
 #: Two scores closer than this count as a tie (neither correct nor wrong) in accuracy.
 TIE_TOLERANCE = 1e-6
@@ -90,22 +90,6 @@ def bradley_terry_loss(chosen_scores: torch.Tensor, rejected_scores: torch.Tenso
     return -F.logsigmoid(beta * (chosen_scores - rejected_scores)).mean()
 
 
-def _initial_copy(model):
-    """The reference: a frozen copy of the initial critic. Under DeepSpeed ZeRO-3 the model was
-    loaded already partitioned across processes (``deepspeed.zero.Init``) and a deep copy holds
-    only empty shards, so the copy is loaded again from the model's checkpoint (partitioned the
-    same way); this is why TRL's ``create_reference_model`` refuses ZeRO-3."""
-    from transformers.integrations import is_deepspeed_zero3_enabled
-
-    if not is_deepspeed_zero3_enabled():
-        return copy.deepcopy(model)
-    if not getattr(model, "name_or_path", None):
-        raise ValueError("under DeepSpeed ZeRO-3 the reference model cannot be copied from a partitioned model: "
-                         "pass ref_model=AutoModelForCausalLM.from_pretrained(...) to CriticTrainer")
-    return type(model).from_pretrained(model.name_or_path, dtype=model.dtype,
-                                       attn_implementation=model.config._attn_implementation)
-
-
 class CriticTrainer(Trainer):
     """Trains a step-level critic from trajectory preference pairs.
 
@@ -139,7 +123,7 @@ class CriticTrainer(Trainer):
             else:
                 model = get_peft_model(model, peft_config)
         if args.critic_type == "logratio" and ref_model is None and not hasattr(model, "disable_adapter"):
-            ref_model = _initial_copy(model)
+            ref_model = initial_copy(model)
         if ref_model is not None:
             ref_model.eval()
             for p in ref_model.parameters():
