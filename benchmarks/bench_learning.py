@@ -88,9 +88,9 @@ PROFILES: dict[str, dict[str, Any]] = {
 }
 
 #: Methods in table order; ``policy`` names the model directory (or "base").
-METHODS = ("zero-shot", "rft", "rft-hi", "mtdpo", "sweet", "sweet-hi", "sweet-first", "sweet-nll", "best-of-n")
+METHODS = ("zero-shot", "rft", "rft-hi", "mtdpo", "mtdpo-hi", "sweet", "sweet-hi", "sweet-first", "sweet-nll", "best-of-n")
 LABELS = {"zero-shot": "zero-shot", "rft": "RFT", "rft-hi": "RFT (5x learning rate)", "mtdpo": "multi-turn DPO",
-          "sweet": "SWEET-RL", "sweet-hi": "SWEET-RL (5x learning rate)",
+          "mtdpo-hi": "multi-turn DPO (5x learning rate)", "sweet": "SWEET-RL", "sweet-hi": "SWEET-RL (5x learning rate)",
           "sweet-first": "SWEET-RL (first-turn pairs, 5x lr)",
           "sweet-nll": "SWEET-RL (first-turn pairs, 5x lr, NLL weight 1)",
           "best-of-n": "best-of-N (critic w/o reference)"}
@@ -150,6 +150,7 @@ def build_stages(s: dict[str, Any], run: Path) -> dict[str, Stage]:
             s["seed"], (), 100, ["--explore-rate", s["explore_rate"], "--explore-turns", s["explore_turns"]])
     eval_seed = s["seed"] + 1000
     policies = {"zero-shot": s["model"], "rft": models / "rft", "rft-hi": models / "rft-hi", "mtdpo": models / "mtdpo",
+                "mtdpo-hi": models / "mtdpo-hi",
                 "sweet": models / "sweet", "sweet-hi": models / "sweet-hi", "sweet-first": models / "sweet-first",
                 "sweet-nll": models / "sweet-nll"}
     train("train-rft", "train-rft", models / "rft", ("collect",), 80, "--data", data, "--pair_rule", "best",
@@ -162,6 +163,10 @@ def build_stages(s: dict[str, Any], run: Path) -> dict[str, Stage]:
           "--pair_rule", "reward", "--learning_rate", s["actor_lr"],
           # one pair per forward (same effective batch): two pairs of full trajectories with policy and
           # reference in float32 took 9 GB here and were OOM-killed beside the other stages
+          "--per_device_train_batch_size", 1, "--gradient_accumulation_steps", 2, steps=s["mtdpo_steps"])
+    # the baselines' 5x rate is RFT's (rft_hi_lr): every method compared at the rate that made RFT ask
+    train("train-mtdpo-hi", "train-mtdpo", models / "mtdpo-hi", ("collect",), 30, "--data", data,
+          "--pair_rule", "reward", "--learning_rate", s["rft_hi_lr"],
           "--per_device_train_batch_size", 1, "--gradient_accumulation_steps", 2, steps=s["mtdpo_steps"])
     pairs = run / "step_pairs.jsonl"
     part = pairs.with_name(pairs.name + ".tmp")
@@ -191,9 +196,9 @@ def build_stages(s: dict[str, Any], run: Path) -> dict[str, Stage]:
     train("train-critic-noref", "train-critic", models / "critic-noref", ("collect",), 20, "--data", data,
           "--pair_rule", "reward", "--learning_rate", s["critic_lr"], "--no_use_privileged_info",
           steps=s["critic_steps"])
-    prio = {"zero-shot": 90, "rft": 75, "sweet": 63, "mtdpo": 55, "rft-hi": 49, "sweet-hi": 47, "sweet-nll": 43,
+    prio = {"zero-shot": 90, "rft": 75, "sweet": 63, "mtdpo": 55, "rft-hi": 49, "sweet-hi": 47, "sweet-nll": 43, "mtdpo-hi": 29,
             "sweet-first": 42}
-    deps = {"zero-shot": (), "rft": ("train-rft",), "mtdpo": ("train-mtdpo",), "sweet": ("train-sweet",),
+    deps = {"zero-shot": (), "rft": ("train-rft",), "mtdpo": ("train-mtdpo",), "mtdpo-hi": ("train-mtdpo-hi",), "sweet": ("train-sweet",),
             "rft-hi": ("train-rft-hi",), "sweet-hi": ("train-sweet-hi",), "sweet-first": ("train-sweet-first",),
             "sweet-nll": ("train-sweet-nll",)}
     for m, pol in policies.items():
