@@ -88,11 +88,13 @@ PROFILES: dict[str, dict[str, Any]] = {
 }
 
 #: Methods in table order; ``policy`` names the model directory (or "base").
-METHODS = ("zero-shot", "rft", "rft-hi", "mtdpo", "mtdpo-hi", "sweet", "sweet-hi", "sweet-first", "sweet-nll", "best-of-n")
+METHODS = ("zero-shot", "rft", "rft-hi", "mtdpo", "mtdpo-hi", "sweet", "sweet-hi", "sweet-first", "sweet-nll", "sweet-two",
+           "best-of-n")
 LABELS = {"zero-shot": "zero-shot", "rft": "RFT", "rft-hi": "RFT (5x learning rate)", "mtdpo": "multi-turn DPO",
           "mtdpo-hi": "multi-turn DPO (5x learning rate)", "sweet": "SWEET-RL", "sweet-hi": "SWEET-RL (5x learning rate)",
           "sweet-first": "SWEET-RL (first-turn pairs, 5x lr)",
           "sweet-nll": "SWEET-RL (first-turn pairs, 5x lr, NLL weight 1)",
+          "sweet-two": "SWEET-RL (turn 1 + turn 2 pairs, 5x lr)",
           "best-of-n": "best-of-N (critic w/o reference)"}
 
 _print_lock = threading.Lock()
@@ -152,7 +154,7 @@ def build_stages(s: dict[str, Any], run: Path) -> dict[str, Stage]:
     policies = {"zero-shot": s["model"], "rft": models / "rft", "rft-hi": models / "rft-hi", "mtdpo": models / "mtdpo",
                 "mtdpo-hi": models / "mtdpo-hi",
                 "sweet": models / "sweet", "sweet-hi": models / "sweet-hi", "sweet-first": models / "sweet-first",
-                "sweet-nll": models / "sweet-nll"}
+                "sweet-nll": models / "sweet-nll", "sweet-two": models / "sweet-two"}
     train("train-rft", "train-rft", models / "rft", ("collect",), 80, "--data", data, "--pair_rule", "best",
           "--learning_rate", s["actor_lr"])
     train("train-rft-hi", "train-rft", models / "rft-hi", ("collect",), 50, "--data", data, "--pair_rule", "best",
@@ -193,14 +195,29 @@ def build_stages(s: dict[str, Any], run: Path) -> dict[str, Stage]:
     train("train-sweet-nll", "train-actor", models / "sweet-nll", ("step-pairs-first",), 44, "--pairs_in", first,
           "--learning_rate", s["sweet_hi_lr"], "--loss_weights", 1.0, s["sweet_nll_weight"],
           steps=s["sweet_first_steps"])
+    # third SWEET attempt: first-turn pairs alone taught "always ask" (both weights asked at all 3
+    # turns); pairs for the turn after the question, with question candidates there too, let the
+    # critic say when to stop asking. Same settings, one turn further (no new setting).
+    second = run / "step_pairs_second.jsonl"
+    part = second.with_name(second.name + ".tmp")
+    n = s["first_turns"]
+    stages["step-pairs-second"] = Stage("step-pairs-second", second, ("train-critic",), _sa(
+        "train-actor", "--config", "cpu", "--only_pairs", "--data", data, "--critic", models / "critic",
+        "--pairs_out", part, "--output_dir", run / "models" / "sweet-two.pairs-scratch",
+        "--num_candidates", s["num_candidates"], "--skip_turns", n, "--first_turns", n + 1, "--turn_fraction", 1.0,
+        "--max_new_tokens", s["candidate_tokens"], "--seed", s["seed"] + 1,
+        "--explore_candidates", s["explore_candidates"], "--explore_turns", n + 1), tmp=part, priority=41)
+    train("train-sweet-two", "train-actor", models / "sweet-two", ("step-pairs-first", "step-pairs-second"), 40,
+          "--pairs_in", f"{first},{second}", "--learning_rate", s["sweet_hi_lr"], steps=s["sweet_first_steps"])
     train("train-critic-noref", "train-critic", models / "critic-noref", ("collect",), 20, "--data", data,
           "--pair_rule", "reward", "--learning_rate", s["critic_lr"], "--no_use_privileged_info",
           steps=s["critic_steps"])
     prio = {"zero-shot": 90, "rft": 75, "sweet": 63, "mtdpo": 55, "rft-hi": 49, "sweet-hi": 47, "sweet-nll": 43, "mtdpo-hi": 29,
+            "sweet-two": 39,
             "sweet-first": 42}
     deps = {"zero-shot": (), "rft": ("train-rft",), "mtdpo": ("train-mtdpo",), "mtdpo-hi": ("train-mtdpo-hi",), "sweet": ("train-sweet",),
             "rft-hi": ("train-rft-hi",), "sweet-hi": ("train-sweet-hi",), "sweet-first": ("train-sweet-first",),
-            "sweet-nll": ("train-sweet-nll",)}
+            "sweet-nll": ("train-sweet-nll",), "sweet-two": ("train-sweet-two",)}
     for m, pol in policies.items():
         rollout(f"eval-{m}", ev / f"{m}.jsonl", s["eval_tasks"], s["eval_episodes"], 1, pol, s["eval_temperature"],
                 eval_seed, deps[m], prio[m])

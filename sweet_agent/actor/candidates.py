@@ -249,7 +249,7 @@ def build_step_pairs(records: Sequence[dict[str, Any]], policy, policy_tokenizer
                      top_p: float = 1.0, sampling_batch_size: int | None = None, system_prompt: str | None = None,
                      normalize: str = "turn", use_privileged_info: bool = True, step_score: str = "critic-ref",
                      seed: int = 0, explore_candidates: float = 0.0, explore_turns: int = 1,
-                     first_turns: int = 0, progress: bool = False, stats: dict[str, int] | None = None) -> list[dict[str, Any]]:
+                     first_turns: int = 0, skip_turns: int = 0, progress: bool = False, stats: dict[str, int] | None = None) -> list[dict[str, Any]]:
     """DPO rows ``{"prompt", "chosen", "rejected", "chosen_score", "rejected_score"}`` (conversational
     format TRL's DPOTrainer reads) from the agent turns of offline trajectories.
 
@@ -267,16 +267,21 @@ def build_step_pairs(records: Sequence[dict[str, Any]], policy, policy_tokenizer
 
     ``first_turns`` (default 0 = all) keeps only each trajectory's first N agent turns, before
     ``turn_fraction`` subsamples: where the decision to ask is made, and where question candidates
-    are offered, at a fraction of the sampling cost of every turn."""
+    are offered, at a fraction of the sampling cost of every turn. ``skip_turns`` (default 0) drops
+    each trajectory's first N agent turns: with ``first_turns`` it selects a window (``skip_turns=1,
+    first_turns=2``: the second agent turn only), e.g. to add pairs for the turn after a question to
+    pairs already built for the first."""
     check_step_score(step_score)  # before any sampling: a typo costs no compute
     n_questions = question_count(num_candidates, explore_candidates)
     exploration = ExplorationConfig(rate=1.0, turns=explore_turns)
     rng = random.Random(seed)
     if first_turns < 0:
         raise ValueError(f"first_turns must be >= 0 (0 = every turn), got {first_turns}")
+    if skip_turns < 0:
+        raise ValueError(f"skip_turns must be >= 0, got {skip_turns}")
     turns = [(ri, ti, before, prompt) for ri, rec in enumerate(records)
              for n, (ti, before, _, prompt) in enumerate(R.iter_agent_turns(rec, system_prompt))
-             if not first_turns or n < first_turns]
+             if (not first_turns or n < first_turns) and n >= skip_turns]
     if turn_fraction < 1:
         turns = rng.sample(turns, max(1, round(len(turns) * turn_fraction)))
         turns.sort(key=lambda x: (x[0], x[1]))

@@ -30,7 +30,8 @@ class StepPairArguments(TrainingDataArguments):
                                                                    "from sweet_critic.json)"})
     pairs_out: str | None = field(default=None, metadata={"help": "write step pairs here (default "
                                                                   "OUTPUT_DIR/step_pairs.jsonl)"})
-    pairs_in: str | None = field(default=None, metadata={"help": "train on these step pairs instead of building them"})
+    pairs_in: str | None = field(default=None, metadata={
+        "help": "train on these step pairs instead of building them (several files: separated by commas)"})
     only_pairs: bool = field(default=False, metadata={"help": "build and write the pairs, do not train"})
 
 
@@ -98,7 +99,8 @@ def build_pairs(data_args: StepPairArguments, cfg, policy, tok, dtype: str | Non
                             system_prompt=data_args.system_prompt or meta.get("system_prompt"),
                             normalize=meta["normalize"], use_privileged_info=meta["use_privileged_info"],
                             step_score=cfg.step_score, seed=cfg.seed, explore_candidates=cfg.explore_candidates,
-                            explore_turns=cfg.explore_turns, first_turns=cfg.first_turns, progress=True,
+                            explore_turns=cfg.explore_turns, first_turns=cfg.first_turns,
+                            skip_turns=cfg.skip_turns, progress=True,
                             stats=stats)
     del critic, critic_ref
     out = data_args.pairs_out or f"{cfg.output_dir}/step_pairs.jsonl"
@@ -132,7 +134,7 @@ def run(args: SimpleNamespace) -> int:
 
     check_run(PROG, cfg)
     if data_args.pairs_in:
-        rows = read_jsonl(data_args.pairs_in)
+        rows = [row for path in data_args.pairs_in.split(",") if path.strip() for row in read_jsonl(path.strip())]
         policy = tok = None
     else:
         policy, tok = load_model(model_args)

@@ -24,6 +24,8 @@ class ActorConfig(DPOConfig):
     turn_fraction: float = field(default=1.0, metadata={"help": "fraction of the offline agent turns to use"})
     first_turns: int = field(default=0, metadata={
         "help": "use only each trajectory's first N agent turns (0 = all, the paper's); applied before turn_fraction"})
+    skip_turns: int = field(default=0, metadata={
+        "help": "leave out each trajectory's first N agent turns (with first_turns: a window of turns)"})
     max_new_tokens: int = field(default=256, metadata={"help": "length cap of a sampled candidate"})
     temperature: float = field(default=1.0, metadata={"help": "sampling temperature of candidates"})
     top_p: float = field(default=1.0, metadata={"help": "nucleus sampling of candidates"})
@@ -63,6 +65,8 @@ class ActorConfig(DPOConfig):
             raise ValueError(f"turn_fraction must be in (0, 1], got {self.turn_fraction}")
         if self.first_turns < 0:
             raise ValueError(f"first_turns must be >= 0 (0 = every agent turn), got {self.first_turns}")
+        if self.skip_turns < 0:
+            raise ValueError(f"skip_turns must be >= 0, got {self.skip_turns}")
         if not 0 <= self.explore_candidates <= 1:
             raise ValueError(f"explore_candidates must be in [0, 1], got {self.explore_candidates}")
         if self.explore_turns < 1:
