@@ -134,7 +134,9 @@ def run(args: SimpleNamespace) -> int:
 
     check_run(PROG, cfg)
     if data_args.pairs_in:
-        rows = [row for path in data_args.pairs_in.split(",") if path.strip() for row in read_jsonl(path.strip())]
+        paths = [p.strip() for p in data_args.pairs_in.split(",") if p.strip()]
+        rows = [row for path in paths for row in read_jsonl(path)]
+        print(f"[train-actor] {len(rows)} step pairs from {', '.join(paths)}")
         policy = tok = None
     else:
         policy, tok = load_model(model_args)

@@ -154,3 +154,43 @@ def test_first_turns_flag_and_error():
     assert parse_args(["--output_dir", "o", "--first_turns", "1"]).training.first_turns == 1
     with pytest.raises(ValueError, match="first_turns must be >= 0"):
         ActorConfig(output_dir="/tmp/x", bf16=False, first_turns=-2)
+
+
+def test_skip_turns_with_first_turns_selects_a_window(tiny_model, tiny_ref_model, tiny_tokenizer, toy_records):
+    from tiny_model import build_tiny_model
+
+    policy = build_tiny_model(tiny_tokenizer, seed=2)
+    recs = toy_records[:3]  # two agent turns each
+    kw = dict(num_candidates=2, pairs_per_turn=1, turn_fraction=1.0, max_new_tokens=6, seed=0)
+    stats: dict[str, int] = {}
+    rows = build_step_pairs(recs, policy, tiny_tokenizer, tiny_model, tiny_ref_model, tiny_tokenizer,
+                            skip_turns=1, first_turns=2, explore_candidates=0.5, explore_turns=2, stats=stats, **kw)
+    assert stats["turns"] == 3 and len(rows) == 3
+    assert all(sum(m["role"] == "assistant" for m in r["prompt"]) == 1 for r in rows)  # the second agent turn
+    for r in rows:  # explore_turns 2: the second turn offers a question against the policy's own text
+        assert sum(starts_with_opener(r[k][0]["content"]) for k in ("chosen", "rejected")) == 1
+    assert build_step_pairs(recs, policy, tiny_tokenizer, tiny_model, tiny_ref_model, tiny_tokenizer,
+                            skip_turns=2, **kw) == []  # no trajectory has a third agent turn
+    with pytest.raises(ValueError, match="skip_turns must be >= 0"):
+        ActorConfig(output_dir="/tmp/x", bf16=False, skip_turns=-1)
+
+
+def test_pairs_in_reads_several_files(tmp_path, tiny_model_dir, capsys):
+    import json
+
+    from sweet_agent.cli import main
+
+    def pair(i: int) -> dict:
+        return {"prompt": [{"role": "user", "content": f"Write f{i}(x)."}],
+                "chosen": [{"role": "assistant", "content": "What should f return?"}],
+                "rejected": [{"role": "assistant", "content": "I WANT TO ANSWER: def f(x): return x"}]}
+
+    a, b = tmp_path / "a.jsonl", tmp_path / "b.jsonl"
+    a.write_text(json.dumps(pair(0)) + "\n")
+    b.write_text("".join(json.dumps(pair(i)) + "\n" for i in (1, 2)))
+    assert main(["train-actor", "--pairs_in", f"{a},{b}", "--model_name_or_path", str(tiny_model_dir),
+                 "--output_dir", str(tmp_path / "o"), "--max_steps", "1", "--per_device_train_batch_size", "3",
+                 "--max_length", "128", "--report_to", "none", "--save_strategy", "no"]) == 0
+    out = capsys.readouterr().out
+    assert f"[train-actor] 3 step pairs from {a}, {b}" in out
+    assert (tmp_path / "o" / "config.json").exists() or (tmp_path / "o" / "adapter_config.json").exists()
