@@ -94,7 +94,7 @@ LABELS = {"zero-shot": "zero-shot", "rft": "RFT", "rft-hi": "RFT (5x learning ra
           "mtdpo-hi": "multi-turn DPO (5x learning rate)", "sweet": "SWEET-RL", "sweet-hi": "SWEET-RL (5x learning rate)",
           "sweet-first": "SWEET-RL (first-turn pairs, 5x lr)",
           "sweet-nll": "SWEET-RL (first-turn pairs, 5x lr, NLL weight 1)",
-          "sweet-two": "SWEET-RL (turn 1 + turn 2 pairs, 5x lr)",
+          "sweet-two": "SWEET-RL (turn 1 + 2 pairs, 5x lr, NLL weight 1)",
           "best-of-n": "best-of-N (critic w/o reference)"}
 
 _print_lock = threading.Lock()
@@ -195,9 +195,11 @@ def build_stages(s: dict[str, Any], run: Path) -> dict[str, Stage]:
     train("train-sweet-nll", "train-actor", models / "sweet-nll", ("step-pairs-first",), 44, "--pairs_in", first,
           "--learning_rate", s["sweet_hi_lr"], "--loss_weights", 1.0, s["sweet_nll_weight"],
           steps=s["sweet_first_steps"])
-    # third SWEET attempt: first-turn pairs alone taught "always ask" (both weights asked at all 3
-    # turns); pairs for the turn after the question, with question candidates there too, let the
-    # critic say when to stop asking. Same settings, one turn further (no new setting).
+    # third SWEET attempt: first-turn pairs alone taught "always ask" (both weights repeated their
+    # question at all 3 turns). Add pairs for the turn after the question from the policy's own
+    # candidates (answers; question candidates only at the first turn, as above: offered a question
+    # there too, the critic chose asking again in 24 of 28 pairs) and train with NLL weight 1, so the
+    # chosen answers teach answering once the person replied. Same settings, one turn further.
     second = run / "step_pairs_second.jsonl"
     part = second.with_name(second.name + ".tmp")
     n = s["first_turns"]
@@ -206,9 +208,10 @@ def build_stages(s: dict[str, Any], run: Path) -> dict[str, Stage]:
         "--pairs_out", part, "--output_dir", run / "models" / "sweet-two.pairs-scratch",
         "--num_candidates", s["num_candidates"], "--skip_turns", n, "--first_turns", n + 1, "--turn_fraction", 1.0,
         "--max_new_tokens", s["candidate_tokens"], "--seed", s["seed"] + 1,
-        "--explore_candidates", s["explore_candidates"], "--explore_turns", n + 1), tmp=part, priority=41)
+        "--explore_candidates", s["explore_candidates"], "--explore_turns", s["explore_turns"]), tmp=part, priority=41)
     train("train-sweet-two", "train-actor", models / "sweet-two", ("step-pairs-first", "step-pairs-second"), 40,
-          "--pairs_in", f"{first},{second}", "--learning_rate", s["sweet_hi_lr"], steps=s["sweet_first_steps"])
+          "--pairs_in", f"{first},{second}", "--learning_rate", s["sweet_hi_lr"],
+          "--loss_weights", 1.0, s["sweet_nll_weight"])
     train("train-critic-noref", "train-critic", models / "critic-noref", ("collect",), 20, "--data", data,
           "--pair_rule", "reward", "--learning_rate", s["critic_lr"], "--no_use_privileged_info",
           steps=s["critic_steps"])
