@@ -88,13 +88,14 @@ PROFILES: dict[str, dict[str, Any]] = {
 }
 
 #: Methods in table order; ``policy`` names the model directory (or "base").
-METHODS = ("zero-shot", "rft", "rft-hi", "mtdpo", "mtdpo-hi", "sweet", "sweet-hi", "sweet-first", "sweet-nll", "sweet-two",
+METHODS = ("zero-shot", "rft", "rft-hi", "mtdpo", "mtdpo-hi", "sweet", "sweet-hi", "sweet-first", "sweet-nll", "sweet-two", "sweet-two-mid",
            "best-of-n")
 LABELS = {"zero-shot": "zero-shot", "rft": "RFT", "rft-hi": "RFT (5x learning rate)", "mtdpo": "multi-turn DPO",
           "mtdpo-hi": "multi-turn DPO (5x learning rate)", "sweet": "SWEET-RL", "sweet-hi": "SWEET-RL (5x learning rate)",
           "sweet-first": "SWEET-RL (first-turn pairs, 5x lr)",
           "sweet-nll": "SWEET-RL (first-turn pairs, 5x lr, NLL weight 1)",
           "sweet-two": "SWEET-RL (turn 1 + 2 pairs, 5x lr, NLL weight 1)",
+          "sweet-two-mid": "SWEET-RL (turn 1 + 2 pairs, 2.5x lr, NLL weight 1)",
           "best-of-n": "best-of-N (critic w/o reference)"}
 
 _print_lock = threading.Lock()
@@ -154,7 +155,8 @@ def build_stages(s: dict[str, Any], run: Path) -> dict[str, Stage]:
     policies = {"zero-shot": s["model"], "rft": models / "rft", "rft-hi": models / "rft-hi", "mtdpo": models / "mtdpo",
                 "mtdpo-hi": models / "mtdpo-hi",
                 "sweet": models / "sweet", "sweet-hi": models / "sweet-hi", "sweet-first": models / "sweet-first",
-                "sweet-nll": models / "sweet-nll", "sweet-two": models / "sweet-two"}
+                "sweet-nll": models / "sweet-nll", "sweet-two": models / "sweet-two",
+                "sweet-two-mid": models / "sweet-two-mid"}
     train("train-rft", "train-rft", models / "rft", ("collect",), 80, "--data", data, "--pair_rule", "best",
           "--learning_rate", s["actor_lr"])
     train("train-rft-hi", "train-rft", models / "rft-hi", ("collect",), 50, "--data", data, "--pair_rule", "best",
@@ -212,15 +214,20 @@ def build_stages(s: dict[str, Any], run: Path) -> dict[str, Stage]:
     train("train-sweet-two", "train-actor", models / "sweet-two", ("step-pairs-first", "step-pairs-second"), 40,
           "--pairs_in", f"{first},{second}", "--learning_rate", s["sweet_hi_lr"],
           "--loss_weights", 1.0, s["sweet_nll_weight"])
+    # at 5x it asked at every turn: the same pairs at half that rate
+    train("train-sweet-two-mid", "train-actor", models / "sweet-two-mid", ("step-pairs-first", "step-pairs-second"),
+          38, "--pairs_in", f"{first},{second}", "--learning_rate", s["sweet_hi_lr"] / 2,
+          "--loss_weights", 1.0, s["sweet_nll_weight"])
     train("train-critic-noref", "train-critic", models / "critic-noref", ("collect",), 20, "--data", data,
           "--pair_rule", "reward", "--learning_rate", s["critic_lr"], "--no_use_privileged_info",
           steps=s["critic_steps"])
     prio = {"zero-shot": 90, "rft": 75, "sweet": 63, "mtdpo": 55, "rft-hi": 49, "sweet-hi": 47, "sweet-nll": 43, "mtdpo-hi": 29,
-            "sweet-two": 39,
+            "sweet-two": 39, "sweet-two-mid": 37,
             "sweet-first": 42}
     deps = {"zero-shot": (), "rft": ("train-rft",), "mtdpo": ("train-mtdpo",), "mtdpo-hi": ("train-mtdpo-hi",), "sweet": ("train-sweet",),
             "rft-hi": ("train-rft-hi",), "sweet-hi": ("train-sweet-hi",), "sweet-first": ("train-sweet-first",),
-            "sweet-nll": ("train-sweet-nll",), "sweet-two": ("train-sweet-two",)}
+            "sweet-nll": ("train-sweet-nll",), "sweet-two": ("train-sweet-two",),
+            "sweet-two-mid": ("train-sweet-two-mid",)}
     for m, pol in policies.items():
         rollout(f"eval-{m}", ev / f"{m}.jsonl", s["eval_tasks"], s["eval_episodes"], 1, pol, s["eval_temperature"],
                 eval_seed, deps[m], prio[m])
