@@ -8,7 +8,6 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import make_task, make_traj
 
 ROOT = Path(__file__).resolve().parents[2]
 CONFIGS = sorted((ROOT / "sweet_agent" / "configs").glob("*.yaml"))
@@ -29,13 +28,9 @@ def test_accelerate_configs_parse(path):
 
 
 @pytest.mark.slow
-def test_example_end_to_end_on_tiny_model(tmp_path, tiny_model_dir):
+def test_example_end_to_end_on_tiny_model(tmp_path, tiny_model_dir, toy_records):
     data = tmp_path / "offline.jsonl"
-    recs = []
-    for i in range(6):
-        t = make_task(i)
-        recs += [make_traj(t, True), make_traj(t, False), make_traj(t, False, 0.5, 1)]
-    data.write_text("".join(json.dumps(r) + "\n" for r in recs))
+    data.write_text("".join(json.dumps(r) + "\n" for r in toy_records))
     cmd = [sys.executable, str(ROOT / "examples/sweet_rl/run_all.py"), "--workdir", str(tmp_path / "run"),
            "--offline-data", str(data), "--model", str(tiny_model_dir), "--eval-episodes", "2", "--max-turns", "2",
            "--max-new-tokens", "8", "--candidate-tokens", "8", "--num-candidates", "2", "--max-length", "256",
@@ -51,17 +46,13 @@ def test_example_end_to_end_on_tiny_model(tmp_path, tiny_model_dir):
 
 
 @pytest.mark.slow
-def test_a_critic_ablation_runs_end_to_end(tmp_path, tiny_model_dir):
+def test_a_critic_ablation_runs_end_to_end(tmp_path, tiny_model_dir, toy_records):
     """An ablation of run_all.py / run_sweet.py --ablations gets its own critic (with that setting),
     step pairs, actor and evaluation row. One ablation here (the regression head: the critic type
     the actor must load differently); each ablation's loss is checked by hand in
     test_training_semantics.py."""
     data = tmp_path / "offline.jsonl"
-    recs = []
-    for i in range(4):
-        t = make_task(i)
-        recs += [make_traj(t, True), make_traj(t, False), make_traj(t, False, 0.5, 1)]
-    data.write_text("".join(json.dumps(r) + "\n" for r in recs))
+    data.write_text("".join(json.dumps(r) + "\n" for r in toy_records[:12]))  # 4 tasks
     driver = ("import sys, argparse; sys.path.insert(0, sys.argv[1]); "
               "from pipeline import add_arguments, run_methods, settings; ap = argparse.ArgumentParser(); "
               "add_arguments(ap); run_methods(settings(ap.parse_args(sys.argv[2:])), [], ['regression-head'])")
@@ -83,15 +74,11 @@ def test_a_critic_ablation_runs_end_to_end(tmp_path, tiny_model_dir):
 
 
 @pytest.mark.slow
-def test_two_process_launch_saves_one_merged_model(tmp_path, tiny_model_dir):
+def test_two_process_launch_saves_one_merged_model(tmp_path, tiny_model_dir, toy_records):
     """`accelerate launch` with 2 CPU processes: the LoRA critic is saved through the trainer's own
     saving path and merged once; held-out accuracy covers every held-out pair, not one shard."""
     data = tmp_path / "offline.jsonl"
-    recs = []
-    for i in range(6):
-        t = make_task(i)
-        recs += [make_traj(t, True), make_traj(t, False), make_traj(t, False, 0.5, 1)]
-    data.write_text("".join(json.dumps(r) + "\n" for r in recs))
+    data.write_text("".join(json.dumps(r) + "\n" for r in toy_records))
     out = tmp_path / "critic"
     cmd = [str(Path(sys.executable).parent / "accelerate"), "launch", "--cpu", "--num_processes", "2",
            "--num_machines", "1", "--mixed_precision", "no", "--dynamo_backend", "no", "-m", "sweet_agent.cli",

@@ -121,30 +121,35 @@ def test_train_actor_flag_puts_questions_into_the_written_pairs(tmp_path, toy_re
     assert sum(starts_with_opener(r[k][0]["content"]) for r in rows for k in ("chosen", "rejected")) == first_turns
 
 
-def test_first_turns_keeps_only_each_trajectorys_first_agent_turns(tiny_model, tiny_ref_model, tiny_tokenizer,
-                                                                  toy_records):
-    """``first_turns`` selects turns by their place in the trajectory (where asking is decided), and
-    the pairs it keeps are exactly the all-turns run's pairs for those turns (same seeds)."""
+@pytest.fixture
+def pairs_of_toy_records(tiny_model, tiny_ref_model, tiny_tokenizer, toy_records):
+    """``build_step_pairs`` on three two-turn toy trajectories, a tiny policy unlike the critic."""
     from tiny_model import build_tiny_model
 
     policy = build_tiny_model(tiny_tokenizer, seed=2)
-    recs = toy_records[:3]  # two agent turns each
-    kw = dict(num_candidates=2, pairs_per_turn=1, turn_fraction=1.0, max_new_tokens=6, seed=0,
-              explore_candidates=0.5)
+
+    def build(**kw):
+        args = dict(num_candidates=2, pairs_per_turn=1, turn_fraction=1.0, max_new_tokens=6, seed=0) | kw
+        return build_step_pairs(toy_records[:3], policy, tiny_tokenizer, tiny_model, tiny_ref_model, tiny_tokenizer,
+                                **args)
+    return build
+
+
+def test_first_turns_keeps_only_each_trajectorys_first_agent_turns(pairs_of_toy_records):
+    """``first_turns`` selects turns by their place in the trajectory (where asking is decided), and
+    the pairs it keeps are exactly the all-turns run's pairs for those turns (same seeds)."""
+    build = pairs_of_toy_records
     stats: dict[str, int] = {}
-    rows = build_step_pairs(recs, policy, tiny_tokenizer, tiny_model, tiny_ref_model, tiny_tokenizer,
-                            first_turns=1, stats=stats, **kw)
+    rows = build(first_turns=1, explore_candidates=0.5, stats=stats)
     assert stats["turns"] == 3 and stats["question_candidates"] == 3
     assert len(rows) == 3 and all(not any(m["role"] == "assistant" for m in r["prompt"]) for r in rows)
-    assert sorted(r["task_key"] for r in rows) == sorted(r["task_key"] for r in [
-        *(x for x in build_step_pairs(recs, policy, tiny_tokenizer, tiny_model, tiny_ref_model, tiny_tokenizer,
-                                      first_turns=2, **kw) if not any(m["role"] == "assistant" for m in x["prompt"]))])
     everything: dict[str, int] = {}
-    build_step_pairs(recs, policy, tiny_tokenizer, tiny_model, tiny_ref_model, tiny_tokenizer, first_turns=2,
-                     stats=everything, **kw)
+    both = build(first_turns=2, explore_candidates=0.5, stats=everything)
     assert everything["turns"] == 6  # 2 >= every trajectory's turn count: all of them, like 0
+    assert sorted(r["task_key"] for r in rows) == sorted(
+        r["task_key"] for r in both if not any(m["role"] == "assistant" for m in r["prompt"]))
     with pytest.raises(ValueError, match="first_turns"):
-        build_step_pairs(recs, policy, tiny_tokenizer, tiny_model, tiny_ref_model, tiny_tokenizer, first_turns=-1, **kw)
+        build(first_turns=-1)
 
 
 def test_first_turns_flag_and_error():
@@ -156,21 +161,15 @@ def test_first_turns_flag_and_error():
         ActorConfig(output_dir="/tmp/x", bf16=False, first_turns=-2)
 
 
-def test_skip_turns_with_first_turns_selects_a_window(tiny_model, tiny_ref_model, tiny_tokenizer, toy_records):
-    from tiny_model import build_tiny_model
-
-    policy = build_tiny_model(tiny_tokenizer, seed=2)
-    recs = toy_records[:3]  # two agent turns each
-    kw = dict(num_candidates=2, pairs_per_turn=1, turn_fraction=1.0, max_new_tokens=6, seed=0)
+def test_skip_turns_with_first_turns_selects_a_window(pairs_of_toy_records):
+    build = pairs_of_toy_records
     stats: dict[str, int] = {}
-    rows = build_step_pairs(recs, policy, tiny_tokenizer, tiny_model, tiny_ref_model, tiny_tokenizer,
-                            skip_turns=1, first_turns=2, explore_candidates=0.5, explore_turns=2, stats=stats, **kw)
+    rows = build(skip_turns=1, first_turns=2, explore_candidates=0.5, explore_turns=2, stats=stats)
     assert stats["turns"] == 3 and len(rows) == 3
     assert all(sum(m["role"] == "assistant" for m in r["prompt"]) == 1 for r in rows)  # the second agent turn
     for r in rows:  # explore_turns 2: the second turn offers a question against the policy's own text
         assert sum(starts_with_opener(r[k][0]["content"]) for k in ("chosen", "rejected")) == 1
-    assert build_step_pairs(recs, policy, tiny_tokenizer, tiny_model, tiny_ref_model, tiny_tokenizer,
-                            skip_turns=2, **kw) == []  # no trajectory has a third agent turn
+    assert build(skip_turns=2) == []  # no trajectory has a third agent turn
     with pytest.raises(ValueError, match="skip_turns must be >= 0"):
         ActorConfig(output_dir="/tmp/x", bf16=False, skip_turns=-1)
 

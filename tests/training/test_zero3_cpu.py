@@ -18,7 +18,6 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import make_task, make_traj
 
 ROOT = Path(__file__).resolve().parents[2]
 CONFIG = ROOT / "sweet_agent" / "configs" / "zero3_cpu.yaml"
@@ -35,14 +34,10 @@ def _train_critic(launcher: list[str], data: Path, model: Path, out: Path, batch
 
 
 @pytest.mark.slow
-def test_zero3_two_process_critic_saves_the_gathered_model(tmp_path, tiny_model_dir):
+def test_zero3_two_process_critic_saves_the_gathered_model(tmp_path, tiny_model_dir, toy_records):
     assert importlib.util.find_spec("deepspeed"), "deepspeed missing: `make setup` installs the zero3 extra"
     data = tmp_path / "offline.jsonl"
-    recs = []
-    for i in range(6):
-        t = make_task(i)
-        recs += [make_traj(t, True), make_traj(t, False), make_traj(t, False, 0.5, 1)]
-    data.write_text("".join(json.dumps(r) + "\n" for r in recs))
+    data.write_text("".join(json.dumps(r) + "\n" for r in toy_records))
 
     # 2 processes x batch 1 under ZeRO-3, and 1 plain process x batch 2: the same global batches
     accelerate = str(Path(sys.executable).parent / "accelerate")
