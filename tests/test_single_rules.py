@@ -58,9 +58,6 @@ def test_both_evaluators_use_the_same_win_rule():
 
 
 def test_answer_html_extraction_lives_in_the_protocol():
-    from colbench_gym.envs import frontend as env_frontend
-
-    assert env_frontend.answer_html is protocol.extract_answer_html
     page = "<html><body><h1>Hi</h1></body></html>"
     assert protocol.extract_answer_html(f"Here it is: {page} enjoy") == page
     assert protocol.extract_answer_html("```html\n<div>bare</div>\n```").strip() == "<div>bare</div>"

@@ -10,9 +10,6 @@ from colbench_gym.envs.base import ColBenchEnv, TurnEvidence
 from colbench_gym.protocol import FRONTEND_REPLY_CHARS, MAX_TURNS, ParsedAction, extract_answer_html, extract_html
 from colbench_gym.simulators import HumanSimulator
 
-#: Kept for code that imported it from here; the rule lives in :mod:`colbench_gym.protocol`.
-answer_html = extract_answer_html
-
 
 class ColBenchFrontendEnv(ColBenchEnv):
     """

@@ -24,14 +24,11 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from colbench_gym.evaluation.metrics import TIE_TOLERANCE, win_value
+from colbench_gym.evaluation.metrics import win_value
 from colbench_gym.evaluation.records import INPUT_ERRORS, input_error, load_answer_records
 from colbench_gym.jsonl import check_output_writable, write_jsonl_atomic
 from colbench_gym.protocol import extract_answer_html, extract_html
 from colbench_gym.tasks import FrontendTask
-
-#: Kept for code that imported it from here (see :mod:`colbench_gym.evaluation.metrics`).
-TIE_EPS = TIE_TOLERANCE
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

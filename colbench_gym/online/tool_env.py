@@ -33,11 +33,6 @@ class ToolEnvError(RuntimeError):
     """
 
 
-#: Dataset columns ``reset`` understands; any other column (``prompt`` ...) is ignored, since TRL
-#: passes every column of the row.
-RESET_COLUMNS = ("task_index", "seed", "task")
-
-
 class ColBenchToolEnv:
     """A ColBench backend episode as tools: ask the person, then submit the function.
 

@@ -60,10 +60,6 @@ AGENT, REFERENCE = "agent", "reference"
 REUSE_LIMIT = 32
 
 
-class _BrowserTrouble(RuntimeError):
-    """The page's browser died or stopped answering: relaunch and retry."""
-
-
 class Renderer:
     """Headless Chromium with a pool of isolated pages for answers and one for references.
 

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from colbench_gym.simulators.question import analyse, keywords, numbers_in, quoted_in, words_match
+from colbench_gym.simulators.offline_backend.question import analyse, numbers_in, quoted_in
+from colbench_gym.simulators.offline_backend.words import keywords, words_match
 
 
 def texts(message: str) -> list[str]:
