@@ -16,97 +16,36 @@ does not involve the value for a zero divisor), a test is a tuple of calls that 
 decisive case, so a guessed detail fails most tests instead of earning partial credit
 (``tests/learning/test_collab_tasks.py`` grades plausible guesses of every family).
 
-Splits are disjoint by construction, like the general generator: a draw's *structural key*
-(family, variant, hidden parameters; not the wording) is hashed and the hash decides which
-split owns it; a split keeps only draws it owns. Task ``i`` of a split is a pure function of
-``(split, i)``. Task sources: ``"collab:train"`` and ``"collab:test"``.
+The families run on the general generator's spine (:class:`colbench_gym.tasks.generator.FamilySet`:
+seeded draws, structural keys, disjoint splits, the record) with their own seeds and key salt, so
+task ``i`` of a split is a pure function of ``(split, i)`` and the splits never share a task.
+Task sources: ``"collab:train"`` and ``"collab:test"``.
 """
 
 from __future__ import annotations
 
-import hashlib
-import json
 import random
-import re
-from collections.abc import Callable
-from dataclasses import dataclass, field
+from collections.abc import Callable, Sequence
 from typing import Any
 
+from colbench_gym.tasks.generator import FamilySet, GeneratedSpec
+from colbench_gym.tasks.generator_kit import REQUEST_TEMPLATES, CallTests, Draft, describe
 from colbench_gym.tasks.records import BackendTask
 
 #: Bumped whenever a change alters any generated task (recorded in each record).
 COLLAB_GENERATOR_VERSION = 2
-SPLITS = ("train", "test")
-#: One structural key in ``TEST_SHARE`` belongs to the test split.
-TEST_SHARE = 4
-_MAX_ATTEMPTS = 256
+#: The request wordings of these tasks (the first three of the general ones).
+_TEMPLATES = REQUEST_TEMPLATES[:3]
 
 
-@dataclass(frozen=True)
-class CollabSpec:
-    """A generated task plus its hidden details (for tests and analysis; never shown to agents)."""
-
-    family: str
-    variant: str
-    split: str
-    index: int
-    function_name: str
-    description: str
-    source: str
-    tests: tuple[str, ...]
-    hidden: dict[str, Any] = field(default_factory=dict)
-    hidden_strings: tuple[str, ...] = ()
-
-    @property
-    def key(self) -> str:
-        return _key(self.family, self.variant, self.hidden)
-
-    def to_task(self) -> BackendTask:
-        record = {
-            "problem_description": self.description,
-            "ground_truth": self.source,
-            "test_cases": {f"test{i + 1}": call for i, call in enumerate(self.tests)},
-            "source": f"collab:{self.split}",
-            "index": self.index,
-            "family": self.family,
-            "generator_version": COLLAB_GENERATOR_VERSION,
-        }
-        return BackendTask.from_record(record, where=f"collab:{self.split}[{self.index}]")
-
-
-@dataclass
-class _Draft:
-    variant: str
-    fn: str
-    description: str
-    lines: list[str]
-    #: one test each: a tuple of arguments is one call ``fn(*args)``; a list of such tuples is
-    #: one test whose result is the tuple of those calls' results (all must match)
-    calls: list[tuple | list[tuple]]
-    hidden: dict[str, Any]
-    hidden_strings: list[str] = field(default_factory=list)
-
-
-def _key(family: str, variant: str, hidden: dict[str, Any]) -> str:
-    return json.dumps([family, variant, hidden], sort_keys=True, default=repr)
-
-
-def split_of(key: str) -> str:
-    """The split that owns a structural key (stable across runs, machines and Python versions)."""
-    digest = hashlib.sha256(("collab|" + key).encode()).digest()
-    return "test" if digest[0] % TEST_SHARE == 0 else "train"
+def _draft(variant: str, fn: str, description: str, lines: list[str], calls: Sequence[tuple | list[tuple]],
+           hidden: dict[str, Any], hidden_strings: Sequence[str] = ()) -> Draft:
+    """A family's draft; every test is given as calls (:class:`~colbench_gym.tasks.generator_kit.CallTests`)."""
+    return Draft(variant, fn, description, lines, CallTests(fn, calls), hidden, list(hidden_strings))
 
 
 def _describe(rng: random.Random, fn: str, params: list[str], context: str, goal: str) -> str:
-    sig = f"{fn}({', '.join(params)})"
-    text = rng.choice((
-        "{C}. Can you write a python function {sig} that {goal}?",
-        "{C}, so I need a python function {sig} that {goal}.",
-        "Write a python function {sig} that {goal}. {C}.",
-    )).format(C=context[0].upper() + context[1:], sig=sig, goal=goal)
-    if re.search(r"\d", text):  # a programming error in a family: numbers are hidden details
-        raise AssertionError(f"collab description leaks a number: {text!r}")
-    return text
+    return describe(rng, fn, params, context, goal, templates=_TEMPLATES)
 
 
 def _amounts(rng: random.Random, n: int, lo: float, hi: float) -> list[tuple]:
@@ -116,7 +55,7 @@ def _amounts(rng: random.Random, n: int, lo: float, hi: float) -> list[tuple]:
 
 # --------------------------------------------------------------------------- families
 
-def _surcharge(rng: random.Random) -> _Draft:
+def _surcharge(rng: random.Random) -> Draft:
     fn, arg, const, context, goal, part = rng.choice([
         ("price_with_tax", "price", "tax_rate", "I sell things online and must add the sales tax where I live",
          "returns the price including that tax", False),
@@ -130,11 +69,11 @@ def _surcharge(rng: random.Random) -> _Draft:
     rate = round(rng.randrange(15, 240, 5) / 1000, 3)
     expr = f"{arg} * {const}" if part else f"{arg} * (1 + {const})"
     lines = [f"def {fn}({arg}):", f"    {const} = {rate!r}", f"    return round({expr}, 2)"]
-    return _Draft("part" if part else "total", fn, _describe(rng, fn, [arg], context, goal), lines,
+    return _draft("part" if part else "total", fn, _describe(rng, fn, [arg], context, goal), lines,
                   _amounts(rng, 10, 3, 900), {"rate": rate})
 
 
-def _per_unit_fee(rng: random.Random) -> _Draft:
+def _per_unit_fee(rng: random.Random) -> Draft:
     fn, arg, unit, context, goal = rng.choice([
         ("delivery_cost", "km", "km", "I deliver flowers by bike", "returns what a delivery costs for its distance in km"),
         ("parking_fee", "hours", "hour", "I run a small car park", "returns the parking fee for a stay of some hours"),
@@ -146,7 +85,7 @@ def _per_unit_fee(rng: random.Random) -> _Draft:
     lines = [f"def {fn}({arg}):", f"    base_fee = {base!r}", f"    price_per_{unit} = {rate!r}",
              f"    return round(base_fee + {arg} * price_per_{unit}, 2)"]
     calls = [(x,) for x in rng.sample(range(1, 40), 10)]
-    return _Draft("linear", fn, _describe(rng, fn, [arg], context, goal), lines, calls, {"base": base, "rate": rate})
+    return _draft("linear", fn, _describe(rng, fn, [arg], context, goal), lines, calls, {"base": base, "rate": rate})
 
 
 _UNITS = {
@@ -156,7 +95,7 @@ _UNITS = {
 }
 
 
-def _unit_convert(rng: random.Random) -> _Draft:
+def _unit_convert(rng: random.Random) -> Draft:
     target = rng.choice(sorted(_UNITS))
     unit, factor = rng.choice(_UNITS[target])
     fn = f"to_{target}"
@@ -165,11 +104,11 @@ def _unit_convert(rng: random.Random) -> _Draft:
     goal = f"converts a {arg} from my unit into {target}"
     lines = [f"def {fn}({arg}):", f"    {target}_per_{unit[:-1] if unit.endswith('s') else unit} = {factor!r}",
              f"    return round({arg} * {target}_per_{unit[:-1] if unit.endswith('s') else unit}, 2)"]
-    return _Draft(target, fn, _describe(rng, fn, [arg], context, goal), lines, _amounts(rng, 10, 1, 120),
+    return _draft(target, fn, _describe(rng, fn, [arg], context, goal), lines, _amounts(rng, 10, 1, 120),
                   {"unit": unit, "factor": factor}, [unit])
 
 
-def _threshold(rng: random.Random) -> _Draft:
+def _threshold(rng: random.Random) -> Draft:
     fn, arg, const, lo, hi, context, goal = rng.choice([
         ("can_join", "age", "minimum_age", 10, 70, "my club only takes members from a certain age", "says whether someone of that age may join"),
         ("passes_exam", "score", "pass_mark", 30, 90, "I mark exams out of a hundred", "says whether a score passes"),
@@ -187,7 +126,7 @@ def _threshold(rng: random.Random) -> _Draft:
     others = rng.sample([x for x in range(max(0, lo - 10), hi + 11) if abs(x - limit) > 1], 10)
     calls = [[(x,), (limit - 1,), (limit,), (limit + 1,)] if i < 6 else [(x,), (limit - 1,), (limit + 1,)]
              for i, x in enumerate(others)]
-    return _Draft(op, fn, _describe(rng, fn, [arg], context, goal), lines, calls, {"limit": limit, "op": op})
+    return _draft(op, fn, _describe(rng, fn, [arg], context, goal), lines, calls, {"limit": limit, "op": op})
 
 
 _GREETINGS = ("Welcome back, {}!", "Hi {}, good to see you.", "Hello there, {}.", "Good day, {}!", "Hey {}, come on in!",
@@ -195,7 +134,7 @@ _GREETINGS = ("Welcome back, {}!", "Hi {}, good to see you.", "Hello there, {}."
 _NAMES = ("Ann", "Bo", "Chen", "Dara", "Eli", "Farah", "Gus", "Hana", "Ivo", "Jo", "Kim", "Lars", "Mia", "Nils")
 
 
-def _message(rng: random.Random) -> _Draft:
+def _message(rng: random.Random) -> Draft:
     fn, context, goal = rng.choice([
         ("greeting", "my shop's screen greets every customer by name", "returns the greeting for a name"),
         ("checkin_message", "our gym's kiosk shows a message when a member checks in", "returns that message for a name"),
@@ -206,11 +145,11 @@ def _message(rng: random.Random) -> _Draft:
     lines = [f"def {fn}(name):", f"    return {before!r} + name + {after!r}"]
     calls = [(n,) for n in rng.sample(_NAMES, 10)]
     hidden_words = [t.strip(" ,.!") for t in (before, after) if len(t.strip(" ,.!")) > 3]
-    return _Draft("template", fn, _describe(rng, fn, ["name"], context, goal), lines, calls, {"template": template},
+    return _draft("template", fn, _describe(rng, fn, ["name"], context, goal), lines, calls, {"template": template},
                   hidden_words)
 
 
-def _code_format(rng: random.Random) -> _Draft:
+def _code_format(rng: random.Random) -> Draft:
     fn, context, goal = rng.choice([
         ("invoice_code", "my invoices carry a code built from their number", "turns an invoice number into its code"),
         ("ticket_code", "every support ticket gets a code from its number", "makes the code for a ticket number"),
@@ -222,11 +161,11 @@ def _code_format(rng: random.Random) -> _Draft:
     fmt = prefix + sep + "{number:0" + str(width) + "d}"
     lines = [f"def {fn}(number):", f"    return f{fmt!r}"]
     calls = [(n,) for n in rng.sample(range(1, 9999), 10)]
-    return _Draft("zfill", fn, _describe(rng, fn, ["number"], context, goal), lines, calls,
+    return _draft("zfill", fn, _describe(rng, fn, ["number"], context, goal), lines, calls,
                   {"prefix": prefix, "sep": sep, "width": width}, [prefix])
 
 
-def _date_format(rng: random.Random) -> _Draft:
+def _date_format(rng: random.Random) -> Draft:
     fn, context, goal = rng.choice([
         ("format_date", "I write dates my own way on every document", "formats a date my way"),
         ("label_date", "the labels on my jars carry a date", "writes the date for a label"),
@@ -237,7 +176,7 @@ def _date_format(rng: random.Random) -> _Draft:
     fmt = sep.join(parts[c] for c in order)
     lines = [f"def {fn}(year, month, day):", f"    return f{fmt!r}"]
     calls = [(y, rng.randint(1, 12), rng.randint(1, 28)) for y in rng.sample(range(1990, 2031), 10)]
-    return _Draft(order, fn, _describe(rng, fn, ["year", "month", "day"], context, goal), lines, calls,
+    return _draft(order, fn, _describe(rng, fn, ["year", "month", "day"], context, goal), lines, calls,
                   {"order": order, "sep": sep})
 
 
@@ -249,7 +188,7 @@ def _rounding_apart(x: int, y: int) -> bool:
     return all(abs(a - b) > 1e-6 * max(1.0, abs(q)) for i, a in enumerate(r) for b in r[i + 1:])
 
 
-def _zero_rule(rng: random.Random) -> _Draft:
+def _zero_rule(rng: random.Random) -> Draft:
     fn, a, b, context, goal = rng.choice([
         ("average_price", "total", "count", "I work out average prices from sales totals", "returns total divided by count"),
         ("per_person", "bill", "people", "I split bills between friends", "returns each person's share of the bill"),
@@ -269,12 +208,12 @@ def _zero_rule(rng: random.Random) -> _Draft:
             divisions.append(pair)
     calls: list[tuple | list[tuple]] = [(x, 0) for x in zeros[:4]]
     calls += [[(x, 0), pair] for x, pair in zip(zeros[4:], divisions)]
-    return _Draft("zero", fn, _describe(rng, fn, [a, b], context, goal + f" (when {b} is zero I have my own answer)"),
+    return _draft("zero", fn, _describe(rng, fn, [a, b], context, goal + f" (when {b} is zero I have my own answer)"),
                   lines, calls, {"value": value, "digits": digits})
 
 
 #: Family name -> draw function.
-FAMILIES: dict[str, Callable[[random.Random], _Draft]] = {
+FAMILIES: dict[str, Callable[[random.Random], Draft]] = {
     "surcharge": _surcharge,
     "per_unit_fee": _per_unit_fee,
     "unit_convert": _unit_convert,
@@ -286,35 +225,13 @@ FAMILIES: dict[str, Callable[[random.Random], _Draft]] = {
 }
 
 
-def _call_text(fn: str, args: tuple) -> str:
-    return f"{fn}({', '.join(repr(a) for a in args)})"
+#: The collaboration-pays family set: ``collab:train`` / ``collab:test``.
+COLLAB = FamilySet("collab", COLLAB_GENERATOR_VERSION, FAMILIES, "colbench-collab", key_salt="collab|")
 
 
-def _dedupe_calls(fn: str, calls: list[tuple | list[tuple]]) -> tuple[str, ...]:
-    out: list[str] = []
-    for test in calls:
-        text = _call_text(fn, test) if isinstance(test, tuple) else f"({', '.join(_call_text(fn, a) for a in test)})"
-        if text not in out:
-            out.append(text)
-    return tuple(out)
-
-
-def generate_collab_spec(index: int, split: str = "train") -> CollabSpec:
+def generate_collab_spec(index: int, split: str = "train") -> GeneratedSpec:
     """Task ``index`` of ``split`` with its hidden details (deterministic in ``(split, index)``)."""
-    if split not in SPLITS:
-        raise ValueError(f"split must be one of {SPLITS}, got {split!r}")
-    if isinstance(index, bool) or not isinstance(index, int) or index < 0:
-        raise ValueError(f"index must be a non-negative int, got {index!r}")
-    names = list(FAMILIES)
-    for attempt in range(_MAX_ATTEMPTS):
-        rng = random.Random(f"colbench-collab:{split}:{index}:{attempt}")
-        family = names[rng.randrange(len(names))]
-        d = FAMILIES[family](rng)
-        if split_of(_key(family, d.variant, d.hidden)) != split:
-            continue
-        return CollabSpec(family, d.variant, split, index, d.fn, d.description, "\n".join(d.lines) + "\n",
-                          _dedupe_calls(d.fn, d.calls), d.hidden, tuple(d.hidden_strings))
-    raise RuntimeError(f"no {split} task found for index {index} in {_MAX_ATTEMPTS} draws (generator bug)")
+    return COLLAB.spec(index, split)
 
 
 def generate_collab_task(index: int, split: str = "train") -> BackendTask:

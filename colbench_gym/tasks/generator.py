@@ -17,6 +17,11 @@ Each template family renders three things from the same hidden parameters:
 Splits are disjoint by construction: every draw has a *structural key* (family, variant and all
 hidden parameters, not the wording) and a hash of that key decides which split owns it; a split
 only keeps draws it owns. Task ``i`` of a split is a pure function of ``(split, i)``.
+
+WHY one spine (:class:`FamilySet`): drawing, keying, splitting and recording a task are the same
+for every set of backend families; a set only names its families, its task source, its version
+and its seeds. This module's set is the general one (``generated:train|test``); the
+collaboration-pays set (``collab:train|test``) is :data:`colbench_gym.tasks.collab_generator.COLLAB`.
 """
 
 from __future__ import annotations
@@ -24,11 +29,12 @@ from __future__ import annotations
 import hashlib
 import json
 import random
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from colbench_gym.tasks.backend_families import FAMILIES
-from colbench_gym.tasks.generator_kit import no_rounding_tie
+from colbench_gym.tasks.generator_kit import Draft
 from colbench_gym.tasks.records import BackendTask
 
 #: Bumped whenever a change alters any generated task; recorded in every generated record so a
@@ -45,7 +51,8 @@ class GeneratedSpec:
     """A generated task with its provenance and the hidden details (for tests and analysis).
 
     ``hidden`` holds the personal details the request does not reveal; ``hidden_strings`` the
-    hidden words (labels, messages, separators) that must not appear in the request either.
+    hidden words (labels, messages, separators) that must not appear in the request either;
+    ``task_source`` and ``generator_version`` say which family set made it.
     """
 
     family: str
@@ -58,6 +65,8 @@ class GeneratedSpec:
     tests: tuple[str, ...]
     hidden: dict[str, Any] = field(default_factory=dict)
     hidden_strings: tuple[str, ...] = ()
+    task_source: str = "generated"
+    generator_version: int = GENERATOR_VERSION
 
     @property
     def key(self) -> str:
@@ -68,50 +77,75 @@ class GeneratedSpec:
             "problem_description": self.description,
             "ground_truth": self.source,
             "test_cases": {f"test{i + 1}": call for i, call in enumerate(self.tests)},
-            "source": f"generated:{self.split}",
+            "source": f"{self.task_source}:{self.split}",
             "index": self.index,
             "family": self.family,
-            "generator_version": GENERATOR_VERSION,
+            "generator_version": self.generator_version,
         }
-        return BackendTask.from_record(record, where=f"generated:{self.split}[{self.index}]")
+        return BackendTask.from_record(record, where=f"{self.task_source}:{self.split}[{self.index}]")
 
 
 def structural_key(family: str, variant: str, hidden: dict[str, Any]) -> str:
     return json.dumps([family, variant, hidden], sort_keys=True, default=repr)
 
 
-def split_of_key(key: str) -> str:
-    """The split that owns a structural key (stable across runs, machines and Python versions)."""
-    digest = hashlib.sha256(key.encode()).digest()
+def split_of_key(key: str, salt: str = "") -> str:
+    """The split that owns a structural key (stable across runs, machines and Python versions);
+    ``salt`` gives a family set its own division of keys."""
+    digest = hashlib.sha256((salt + key).encode()).digest()
     return "test" if digest[0] % TEST_SHARE == 0 else "train"
 
 
-def _check_index(index: int, split: str) -> None:
-    if split not in SPLITS:
-        raise ValueError(f"split must be one of {SPLITS}, got {split!r}")
-    if isinstance(index, bool) or not isinstance(index, int) or index < 0:
-        raise ValueError(f"index must be a non-negative int, got {index!r}")
+@dataclass(frozen=True)
+class FamilySet:
+    """A set of backend task families on the shared spine.
+
+    ``task_source`` names the records' source (``"generated"`` gives ``"generated:train"``),
+    ``version`` is recorded in each record, ``seed`` prefixes every draw's RNG seed and
+    ``key_salt`` the hashed structural key (so each set divides its keys between the splits in
+    its own way).
+    """
+
+    task_source: str
+    version: int
+    families: Mapping[str, Callable[[random.Random], Draft]]
+    seed: str
+    key_salt: str = ""
+
+    def split_of(self, key: str) -> str:
+        return split_of_key(key, self.key_salt)
+
+    def spec(self, index: int, split: str = "train") -> GeneratedSpec:
+        """Task ``index`` of ``split`` with its hidden details (see :class:`GeneratedSpec`).
+
+        Deterministic: the RNG is seeded from ``(split, index, attempt)`` only. Draws whose
+        structural key belongs to the other split are skipped, so the two splits never share a task.
+        """
+        if split not in SPLITS:
+            raise ValueError(f"split must be one of {SPLITS}, got {split!r}")
+        if isinstance(index, bool) or not isinstance(index, int) or index < 0:
+            raise ValueError(f"index must be a non-negative int, got {index!r}")
+        names = list(self.families)
+        for attempt in range(_MAX_ATTEMPTS):
+            rng = random.Random(f"{self.seed}:{split}:{index}:{attempt}")
+            family = names[rng.randrange(len(names))]
+            draft = self.families[family](rng)
+            if self.split_of(structural_key(family, draft.variant, draft.hidden)) != split:
+                continue
+            source = "\n".join(draft.lines) + "\n"
+            return GeneratedSpec(family, draft.variant, split, index, draft.function_name, draft.description, source,
+                                 draft.tests.render(source), draft.hidden, tuple(draft.hidden_strings),
+                                 self.task_source, self.version)
+        raise RuntimeError(f"no {split} task found for index {index} in {_MAX_ATTEMPTS} draws (generator bug)")
+
+
+#: The general families: ``generated:train`` / ``generated:test``.
+GENERAL = FamilySet("generated", GENERATOR_VERSION, FAMILIES, "colbench-backend")
 
 
 def generate_backend_spec(index: int, split: str = "train") -> GeneratedSpec:
-    """Task ``index`` of ``split`` with its hidden details (see :class:`GeneratedSpec`).
-
-    Deterministic: the RNG is seeded from ``(split, index, attempt)`` only. Draws whose structural
-    key belongs to the other split are skipped, so the two splits never share a task.
-    """
-    _check_index(index, split)
-    names = list(FAMILIES)
-    for attempt in range(_MAX_ATTEMPTS):
-        rng = random.Random(f"colbench-backend:{split}:{index}:{attempt}")
-        family = names[rng.randrange(len(names))]
-        draft = FAMILIES[family](rng)
-        if split_of_key(structural_key(family, draft.variant, draft.hidden)) != split:
-            continue
-        source = "\n".join(draft.lines) + "\n"
-        tests = draft.tests.pick(no_rounding_tie(source))
-        return GeneratedSpec(family, draft.variant, split, index, draft.function_name, draft.description, source,
-                             tuple(tests), draft.hidden, tuple(draft.hidden_strings))
-    raise RuntimeError(f"no {split} task found for index {index} in {_MAX_ATTEMPTS} draws (generator bug)")
+    """Task ``index`` of ``split`` with its hidden details (see :meth:`FamilySet.spec`)."""
+    return GENERAL.spec(index, split)
 
 
 def generate_backend_task(index: int, split: str = "train") -> BackendTask:

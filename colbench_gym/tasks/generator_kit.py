@@ -1,10 +1,12 @@
-"""Building blocks of the backend task families: a family's draft, its test plan, request wording.
+"""Building blocks of the backend task families: a family's draft, its tests, request wording.
 
-WHY apart from the families and the driver: every family (:mod:`colbench_gym.tasks.backend_families`)
-uses the same draft shape, the same lazy ten-test plan (which drops calls that land on a rounding
-tie) and the same request templates; the driver (:mod:`colbench_gym.tasks.generator`) only needs
-:func:`no_rounding_tie`. Moved out of ``generator.py`` unchanged (generated tasks are byte-identical:
-``tests/tasks/test_task_generator.py`` pins their digest).
+WHY apart from the families and the driver: both family sets (the general families of
+:mod:`colbench_gym.tasks.backend_families` and the collaboration-pays families of
+:mod:`colbench_gym.tasks.collab_generator`) use the same draft shape, the same request templates
+and the same test rendering (a lazy ten-test plan that drops calls landing on a rounding tie, or
+tests given call by call); the driver (:mod:`colbench_gym.tasks.generator`) turns any draft into
+a task. Generated tasks are byte-identical to those of the code this replaced:
+``tests/tasks/test_task_generator.py`` pins their digest.
 """
 
 from __future__ import annotations
@@ -52,6 +54,33 @@ class TestPlan:
             raise RuntimeError(f"generator produced only {len(out)} usable tests for {self.fn}")
         return out
 
+    def render(self, source: str) -> tuple[str, ...]:
+        """The ten tests for the reference ``source`` (calls on a rounding tie left out)."""
+        return tuple(self.pick(no_rounding_tie(source)))
+
+
+@dataclass
+class CallTests:
+    """Tests given one by one: a tuple of arguments is one call ``fn(*args)``; a list of such
+    tuples is one test whose result is the tuple of those calls' results (all must match).
+
+    For families whose single calls cannot all depend on the hidden detail (the collaboration
+    tasks): a test that bundles the decisive case with an ordinary one fails a guessed detail.
+    """
+
+    fn: str
+    calls: Sequence[tuple | list[tuple]]
+
+    def render(self, source: str) -> tuple[str, ...]:  # noqa: ARG002 - same signature as TestPlan.render
+        """The tests as call texts, first occurrence of each kept, in order."""
+        out: list[str] = []
+        for test in self.calls:
+            text = call_text(self.fn, *test) if isinstance(test, tuple) else \
+                f"({', '.join(call_text(self.fn, *args) for args in test)})"
+            if text not in out:
+                out.append(text)
+        return tuple(out)
+
 
 def ten_tests(fn: str, calls: Sequence[tuple], filler: Callable[[], tuple]) -> TestPlan:
     return TestPlan(fn, calls, filler)
@@ -98,9 +127,11 @@ REQUEST_TEMPLATES = (
 )
 
 
-def describe(rng: random.Random, fn: str, params: Sequence[str], context: str, goal: str, note: str = "") -> str:
+def describe(rng: random.Random, fn: str, params: Sequence[str], context: str, goal: str, note: str = "",
+             templates: Sequence[str] = REQUEST_TEMPLATES) -> str:
+    """The vague first-person request: one of ``templates`` filled in, ``note`` appended."""
     sig = f"{fn}({', '.join(params)})"
-    text = rng.choice(REQUEST_TEMPLATES).format(Context=context[0].upper() + context[1:], context=context, sig=sig, goal=goal)
+    text = rng.choice(templates).format(Context=context[0].upper() + context[1:], context=context, sig=sig, goal=goal)
     if note:
         text += " " + note
     if re.search(r"\d", text):  # a programming error in a family: numbers are hidden details
@@ -124,6 +155,6 @@ class Draft:
     function_name: str
     description: str
     lines: list[str]
-    tests: TestPlan
+    tests: TestPlan | CallTests
     hidden: dict[str, Any]
     hidden_strings: list[str] = field(default_factory=list)
