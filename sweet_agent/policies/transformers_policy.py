@@ -9,7 +9,8 @@ then let ``generate`` decode greedily. Row ``i`` consumes the same noise at step
 the batch, so an episode's text is a function of its own seed.
 
 dtype: on CPU bfloat16 decodes about 2x faster than float32 single-stream and 3-4x with a batch
-of 4 (measured on this project's 2-core machines, DESIGN.md) with nearly identical output, so it
+of 4 (measured on this project's 2-core machines; ``benchmarks/bench_rollouts.py`` re-measures
+bf16 against f32, docs/agent.md) with nearly identical output, so it
 is the default for generation; pass ``dtype="float32"`` for exact float32 numerics.
 """
 
