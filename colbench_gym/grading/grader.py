@@ -227,8 +227,9 @@ class BackendGrader:
             self._start_runtime()
 
     def __reduce__(self):
-        # Picklable (spawn-based multiprocessing): the copy starts its own sandboxes.
-        return (_rebuild, (self._options,))
+        # Picklable (spawn-based multiprocessing) and deep-copyable: the copy is rebuilt from the
+        # options, as the *same class* (a ReleaseGrader stays one), and starts its own sandboxes.
+        return (_rebuild, (type(self), self._options))
 
     # ------------------------------------------------------------------ public API
     def grade(self, code: str, task: BackendTask | Mapping[str, Any]) -> GradeResult:
@@ -418,8 +419,10 @@ class BackendGrader:
             _log.warning("reference cache %s not written: %s", path, exc)
 
 
-def _rebuild(options: dict[str, Any]) -> "BackendGrader":
-    return BackendGrader(**options)
+def _rebuild(cls: Any, options: dict[str, Any] | None = None) -> "BackendGrader":
+    if options is None:  # a pickle made before the class travelled with the options
+        cls, options = BackendGrader, cls
+    return cls(**options)
 
 
 def _checker(expected: Outcome, actual: Outcome, rules: ComparisonRules):

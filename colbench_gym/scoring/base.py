@@ -10,6 +10,8 @@ from typing import Any
 
 import numpy as np
 
+_LOCK_TYPES = (type(threading.Lock()), type(threading.RLock()))
+
 
 def image_key(image: Any) -> str:
     """Content hash of a PIL image (mode, size, pixels): the key of the embedding cache."""
@@ -35,6 +37,22 @@ class ImageScorer(ABC):
         self._cache: OrderedDict[str, np.ndarray] = OrderedDict()
         self._cache_size = cache_size
         self._lock = threading.Lock()
+
+    def __getstate__(self) -> dict[str, Any]:
+        # Picklable and deep-copyable (spawned vector envs), subclasses included: settings travel;
+        # locks (any attribute holding one) are made anew on arrival, and the embedding cache (a
+        # per-process speed-up) starts empty.
+        state = {k: v for k, v in self.__dict__.items() if not isinstance(v, _LOCK_TYPES)}
+        state["_locks_to_make"] = {k: _LOCK_TYPES.index(type(v)) for k, v in self.__dict__.items()
+                                   if isinstance(v, _LOCK_TYPES)}
+        state["_cache"] = OrderedDict()
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        state = dict(state)
+        for name, which in state.pop("_locks_to_make", {"_lock": 0}).items():
+            state[name] = (threading.Lock, threading.RLock)[which]()
+        self.__dict__.update(state)
 
     @abstractmethod
     def _embed_batch(self, images: list[Any]) -> np.ndarray:

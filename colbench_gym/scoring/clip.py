@@ -97,6 +97,9 @@ class ClipScorer(ImageScorer):
     def __init__(self, model: str = "ViT-B-32", pretrained: str | None = "openai", device: str | None = None,
                  batch_size: int = 16, cache_size: int = 4096):
         super().__init__(batch_size=batch_size, cache_size=cache_size)
+        # What a copy is rebuilt from (pickle, deepcopy): the model is loaded again, not pickled.
+        self._init_args = dict(model=model, pretrained=pretrained, device=device, batch_size=batch_size,
+                               cache_size=cache_size)
         missing = [m for m in ("torch", "open_clip") if importlib.util.find_spec(m) is None]
         if missing:
             raise ClipWeightsUnavailable(
@@ -129,6 +132,11 @@ class ClipScorer(ImageScorer):
         net.eval()
         self.model, self.preprocess = net, preprocess
 
+    def __reduce__(self):
+        # Picklable and deep-copyable as the same class with the same settings: the copy loads
+        # the weights itself (a torch module handle and a 600 MB net do not belong in a pickle).
+        return (_rebuild, (type(self), self._init_args))
+
     def _embed_batch(self, images: list[Any]) -> np.ndarray:
         torch = self._torch
         batch = torch.stack([self.preprocess(im.convert("RGB")) for im in images]).to(self.device)
@@ -136,3 +144,7 @@ class ClipScorer(ImageScorer):
             feats = self.model.encode_image(batch).float()
             feats = feats / feats.norm(dim=-1, keepdim=True)
         return feats.cpu().numpy()
+
+
+def _rebuild(cls: type, kwargs: dict[str, Any]) -> ClipScorer:
+    return cls(**kwargs)

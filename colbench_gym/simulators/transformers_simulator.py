@@ -51,6 +51,19 @@ class TransformersBackendSimulator(HumanSimulator):
         self.max_new_tokens, self.temperature, self.top_p = max_new_tokens, temperature, top_p
         self._seed: int | None = None
 
+    def __getstate__(self) -> dict[str, Any]:
+        # Picklable and deep-copyable (spawned vector envs): model and tokenizer travel with their
+        # settings; the torch module handle does not pickle and is imported again on arrival.
+        state = dict(self.__dict__)
+        state.pop("_torch", None)
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        import torch  # noqa: PLC0415 - optional extra, present wherever the pickle was made
+
+        self.__dict__.update(state)
+        self._torch = torch
+
     def reset(self, task, *, seed: int | None = None) -> None:
         self._seed = seed
 
