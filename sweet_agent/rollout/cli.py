@@ -8,8 +8,9 @@ Example::
 ``--episodes N`` takes the first N tasks of ``--tasks`` (or ``--task-indices``), ``--k`` samples
 of each: N x K episodes, ids ``"<task_index>:<sample>"``. ``--resume`` continues an interrupted
 output file (made with the same settings); ``--overwrite`` replaces it once the new run is complete
-(until then the new records go to ``OUTPUT.partial``). An episode whose endpoint fails for good is
-written as a failed record (``error`` set, reward null) and the run goes on.
+(until then the new records go to ``OUTPUT.partial``), and never with a run in which every episode
+failed. An episode whose endpoint fails for good is written as a failed record (``error`` set,
+reward null) and the run goes on; a run in which every episode failed exits with status 1.
 """
 
 from __future__ import annotations
@@ -123,7 +124,14 @@ def play(args: argparse.Namespace) -> None:
     """Play the episodes ``args`` describe into ``args.output`` and print what was played (the
     rollout without its summary; ``sweet-agent evaluate --best-of`` reports on the file itself)."""
     from sweet_agent.policies import load_policy
-    from sweet_agent.rollout.collector import RolloutConfig, check_output_writable, collect, make_env, partial_path
+    from sweet_agent.rollout.collector import (
+        RolloutConfig,
+        RolloutError,
+        check_output_writable,
+        collect,
+        make_env,
+        partial_path,
+    )
 
     try:
         sim_kwargs = json.loads(args.simulator_kwargs) if args.simulator_kwargs else None
@@ -175,3 +183,7 @@ def play(args: argparse.Namespace) -> None:
     print(f"played {len(result.records)} episodes ({result.skipped} already in {args.output}"
           f"{f', {failed} failed: see their error field' if failed else ''}) in "
           f"{result.wall_time:.1f} s, {result.completion_tokens} generated tokens ({rate:.1f} tok/s)")
+    if result.records and failed == len(result.records):  # nothing succeeded: not a usable run (exit 1)
+        first = " ".join(str(result.failed[0].get("error", "")).split())[:300]
+        raise RolloutError(f"every one of the {failed} episodes failed (the first with: {first}); "
+                           f"their records in {args.output} say why")

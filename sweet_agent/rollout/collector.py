@@ -17,7 +17,8 @@ episode's dialogue does not depend on the concurrency, the batch it shared, or a
 Each finished episode is appended and fsync'd at once (:class:`TrajectoryWriter`); ``resume``
 skips the episode ids already on disk, so an interrupted run continues with nothing lost or
 duplicated, and refuses a file made with another seed, task source, k, policy or simulator.
-``overwrite`` writes the new run beside the old file and renames it over at the end.
+``overwrite`` writes the new run beside the old file and renames it over at the end, unless
+every episode of the new run failed (then the old file stays and :class:`RolloutError` says so).
 
 Faults cost one episode at most: a simulator reply that fails is retried (the env leaves the
 agent's turn unconsumed), and an episode whose policy or simulator fails for good (after the
@@ -354,6 +355,12 @@ def collect(policy: Policy, cfg: RolloutConfig, output: str | Path | None = None
         if writer is not None:
             writer.close()
             if target != out:
+                if records and all(r.get("error") for r in records):
+                    # A run in which nothing succeeded (endpoint down, wrong model name) must not
+                    # replace the previous file: it stays, the failures are kept beside it.
+                    raise RolloutError(
+                        f"every one of the {len(records)} episodes failed (the first with: "
+                        f"{records[0]['error'][:300]}); {out} was NOT replaced, the failed run is in {target}")
                 os.replace(target, out)  # the previous output is replaced only by a complete run
         return RolloutResult(out, records, skipped, time.perf_counter() - t0, tokens)
     finally:
