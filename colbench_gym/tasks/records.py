@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import ast
 import json
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -50,8 +51,9 @@ def check_trajectory_record(rec: Any, where: str = "record", required: tuple[str
     must have its official type: ``task`` a dict with a ``problem_description``,
     ``dialogue_history`` a list of turns with role user/assistant/system and str content,
     ``answer`` a str (or null when ``null_answer``: an unanswered episode scores 0), ``reward`` a
-    number or null. Callers pass their own ``error`` class so their existing ``except`` clauses
-    keep working, and may say in ``hints`` what a missing key should hold for them.
+    finite number or null (NaN and infinities are refused). Callers pass their own ``error`` class
+    so their existing ``except`` clauses keep working, and may say in ``hints`` what a missing key
+    should hold for them.
     """
     hints = {**_KEY_HINTS, **(hints or {})}
     if not isinstance(rec, Mapping):
@@ -75,6 +77,9 @@ def check_trajectory_record(rec: Any, where: str = "record", required: tuple[str
     reward = rec.get("reward")
     if reward is not None and (isinstance(reward, bool) or not isinstance(reward, (int, float))):
         raise error(f"{where}: 'reward' must be a number, got {type(reward).__name__}")
+    if isinstance(reward, float) and not math.isfinite(reward):
+        # JSON readers accept NaN/Infinity tokens; one NaN turns every mean (and a training loss) into nan.
+        raise error(f"{where}: 'reward' must be a finite number, got {reward!r} (regrade the record, or drop it)")
 
 
 def record_success(rec: Mapping[str, Any]) -> bool | None:
