@@ -1,4 +1,4 @@
-"""Suite-wide settings: offline hub, shared fixture paths."""
+"""Suite-wide settings and fixtures: offline hub, fixture paths, the browser (renderer, screenshot cache)."""
 
 from __future__ import annotations
 
@@ -33,6 +33,28 @@ def browser_ready() -> bool:
     if locate(required=False) is None:
         pytest.skip("offline Tailwind assets missing: python -m colbench_gym.rendering.assets install")
     return True
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _screenshot_cache_in_tmp(tmp_path_factory):
+    # Never write into the user's ~/.cache from tests, even where COLBENCH_CACHE_DIR is set outside.
+    old = os.environ.get("COLBENCH_CACHE_DIR")
+    os.environ["COLBENCH_CACHE_DIR"] = str(tmp_path_factory.mktemp("colbench-cache"))
+    yield
+    if old is None:
+        os.environ.pop("COLBENCH_CACHE_DIR", None)
+    else:
+        os.environ["COLBENCH_CACHE_DIR"] = old
+
+
+@pytest.fixture(scope="session")
+def renderer(browser_ready):
+    """One real Chromium page pool per session, for the rendering and frontend tests."""
+    from colbench_gym.rendering import Renderer
+
+    r = Renderer(pool_size=2, timeout=15.0)  # generous: the machine running the suite is shared
+    yield r
+    r.close()
 
 
 @pytest.fixture(scope="session")

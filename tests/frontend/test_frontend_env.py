@@ -10,7 +10,7 @@ from gymnasium.utils.env_checker import check_env
 import colbench_gym  # noqa: F401 - registers the envs
 from colbench_gym.envs.base import EpisodeOverError
 from colbench_gym.simulators import HumanSimulator
-from tests.frontend.conftest import V3
+from tests.html_pages import V3
 
 pytestmark = pytest.mark.browser
 

@@ -10,7 +10,7 @@ from colbench_gym.tasks import FrontendTask, load_tasks
 from colbench_gym.tasks.embedded import load_embedded
 from colbench_gym.tasks.frontend_generator import _generate, generate_frontend_task, structural_key
 from colbench_gym.tasks.sources import resolve_task_source
-from tests.frontend.conftest import V2, V3
+from tests.html_pages import V2, V3
 
 
 def test_generator_is_a_pure_function_of_split_and_index():

@@ -10,7 +10,7 @@ from colbench_gym.simulators.offline_frontend import (
     compare_pages,
     font_kind,
 )
-from tests.frontend.conftest import V3
+from tests.html_pages import V3
 
 pytestmark = pytest.mark.browser
 

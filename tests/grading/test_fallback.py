@@ -16,15 +16,12 @@ import time
 
 import pytest
 
-from colbench_gym.grading import BackendGrader
 from tests.grading.helpers import CORRECT, descendants, parent_killer
 
 
 @pytest.fixture(scope="module")
-def fallback(task):
-    g = BackendGrader(isolation="rlimits-only", call_timeout=0.5, total_timeout=2.0, memory_mb=256)
-    yield g
-    g.close()
+def fallback(task, make_grader):
+    return make_grader(isolation="rlimits-only", total_timeout=2.0)
 
 
 def _settle(before: set[int]) -> set[int]:

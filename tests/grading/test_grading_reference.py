@@ -9,7 +9,6 @@ its own task, not the run.
 from __future__ import annotations
 
 import json
-import os
 
 import pytest
 
@@ -18,11 +17,8 @@ from colbench_gym.tasks import BackendTask
 
 
 @pytest.fixture(scope="module")
-def grader():
-    g = BackendGrader(call_timeout=1.0, total_timeout=5.0, memory_mb=256,
-                      isolation=os.environ.get("COLBENCH_GRADER_ISOLATION", "auto"))
-    yield g
-    g.close()
+def grader_settings() -> dict:
+    return {"call_timeout": 1.0, "total_timeout": 5.0}
 
 
 WORDS = ["apple", "banana", "cherry", "damson", "elder", "fig", "grape", "hazel", "iris", "juniper", "kiwi"]

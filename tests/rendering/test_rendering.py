@@ -15,7 +15,7 @@ from PIL import Image
 from colbench_gym.rendering import Renderer, ScreenshotCache, WebAssetsMissing, locate
 from colbench_gym.rendering import assets as assets_mod
 from colbench_gym.rendering.routing import placeholder_size, respond, tailwind_file
-from tests.frontend.conftest import V2, V3, V4, page
+from tests.html_pages import V2, V3, V4, page
 
 pytestmark = pytest.mark.browser
 

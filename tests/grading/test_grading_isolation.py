@@ -16,23 +16,14 @@ from pathlib import Path
 import pytest
 
 from colbench_gym.grading import BackendGrader
-from colbench_gym.tasks import BackendTask
-from tests.grading.helpers import CORRECT, REFERENCE
+from tests.grading.helpers import CORRECT
 
 RIGHT = "x * 31 + y"
 
 
 @pytest.fixture(scope="module")
-def task() -> BackendTask:
-    return BackendTask("Write f(x, y).", REFERENCE, {f"test{i}": f"f({i}, {i * i})" for i in range(1, 11)})
-
-
-@pytest.fixture(scope="module")
-def grader():
-    g = BackendGrader(call_timeout=1.0, total_timeout=5.0, memory_mb=256,
-                      isolation=os.environ.get("COLBENCH_GRADER_ISOLATION", "auto"))
-    yield g
-    g.close()
+def grader_settings() -> dict:
+    return {"call_timeout": 1.0, "total_timeout": 5.0}  # the probes below need more than the default 0.5 s
 
 
 _IPC = """
