@@ -6,7 +6,10 @@ order, with ``reward`` (fraction of hidden tests passed), ``success`` (all passe
 ``tests_passed``, ``tests_total`` and ``grade_error`` set; every other field is kept.
 OUT is written atomically (temporary file + rename). With ``--k K`` the summary also reports
 best-of-k like the paper's release: records are grouped by task (in file order), the first K
-of each task count, and a task scores its best record.
+of each task count, and a task scores its best record. A record whose task is invalid (a
+reference Python cannot parse) refuses the whole file with one ``IN:LINE`` error line;
+``--skip-invalid`` leaves such records out instead, lists each on stderr and counts them in the
+summary.
 """
 
 from __future__ import annotations
@@ -22,7 +25,7 @@ from typing import Any
 from colbench_gym.evaluation.records import INPUT_ERRORS, input_error, load_answer_records
 from colbench_gym.jsonl import check_output_writable, write_jsonl_atomic
 from colbench_gym.protocol import extract_code
-from colbench_gym.tasks import BackendTask
+from colbench_gym.tasks import BackendTask, TaskFormatError
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -35,14 +38,19 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--isolation", choices=("auto", "namespaces", "rlimits-only"), default="auto")
     parser.add_argument("--cache-dir", default=None, help="cache reference outputs on disk here")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
+    parser.add_argument("--skip-invalid", action="store_true",
+                        help="leave out records whose task is invalid (e.g. a reference Python cannot parse) "
+                             "instead of refusing the file; each is listed on stderr and counted in the summary")
     parser.add_argument("--semantics", choices=("ours", "release"), default="ours",
                         help="release: the paper release's grader (its answer checks, fences, scope, plain ==; "
                              "see docs/interop.md); rewards are the release's, ours are printed beside them")
 
 
-def load_records(path: str | os.PathLike[str]) -> list[tuple[dict[str, Any], BackendTask, str]]:
-    """Read and validate every record first, so a bad line fails before any work."""
-    return load_answer_records(path, BackendTask, "final answer")
+def load_records(path: str | os.PathLike[str], skipped: list[str] | None = None
+                 ) -> list[tuple[dict[str, Any], BackendTask, str]]:
+    """Read and validate every record first, so a bad line fails before any work (with a
+    ``skipped`` list: invalid records are left out and listed there)."""
+    return load_answer_records(path, BackendTask, "final answer", skipped)
 
 
 def best_of_k(records: Iterable[tuple[str, float, bool]], k: int) -> tuple[float, float, int, int]:
@@ -63,10 +71,17 @@ def best_of_k(records: Iterable[tuple[str, float, bool]], k: int) -> tuple[float
 def run(args: argparse.Namespace) -> int:
     if args.k < 1 or args.workers < 1:
         return input_error("--k and --workers must be >= 1")
+    skipped: list[str] | None = [] if args.skip_invalid else None
     try:
-        items = load_records(args.input)
+        items = load_records(args.input, skipped)
     except INPUT_ERRORS as exc:
-        return input_error(exc)
+        hint = "; pass --skip-invalid to grade the other records" if isinstance(exc, TaskFormatError) else ""
+        return input_error(f"{exc}{hint}")
+    for why in skipped or ():
+        print(f"skipped: {why}", file=sys.stderr)
+    if skipped:
+        print(f"skipped {len(skipped)} invalid record{'s' * (len(skipped) != 1)} (--skip-invalid); "
+              f"grading the other {len(items)}", file=sys.stderr)
     check_output_writable(args.output)  # before any grading: a bad --output must not cost the run
     from tqdm.auto import tqdm  # noqa: PLC0415 - only when grading
 
@@ -103,6 +118,9 @@ def run(args: argparse.Namespace) -> int:
     succ = sum(r["success"] for r in out) / n if n else 0.0
     tests = sum(r["reward"] for r in out) / n if n else 0.0
     print(f"graded {n} answers -> {args.output}")
+    if skipped:
+        print(f"skipped {len(skipped)} invalid record{'s' * (len(skipped) != 1)} (listed on stderr; not in the output "
+              "or the rates below)")
     if release:
         own_s = sum(r.success for r in ours) / n if n else 0.0
         own_t = sum(r.fraction for r in ours) / n if n else 0.0

@@ -20,18 +20,28 @@ def input_error(problem: object) -> int:
     return 2
 
 
-def load_answer_records(path: str | os.PathLike[str], task_cls: type[T],
-                        answer_noun: str = "final answer") -> list[tuple[dict[str, Any], T, str]]:
+def load_answer_records(path: str | os.PathLike[str], task_cls: type[T], answer_noun: str = "final answer",
+                        skipped: list[str] | None = None) -> list[tuple[dict[str, Any], T, str]]:
     """Read and validate every record first, so a bad line fails before any grading/rendering.
 
     Returns ``(record, task, answer)`` triples in file order; a missing answer (``null``) is ``""``
-    and scores 0.
+    and scores 0. With a ``skipped`` list, a record that is invalid (its shape, or its task's
+    material: a reference or test call Python cannot parse) is left out and its one-line reason
+    (``IN:LINE ...``) appended there instead of stopping the run; a line that is not JSON still
+    stops it (the file itself is damaged).
     """
     out = []
     for lineno, record in iter_jsonl(path):
         where = f"{path}:{lineno}"
-        check_trajectory_record(record, where, ("task", "answer"), null_answer=True,
-                                hints={"answer": f"the agent's {answer_noun}, a string"})
+        try:
+            check_trajectory_record(record, where, ("task", "answer"), null_answer=True,
+                                    hints={"answer": f"the agent's {answer_noun}, a string"})
+            task = task_cls.from_record(record["task"], where=f"{where} task", check_python=True)
+        except TaskFormatError as exc:
+            if skipped is None:
+                raise
+            skipped.append(str(exc))
+            continue
         answer = "" if record["answer"] is None else record["answer"]
-        out.append((record, task_cls.from_record(record["task"], where=f"{where} task", check_python=True), answer))
+        out.append((record, task, answer))
     return out
