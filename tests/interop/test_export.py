@@ -118,20 +118,32 @@ def test_frontend_export_renders_answers_to_png_files(tmp_path):
     assert [x["answer_source"] for x in read_jsonl(scored)] == ["image", None]
 
 
+def _answer_kept_or_rendered(src: Path, a: dict, b: dict) -> None:
+    """A frontend answer on the way back: the release's PNG when the file exists (absolute path, no
+    answer_html), else a fresh screenshot of the stored answer, whose text rides along in answer_html."""
+    kept = src.parent / a["answer"]
+    if kept.is_file():
+        assert Path(b["answer"]).samefile(kept) and "answer_html" not in b
+    else:
+        assert b["answer"] == "No answer" or os.path.isfile(b["answer"])
+        assert b["answer_html"] == a["answer"]
+
+
 def test_release_file_round_trips(tmp_path, release_backend, release_frontend):
     for src in (release_backend, release_frontend):
         original = read_jsonl(src)
+        assert len(original) == 4
         again = tmp_path / f"again_{src.name}"
         r = export(src, again, "--format", "release")
         assert r.returncode == 0, r.stderr
         back = read_jsonl(again)
-        for a, b in zip(original, back):
+        assert len(back) == len(original)  # every record comes back, none dropped or duplicated
+        for a, b in zip(original, back, strict=True):
             if "test_cases" not in a["task"]:  # PNG paths: kept when the file exists (absolute), else re-rendered
-                kept = src.parent / a["answer"]
-                if kept.is_file():
-                    assert Path(b["answer"]).samefile(kept) and "answer_html" not in b
-                else:
-                    assert b["answer"] == "No answer" or os.path.isfile(b["answer"])
+                _answer_kept_or_rendered(src, a, b)
+                a = {k: v for k, v in a.items() if k != "answer"}
+                b = {k: v for k, v in b.items() if k not in ("answer", "answer_html")}
+            assert a == b  # the whole record, field by field
         if "backend" in src.name:
             assert back == original  # byte-for-byte the same records
         # release -> ours (paper-offline) -> release keeps every field; ours adds meta only
@@ -139,14 +151,20 @@ def test_release_file_round_trips(tmp_path, release_backend, release_frontend):
         r = export(src, ours, "--format", "paper-offline")
         assert r.returncode == 0, r.stderr
         clean = read_jsonl(ours)
+        assert len(clean) == len(original)
         assert all(t.get("prompt_messages") for x in clean for t in x["dialogue_history"] if t["role"] == "assistant")
         back2 = tmp_path / f"back_{src.name}"
         r = export(ours, back2, "--format", "release")
         assert r.returncode == 0, r.stderr
-        for a, b in zip(original, read_jsonl(back2)):
+        again2 = read_jsonl(back2)
+        assert len(again2) == len(original)
+        for a, b in zip(original, again2, strict=True):
             assert b.pop("meta")["system_prompt"]
             b.pop("success", None)
             if "test_cases" in a["task"]:
                 assert a == b
             else:
                 assert a["dialogue_history"] == b["dialogue_history"] and a["reward"] == b["reward"]
+                _answer_kept_or_rendered(src, a, b)
+                b = {k: v for k, v in b.items() if k not in ("answer", "answer_html")}
+                assert {k: v for k, v in a.items() if k != "answer"} == b  # task, dialogue, reward: all of it
