@@ -27,12 +27,8 @@ sys.path.insert(0, str(ROOT))
 import torch  # noqa: E402 - after the sys.path set-up above
 
 from sweet_agent.actor.candidates import sample_candidates  # noqa: E402
-from sweet_agent.critic.advantages import (  # noqa: E402
-    assistant_token_spans,
-    token_logratios,
-    turn_advantages,
-    with_privileged,
-)
+from sweet_agent.critic.advantages import token_logratios, turn_advantages, with_privileged  # noqa: E402
+from sweet_agent.training_data.spans import assistant_token_spans  # noqa: E402
 
 
 def load(spec: str | None, dtype: torch.dtype, tiny: bool = False):

@@ -23,22 +23,9 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 from colbench_gym.jsonl import write_jsonl_atomic
+from sweet_agent.training_data.pairs import PAIR_RULES
 
 PRESETS_DIR = Path(__file__).resolve().parent / "configs"
-
-#: How trajectory pairs (critic, multi-turn DPO) and RFT's kept trajectories are chosen per task:
-#:   success    — successful trajectories against strictly worse ones (the paper's rule)
-#:   reward     — every trajectory against every strictly lower-reward one of its task
-#:   top-bottom — the task's highest-reward samples against its lowest (continuous rewards such
-#:                as the frontend's CLIP similarity, where nothing counts as "success")
-#:   best       — the successes, else the task's best samples when their reward is > 0
-#:   release    — the paper release's backend rule: tasks whose best reward is >= 1, the *first*
-#:                best sample (file order) against each strictly lower one (docs/interop.md)
-#:   release-frontend — the release's frontend rule: every two samples of a task whose rewards
-#:                differ by at least 0.1, the higher one chosen
-PAIR_RULES = ("success", "reward", "top-bottom", "best", "release", "release-frontend")
-#: The least reward difference of a ``release-frontend`` pair.
-RELEASE_FRONTEND_MIN_GAP = 0.1
 
 #: What ``train-critic`` writes beside the critic and ``train-actor`` reads (reference model, scoring).
 CRITIC_META_FILE = "sweet_critic.json"

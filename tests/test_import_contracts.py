@@ -54,6 +54,8 @@ def test_the_contracts_say_what_the_issue_asks() -> None:
     assert by_id["colbench-standalone"]["forbidden_modules"] == ["sweet_agent"]
     assert {"torch", "transformers", "trl"} <= set(by_id["colbench-no-ml-stack"]["forbidden_modules"])
     assert "actor | baselines | critic" in by_id["sweet-agent-layers"]["layers"] and by_id["sweet-agent-layers"]["exhaustive"]
+    # The trainers share training_data (below them); the one arrow between trainers is SWEET's own.
+    assert by_id["sweet-agent-layers"]["ignore_imports"] == ["sweet_agent.actor.** -> sweet_agent.critic.**"]
 
 
 def test_contributing_maps_every_layer() -> None:
@@ -84,7 +86,10 @@ def _tree_with(tmp_path: Path, path: str, line: str) -> Path:
     ("colbench_gym/brand_new.py", "X = 1", "colbench_gym is layered"),  # exhaustive: every module placed
     ("colbench_gym/grading/compare.py", "import sweet_agent.prompts", "never imports sweet_agent"),
     ("colbench_gym/spaces.py", "import torch", "imports the ML stack only lazily"),
-    ("sweet_agent/critic/pairs.py", "from sweet_agent.baselines import rft", "sweet_agent is layered"),
+    ("sweet_agent/critic/trainer.py", "from sweet_agent.baselines import rft", "sweet_agent is layered"),
+    ("sweet_agent/baselines/rft.py", "from sweet_agent.critic import trainer", "sweet_agent is layered"),
+    ("sweet_agent/critic/trainer.py", "from sweet_agent.actor import config", "sweet_agent is layered"),
+    ("sweet_agent/training_data/pairs.py", "import sweet_agent.training_setup", "sweet_agent is layered"),
     ("sweet_agent/trajectories.py", "import sweet_agent.rollout", "sweet_agent is layered"),
     ("sweet_agent/brand_new.py", "X = 1", "sweet_agent is layered"),  # exhaustive too
 ])

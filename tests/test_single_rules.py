@@ -13,8 +13,8 @@ BACKEND = {"problem_description": "Fee for a gym member.", "ground_truth": "def 
 
 
 def test_every_task_key_is_the_canonical_identity():
-    from sweet_agent.critic.records import task_key as critic_key
     from sweet_agent.evaluation import task_key as eval_key
+    from sweet_agent.training_data.records import task_key as critic_key
 
     reordered = {**BACKEND, "test_cases": {"b": "fee(False)", "a": "fee(True)"}}
     assert eval_key(BACKEND) == task_identity(BACKEND) == eval_key(reordered)
@@ -26,7 +26,7 @@ def test_every_task_key_is_the_canonical_identity():
 
 def test_one_message_type():
     from sweet_agent import prompts, trajectories
-    from sweet_agent.critic import records
+    from sweet_agent.training_data import records
 
     assert prompts.Messages is protocol.Messages and trajectories.Messages is protocol.Messages
     assert records.Messages is protocol.Messages

@@ -15,16 +15,10 @@ from typing import Any
 import torch
 
 from colbench_gym.protocol import Messages
-from sweet_agent.critic import records as R
-from sweet_agent.critic.advantages import (
-    aggregate_turns,
-    assistant_token_spans,
-    spans_to_turn_ids,
-    token_logprobs,
-    token_logratios,
-    with_privileged,
-)
+from sweet_agent.critic.advantages import aggregate_turns, token_logprobs, token_logratios, with_privileged
 from sweet_agent.policies.exploration import ExplorationConfig
+from sweet_agent.training_data import records as R
+from sweet_agent.training_data.spans import assistant_token_spans, spans_to_turn_ids
 
 
 @dataclass

@@ -80,7 +80,7 @@ def _load_critic(data_args: StepPairArguments, dtype: str | None, step_score: st
 def build_pairs(data_args: StepPairArguments, cfg, policy, tok, dtype: str | None) -> list[dict]:
     """Sample, score and pair candidates for the offline agent turns; write and return the rows."""
     from sweet_agent.actor.candidates import build_step_pairs
-    from sweet_agent.critic import records as R
+    from sweet_agent.training_data import records as R
     from sweet_agent.training_setup import require_data, write_jsonl
 
     if not data_args.critic:

@@ -23,7 +23,7 @@ from trl import DPOConfig, DPOTrainer
 from trl.trainer.dpo_trainer import DataCollatorForPreference
 from trl.trainer.utils import pad
 
-from sweet_agent.critic import records as R
+from sweet_agent.training_data import records as R
 
 PROG = "sweet-agent train-mtdpo"
 PRESETS = "mtdpo"
@@ -53,7 +53,7 @@ class MTDPOConfig(DPOConfig):
 def mtdpo_rows(records: list[dict[str, Any]], success_threshold: float | None = None,
                system_prompt: str | None = None, rule: str = "success") -> list[dict[str, Any]]:
     """Conversational DPO rows ``{"prompt", "chosen", "rejected"}`` of trajectory pairs."""
-    from sweet_agent.critic.pairs import build_trajectory_pairs
+    from sweet_agent.training_data.pairs import build_trajectory_pairs
 
     rows = []
     for p in build_trajectory_pairs(records, success_threshold, rule=rule):
@@ -78,7 +78,7 @@ def _common_prefix(a: list[int], b: list[int]) -> int:
 
 def tokenize_trajectory_pair(tokenizer, row: dict[str, Any]) -> dict[str, list[int]]:
     """prompt/chosen/rejected ids plus per-token agent masks for both completions."""
-    from sweet_agent.critic.advantages import assistant_token_spans, spans_to_turn_ids
+    from sweet_agent.training_data.spans import assistant_token_spans, spans_to_turn_ids
 
     c_ids, c_spans = assistant_token_spans(tokenizer, row["prompt"] + row["chosen"])
     r_ids, r_spans = assistant_token_spans(tokenizer, row["prompt"] + row["rejected"])

@@ -16,7 +16,7 @@ from typing import Any
 
 from trl import SFTConfig
 
-from sweet_agent.critic import records as R
+from sweet_agent.training_data import records as R
 
 PROG = "sweet-agent train-rft"
 PRESETS = "rft"
@@ -47,7 +47,7 @@ def rft_rows(records: list[dict[str, Any]], success_threshold: float | None = No
     with ``rule="best"``, of each task's best trajectories when no sample of it succeeded."""
     from collections import defaultdict
 
-    from sweet_agent.critic.pairs import chosen_candidates
+    from sweet_agent.training_data.pairs import chosen_candidates
 
     groups: dict[str, list[dict[str, Any]]] = defaultdict(list)
     for rec in records:

@@ -1,4 +1,5 @@
-"""SWEET-RL's privileged step-level critic.
+"""SWEET-RL's privileged step-level critic (the trajectory pairs it learns from are in
+:mod:`sweet_agent.training_data`, shared with the other trainers).
 
 Heavy modules (torch, transformers, trl) load only when their names are used.
 """
@@ -9,16 +10,12 @@ import importlib
 
 _EXPORTS = {
     "turn_advantages": "sweet_agent.critic.advantages",
-    "assistant_token_spans": "sweet_agent.critic.advantages",
     "with_privileged": "sweet_agent.critic.advantages",
     "NORMALIZATIONS": "sweet_agent.critic.advantages",
     "CriticConfig": "sweet_agent.critic.config",
     "CriticTrainer": "sweet_agent.critic.trainer",
     "bradley_terry_loss": "sweet_agent.critic.trainer",
     "RegressionCritic": "sweet_agent.critic.regression",
-    "build_trajectory_pairs": "sweet_agent.critic.pairs",
-    "split_by_task": "sweet_agent.critic.pairs",
-    "pairs_to_rows": "sweet_agent.critic.pairs",
 }
 
 __all__ = list(_EXPORTS)

@@ -50,9 +50,9 @@ def parse_args(argv: Sequence[str], prog: str = PROG, description: str | None = 
 
 def run(args: SimpleNamespace) -> int:
     data_args, cfg, model_args = args.script, args.training, args.model
-    from sweet_agent.critic import records as R
-    from sweet_agent.critic.pairs import build_trajectory_pairs, pairs_to_rows, split_by_task
     from sweet_agent.critic.trainer import NEAR_ZERO_MARGIN, CriticTrainer
+    from sweet_agent.training_data import records as R
+    from sweet_agent.training_data.pairs import build_trajectory_pairs, pairs_to_rows, split_by_task
     from sweet_agent.training_setup import (
         check_run,
         load_model,

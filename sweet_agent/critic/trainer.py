@@ -22,16 +22,10 @@ from datasets import Dataset
 from transformers import PreTrainedTokenizerBase, Trainer
 from transformers.utils import logging
 
-from sweet_agent.critic.advantages import (
-    _reference,
-    aggregate_turns,
-    assistant_token_spans,
-    spans_to_turn_ids,
-    token_logprobs,
-    with_privileged,
-)
+from sweet_agent.critic.advantages import _reference, aggregate_turns, token_logprobs, with_privileged
 from sweet_agent.critic.config import CriticConfig
 from sweet_agent.critic.regression import RegressionCritic
+from sweet_agent.training_data.spans import assistant_token_spans, spans_to_turn_ids
 from sweet_agent.training_setup import initial_copy
 
 #: Two scores closer than this count as a tie (neither correct nor wrong) in accuracy.
@@ -94,7 +88,7 @@ class CriticTrainer(Trainer):
     """Trains a step-level critic from trajectory preference pairs.
 
     ``train_dataset`` / ``eval_dataset``: rows ``{"chosen": messages, "rejected": messages,
-    "privileged_info": str | None}`` (see :func:`sweet_agent.critic.pairs.pairs_to_rows`), as a
+    "privileged_info": str | None}`` (see :func:`sweet_agent.training_data.pairs.pairs_to_rows`), as a
     ``datasets.Dataset`` or a list. ``ref_model``: the frozen reference; by default a frozen copy
     of the initial critic (or, for a PEFT critic, its base with adapters disabled).
     """

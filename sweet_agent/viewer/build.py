@@ -42,9 +42,9 @@ class ViewConfig:
 
 def critic_credit(critic_dir: str, dtype: str = "float32"):
     """A function ``record -> per-agent-turn advantages`` backed by a trained critic."""
-    from sweet_agent.critic import records as R
     from sweet_agent.critic.advantages import turn_advantages
     from sweet_agent.critic.loading import load_critic
+    from sweet_agent.training_data import records as R
 
     loaded = load_critic(critic_dir, dtype)
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import copy
 
-from sweet_agent.critic.pairs import build_trajectory_pairs, chosen_candidates
+from sweet_agent.training_data.pairs import build_trajectory_pairs, chosen_candidates
 from sweet_agent.training_setup import PAIR_RULES, PreferenceDataArguments
 from tests.interop.conftest import FIX, read_jsonl
 

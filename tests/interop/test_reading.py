@@ -23,8 +23,8 @@ def test_reward_less_file_loads_where_no_reward_is_needed(release_backend):
 @pytest.mark.slow  # one CLI start that imports torch/TRL (~15 s idle)
 def test_training_stops_with_the_command_that_adds_rewards(release_backend, tmp_path):
     """train-critic, train-rft, train-mtdpo and train-actor read data with one reader
-    (sweet_agent.critic.records.load_records): it refuses the ungraded file, naming the command."""
-    from sweet_agent.critic.records import load_records
+    (sweet_agent.training_data.records.load_records): it refuses the ungraded file, naming the command."""
+    from sweet_agent.training_data.records import load_records
 
     with pytest.raises(TrajectoryFormatError, match=r"release_backend.jsonl:1: no 'reward'.*grade first"):
         load_records(release_backend)

@@ -6,12 +6,8 @@ import pytest
 import torch
 from tiny_model import CHATML_TEMPLATE, build_tiny_tokenizer
 
-from sweet_agent.critic.advantages import (
-    aggregate_turns,
-    assistant_token_spans,
-    turn_advantages,
-    with_privileged,
-)
+from sweet_agent.critic.advantages import aggregate_turns, turn_advantages, with_privileged
+from sweet_agent.training_data.spans import assistant_token_spans
 
 MSGS = [
     {"role": "user", "content": "Write f(x) please."},

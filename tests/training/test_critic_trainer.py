@@ -9,8 +9,8 @@ import torch
 from conftest import make_task, make_traj
 
 from sweet_agent.critic.config import CriticConfig
-from sweet_agent.critic.pairs import build_trajectory_pairs, pairs_to_rows, split_by_task
 from sweet_agent.critic.trainer import CriticCollator, CriticTrainer, bradley_terry_loss
+from sweet_agent.training_data.pairs import build_trajectory_pairs, pairs_to_rows, split_by_task
 
 
 def test_bradley_terry_loss_by_hand():

@@ -92,7 +92,7 @@ def test_step_pairs_under_each_score(tiny_model, tiny_ref_model, tiny_tokenizer,
 
 
 def _privileged_view(row, records):
-    from sweet_agent.critic import records as R
+    from sweet_agent.training_data import records as R
 
     rec = next(r for r in records if R.task_key(r) == row["task_key"])
     return with_privileged(row["prompt"], R.privileged_info(rec))

@@ -13,8 +13,8 @@ from conftest import make_task, make_traj
 
 from sweet_agent.cli import main
 from sweet_agent.critic.config import CriticConfig
-from sweet_agent.critic.pairs import build_trajectory_pairs, pairs_to_rows
 from sweet_agent.critic.trainer import CriticCollator, CriticTrainer, pair_stats
+from sweet_agent.training_data.pairs import build_trajectory_pairs, pairs_to_rows
 from sweet_agent.training_setup import NOTHING_TO_TRAIN
 
 # ------------------------------------------------------------------------------ pair rules
@@ -113,8 +113,8 @@ def test_a_run_whose_margins_are_all_zero_says_so(tmp_path, toy_records, tiny_mo
 def test_turns_cut_by_max_length_are_counted(tiny_tokenizer, tiny_model, toy_records, tmp_path, caplog):
     from transformers.utils import logging as hf_logging
 
-    from sweet_agent.critic.advantages import assistant_token_spans
     from sweet_agent.critic.trainer import encode_trajectory
+    from sweet_agent.training_data.spans import assistant_token_spans
 
     row = pairs_to_rows(build_trajectory_pairs(toy_records))[0]
     _, spans = assistant_token_spans(tiny_tokenizer, row["chosen"])
@@ -153,7 +153,8 @@ def test_candidates_cut_by_the_token_cap_are_counted(tiny_model, tiny_tokenizer)
 
 def _logratio_scores(model, ref, tok, row, priv, normalize):
     """Trajectory score by hand: per-token log-ratios on agent tokens, per-turn mean (turn) or sum (none)."""
-    from sweet_agent.critic.advantages import assistant_token_spans, with_privileged
+    from sweet_agent.critic.advantages import with_privileged
+    from sweet_agent.training_data.spans import assistant_token_spans
 
     ids, spans = assistant_token_spans(tok, with_privileged(row, priv))
     x = torch.tensor([ids])
@@ -192,7 +193,8 @@ def test_logratio_ablations_give_the_hand_computed_loss(ablation, tiny_model, ti
 
 
 def test_regression_head_loss_by_hand(tiny_model, tiny_tokenizer, toy_records, tmp_path):
-    from sweet_agent.critic.advantages import assistant_token_spans, with_privileged
+    from sweet_agent.critic.advantages import with_privileged
+    from sweet_agent.training_data.spans import assistant_token_spans
 
     rows = pairs_to_rows(build_trajectory_pairs(toy_records))[:2]
     args = CriticConfig(output_dir=str(tmp_path), report_to="none", per_device_train_batch_size=2,

@@ -222,9 +222,9 @@ def critic_dir(tmp_path_factory):
 
 
 def test_critic_credit_is_the_critics_advantage(tmp_path, critic_dir, playwright):
-    from sweet_agent.critic import records as R
     from sweet_agent.critic.advantages import turn_advantages
     from sweet_agent.critic.loading import load_critic
+    from sweet_agent.training_data import records as R
 
     out_critic, data, recs = critic_dir
     out = tmp_path / "site"

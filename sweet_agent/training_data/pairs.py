@@ -1,12 +1,12 @@
-"""Trajectory preference pairs for the critic (and multi-turn DPO), built per task.
+"""Trajectory preference pairs for the critic and multi-turn DPO (and what RFT keeps), built per task.
 
-Rules (``rule=``, see :data:`sweet_agent.training_setup.PAIR_RULES`): ``success`` pairs every
-successful trajectory (as chosen) with each trajectory of the same task whose reward is strictly
-lower — the paper's; ``reward`` pairs every trajectory with every strictly lower-reward one of its
-task; ``top-bottom`` pairs a task's highest-reward samples with its lowest (for continuous rewards
-such as the frontend's CLIP similarity, where nothing reaches "success"); ``best`` uses the
-successes, else each task's best samples when their reward is > 0. Tasks, not pairs, are split
-into train / held-out so the held-out accuracy measures generalisation to unseen tasks.
+Rules (``rule=``, see :data:`PAIR_RULES`): ``success`` pairs every successful trajectory (as
+chosen) with each trajectory of the same task whose reward is strictly lower — the paper's;
+``reward`` pairs every trajectory with every strictly lower-reward one of its task;
+``top-bottom`` pairs a task's highest-reward samples with its lowest (for continuous rewards such
+as the frontend's CLIP similarity, where nothing reaches "success"); ``best`` uses the successes,
+else each task's best samples when their reward is > 0. Tasks, not pairs, are split into train /
+held-out so the held-out accuracy measures generalisation to unseen tasks.
 """
 
 from __future__ import annotations
@@ -15,8 +15,21 @@ import random
 from collections import defaultdict
 from typing import Any
 
-from sweet_agent.critic import records as R
-from sweet_agent.training_setup import PAIR_RULES, RELEASE_FRONTEND_MIN_GAP
+from sweet_agent.training_data import records as R
+
+#: How trajectory pairs (critic, multi-turn DPO) and RFT's kept trajectories are chosen per task:
+#:   success    — successful trajectories against strictly worse ones (the paper's rule)
+#:   reward     — every trajectory against every strictly lower-reward one of its task
+#:   top-bottom — the task's highest-reward samples against its lowest (continuous rewards such
+#:                as the frontend's CLIP similarity, where nothing counts as "success")
+#:   best       — the successes, else the task's best samples when their reward is > 0
+#:   release    — the paper release's backend rule: tasks whose best reward is >= 1, the *first*
+#:                best sample (file order) against each strictly lower one (docs/interop.md)
+#:   release-frontend — the release's frontend rule: every two samples of a task whose rewards
+#:                differ by at least 0.1, the higher one chosen
+PAIR_RULES = ("success", "reward", "top-bottom", "best", "release", "release-frontend")
+#: The least reward difference of a ``release-frontend`` pair.
+RELEASE_FRONTEND_MIN_GAP = 0.1
 
 
 def chosen_candidates(group: list[dict[str, Any]], success_threshold: float | None = None,

@@ -2,8 +2,8 @@
 
 A record is ``{"task": {"problem_description", "ground_truth", "test_cases"?}, "dialogue_history":
 [{"role", "content", "output"?}], "answer", "reward", "success"?}``. These helpers turn one into
-chat messages and pick out what the critic and the actor need, so nothing else in the training
-code touches the raw layout.
+chat messages and pick out what the trainers need (the critic, the actor, RFT, multi-turn DPO),
+so nothing else in the training code touches the raw layout.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from typing import Any
 
 from colbench_gym.protocol import Messages
 from colbench_gym.tasks.identity import task_identity
-from colbench_gym.tasks.records import check_trajectory_record
+from colbench_gym.tasks.records import check_trajectory_record, record_success
 
 
 class RecordError(ValueError):
@@ -73,20 +73,28 @@ def privileged_info(rec: dict[str, Any]) -> str:
     return gt
 
 
+_UNGRADED = "record has no 'reward'; grade trajectories before training (`colbench evaluate backend ...`)"
+
+
 def reward(rec: dict[str, Any]) -> float:
     r = rec.get("reward")
     if r is None:
-        raise RecordError("record has no 'reward'; grade trajectories before training "
-                          "(`colbench evaluate backend ...`)")
+        raise RecordError(_UNGRADED)
     return float(r)
 
 
 def is_success(rec: dict[str, Any], threshold: float | None = None) -> bool:
-    """With no ``threshold``: the record's ``success`` when it carries one, else reward >= 1 (all
-    tests passed). With a ``threshold``: reward >= threshold (for partial-credit training sets)."""
-    if threshold is None and rec.get("success") is not None:
-        return bool(rec["success"])
-    return reward(rec) >= (1.0 if threshold is None else threshold)
+    """With no ``threshold``: the one success rule of backend records
+    (:func:`colbench_gym.tasks.records.record_success`: the record's ``success`` when it carries
+    one, else reward >= 1, all tests passed), except that an ungraded record is an error here
+    (training cannot use it) rather than ``None``. With a ``threshold`` (``--success_threshold``,
+    for partial-credit training sets): reward >= threshold, whatever ``success`` says."""
+    if threshold is not None:
+        return reward(rec) >= threshold
+    success = record_success(rec)
+    if success is None:
+        raise RecordError(_UNGRADED)
+    return success
 
 
 def task_key(rec: dict[str, Any]) -> str:
