@@ -48,7 +48,7 @@ def test_sweet_agent_evaluate_and_view_accept_an_ungraded_file(release_backend, 
     assert any(site.rglob("*.html"))
 
 
-def test_frontend_png_answers_are_scored_and_stored_rewards_kept(release_frontend, tmp_path):
+def test_frontend_png_answers_are_scored_and_stored_rewards_kept(release_frontend, tmp_path, renderer):
     out = tmp_path / "scored.jsonl"
     r = subprocess.run([sys.executable, "-m", "colbench_gym.cli", "evaluate", "frontend", str(release_frontend),
                         "--output", str(out), "--scorer", "fallback", "--no-progress"],
@@ -62,6 +62,22 @@ def test_frontend_png_answers_are_scored_and_stored_rewards_kept(release_fronten
     assert recs[0]["reward"] > 0.5 and recs[2]["reward"] > 0.5
     assert recs[3]["reward"] == 0.25 and recs[3]["similarity"] is None  # stored reward never replaced by 0
     assert recs[0]["reward"] != 0.875  # the image was scored, not copied
+    # each PNG was scored against its own task's reference: the reward is the scorer's similarity of
+    # that file and that reference, computed here directly, and the right PNG beats the other task's
+    from PIL import Image
+
+    from colbench_gym.scoring import make_scorer
+
+    originals = read_jsonl(release_frontend)
+    pngs = [Image.open(release_frontend.parent / originals[i]["answer"]).convert("RGB") for i in (0, 1)]
+    refs = [shot.image() for shot in renderer.render_many([originals[i]["task"]["ground_truth"] for i in (0, 1)],
+                                                          cache=True)]
+    scorer = make_scorer("fallback")
+    right = scorer.similarities(pngs, refs)
+    swapped = scorer.similarities(pngs[::-1], refs)
+    assert [recs[0]["reward"], recs[1]["reward"]] == pytest.approx(right, abs=1e-6)
+    assert [recs[0]["similarity"], recs[1]["similarity"]] == [recs[0]["reward"], recs[1]["reward"]]
+    assert right[0] > swapped[0] and right[1] > swapped[1]
 
 
 def test_hf_round_trip_keeps_every_field(tmp_path, release_backend, release_frontend):
