@@ -61,6 +61,9 @@ class ColBenchBackendEnv(ColBenchEnv):
     * `grader`: a `colbench_gym.grading.BackendGrader`; by default one sandboxed grader shared
       by the process.
 
+    ``info`` of the final step: ``tests_passed``, ``tests_total``, ``success``, ``grade_error`` and
+    ``tests_unpassable`` (tests whose reference gave no usable result: no answer passes them).
+
     ## Version History
     * v0: Initial version.
     """
@@ -100,4 +103,7 @@ class ColBenchBackendEnv(ColBenchEnv):
             "tests_total": result.total,
             "success": result.success,
             "grade_error": result.error,
+            # tests no answer can pass (the reference gave no usable result, e.g. an exception of
+            # the sandbox); counted in tests_total, reported so that an evaluator can see them
+            "tests_unpassable": len(result.unpassable),
         }

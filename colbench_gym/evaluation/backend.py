@@ -3,7 +3,9 @@
 Grades the ``answer`` of every offline trajectory record (``{"task": {...}, "answer": str,
 ...}``, the paper's release format) in the sandbox and writes the same records, in the same
 order, with ``reward`` (fraction of hidden tests passed), ``success`` (all passed),
-``tests_passed``, ``tests_total`` and ``grade_error`` set; every other field is kept.
+``tests_passed``, ``tests_total``, ``grade_error``, ``tests_unpassable`` and ``unpassable_tests``
+(tests no answer can pass: their reference gave no usable result, e.g. an exception of the
+sandbox; counted as failed, and summed per task in the report) set; every other field is kept.
 OUT is written atomically (temporary file + rename). With ``--k K`` the summary also reports
 best-of-k like the paper's release: records are grouped by task (in file order), the first K
 of each task count, and a task scores its best record. A record whose task is invalid (a
@@ -68,6 +70,36 @@ def best_of_k(records: Iterable[tuple[str, float, bool]], k: int) -> tuple[float
     return succ, tests, len(groups), short
 
 
+#: Tasks named one by one in the unpassable report (the output file has every record's list).
+REPORT_TASKS = 10
+
+
+def unpassable_report(items: list[tuple[dict[str, Any], BackendTask, str]], results: list[Any]) -> list[str]:
+    """Lines on the tests no answer can pass (their reference gave no usable result), per task.
+
+    Such tests count as failed in every rate; a reader must see how many there are, and why
+    (an exception of the sandbox such as ModuleNotFoundError, a reference timeout, ...).
+    """
+    tasks: dict[str, tuple[int, int, dict[str, str]]] = {}  # task_id -> (first record, tests, unpassable)
+    for i, ((_, task, _), res) in enumerate(zip(items, results), 1):
+        if task.task_id not in tasks:
+            tasks[task.task_id] = (i, res.total, dict(res.unpassable))
+    hit = {k: v for k, v in tasks.items() if v[2]}
+    if not hit:
+        return []
+    n_tests = sum(v[1] for v in tasks.values())
+    n_bad = sum(len(v[2]) for v in hit.values())
+    lines = [f"unpassable: {n_bad} of {n_tests} tests in {len(hit)} of {len(tasks)} tasks (the reference gives no "
+             "usable result; counted as failed above; see tests_unpassable / unpassable_tests in the output)"]
+    for task_id, (first, total, bad) in list(hit.items())[:REPORT_TASKS]:
+        name, why = next(iter(bad.items()))
+        lines.append(f"  task {task_id[:12]} (record {first}): {len(bad)} of {total} tests, e.g. {name}: "
+                     f"{' '.join(why.split())[:160]}")
+    if len(hit) > REPORT_TASKS:
+        lines.append(f"  ... and {len(hit) - REPORT_TASKS} more tasks")
+    return lines
+
+
 def run(args: argparse.Namespace) -> int:
     if args.k < 1 or args.workers < 1:
         return input_error("--k and --workers must be >= 1")
@@ -109,7 +141,8 @@ def run(args: argparse.Namespace) -> int:
     for (record, _, _), res, own in zip(items, results, ours):
         rec = dict(record)
         rec.update(reward=res.fraction, success=res.success, tests_passed=res.passed,
-                   tests_total=res.total, grade_error=res.error)
+                   tests_total=res.total, grade_error=res.error, tests_unpassable=len(res.unpassable),
+                   unpassable_tests=dict(res.unpassable))
         if release:
             rec.update(semantics="release", reward_ours=own.fraction, success_ours=own.success)
         out.append(rec)
@@ -129,6 +162,8 @@ def run(args: argparse.Namespace) -> int:
               f"tests passed: {100 * tests:.1f}% [ours {100 * own_t:.1f}%]")
     else:
         print(f"success rate: {100 * succ:.1f}%   tests passed: {100 * tests:.1f}%")
+    for line in unpassable_report(items, results):
+        print(line)
     if args.k > 1:
         s_k, t_k, n_tasks, short = best_of_k(((t.task_id, r.fraction, r.success) for (_, t, _), r
                                               in zip(items, results)), args.k)

@@ -12,7 +12,10 @@ All comparison rules live here, in one place: :class:`ComparisonRules` holds the
 * lists/tuples element-wise, dicts by key then value (values with the rules above), sets and
   dict keys exactly, with strict types: ``{1: "a"}`` and ``{1.0: "a"}`` differ, nan keys match
   nan keys;
-* an exception is a result: it matches only an exception of the same type name;
+* an exception is a result: it matches only an exception of the same type name — except an
+  exception the *sandbox* caused in the reference (:mod:`colbench_gym.grading.environmental`:
+  ImportError, MemoryError, RecursionError, EOFError, the OSError family), which the grader turns
+  into a missing result before comparing;
 * a missing result (timeout, crash, non-plain value) never matches anything.
 
 Why strict: the score is a reward for RL, and whatever a comparison forgives, a policy learns
@@ -127,7 +130,8 @@ def canonical(x: Any) -> Any:
 def outcomes_match(expected: Outcome, actual: Outcome, rules: ComparisonRules = STRICT) -> tuple[bool, str]:
     """Compare one call's outcomes; return ``(passed, reason)``."""
     if expected.kind == "missing":
-        return False, f"the reference produced no result ({expected.value})"
+        why = str(expected.value)
+        return False, why if why.startswith("the reference") else f"the reference produced no result ({why})"
     if actual.kind == "missing":
         return False, f"no result: {actual.value}"
     if expected.kind == "raise":

@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from colbench_gym.grading.compare import ABS_TOL, REL_TOL, ComparisonRules, outcomes_match
+from colbench_gym.grading.environmental import as_expected, reference_failed_reason, unpassable_reason
 from colbench_gym.grading.pytest_driver import Case, PytestDriver
 from colbench_gym.grading.sandbox import Isolation, Worker, WorkerFailed, probe_isolation
 from colbench_gym.grading.wire import Outcome, WireError, decode, encode, parse_segments, safe_text
@@ -58,6 +59,10 @@ class GradeResult:
     per_test: dict[str, bool] = field(default_factory=dict)
     error: str | None = None
     reasons: dict[str, str] = field(default_factory=dict)  # why each failed test failed
+    #: Tests no answer can pass, with why: the reference gave no usable result (timeout, crash,
+    #: not plain data, an exception of the sandbox such as ModuleNotFoundError), or the test
+    #: call itself is broken. Counted in ``total``; reported so that evaluators can see them.
+    unpassable: dict[str, str] = field(default_factory=dict)
 
     @property
     def fraction(self) -> float:
@@ -257,9 +262,13 @@ class BackendGrader:
         calls = [task.test_cases[n] for n in names]
         ref_error, bad_calls = _task_problems(task.ground_truth, tuple(zip(names, calls)))
         if ref_error is not None:  # nothing can be compared: do not even run the answer
-            return GradeResult(0, len(names), {n: False for n in names}, ref_error, {n: ref_error for n in names})
+            return GradeResult(0, len(names), {n: False for n in names}, ref_error, {n: ref_error for n in names},
+                               {n: ref_error for n in names})
         refs = self._reference_map(task)
-        expected = [refs[(n, c)] for n, c in zip(names, calls)]
+        raw = [refs[(n, c)] for n, c in zip(names, calls)]
+        unpassable = _unpassable(names, raw, bad_calls)
+        # An exception the sandbox caused in the reference is no expected result (environmental.py).
+        expected = [as_expected(o) for o in raw]
         actual, error = self._execute(self._pool, code, calls, _import_preamble_cached(task.ground_truth, tuple(calls)))
         if bad_calls:
             first = next(iter(bad_calls))
@@ -268,7 +277,19 @@ class BackendGrader:
         per_test, reasons = self._pytest().run(cases)
         passed = sum(per_test[n] is True for n in names)
         return GradeResult(passed, len(names), {n: per_test[n] is True for n in names}, error,
-                           {n: safe_text(r) for n, r in reasons.items()})
+                           {n: safe_text(r) for n, r in reasons.items()}, unpassable)
+
+    def unpassable_tests(self, task: BackendTask | Mapping[str, Any]) -> dict[str, str]:
+        """The tests of ``task`` that no answer can pass under this grader, with why (runs the
+        reference once, cached): what ``colbench tasks audit`` lists."""
+        if not isinstance(task, BackendTask):
+            task = BackendTask.from_record(task)
+        names, calls = list(task.test_cases), list(task.test_cases.values())
+        ref_error, bad_calls = _task_problems(task.ground_truth, tuple(zip(names, calls)))
+        if ref_error is not None:
+            return {n: ref_error for n in names}
+        refs = self._reference_map(task)
+        return _unpassable(names, [refs[(n, c)] for n, c in zip(names, calls)], bad_calls)
 
     def reference_outputs(self, task: BackendTask) -> list[Outcome]:
         """The reference's outcome per test call, in ``task.test_cases`` order (computed once, cached)."""
@@ -289,7 +310,10 @@ class BackendGrader:
                 cached = self._load_disk(key, wanted)
             if cached is None:
                 calls = [c for _, c in wanted]
-                outs, _ = self._execute(self._ref_pool, task.ground_truth, calls, "")
+                outs, error = self._execute(self._ref_pool, task.ground_truth, calls, "")
+                if error and all(o.kind == "missing" for o in outs) and error not in ("timeout", "sandbox crashed"):
+                    # e.g. a top-level `import numpy`: say so, instead of "no result" per test
+                    outs = [Outcome.missing(reference_failed_reason(safe_text(error, 200)))] * len(outs)
                 # A test whose call is not an expression can be passed by nobody (not by
                 # "raising SyntaxError like the reference").
                 outs = [o if _is_expression(c) else Outcome.missing("the test call is not a Python expression")
@@ -423,6 +447,16 @@ def _rebuild(cls: Any, options: dict[str, Any] | None = None) -> "BackendGrader"
     if options is None:  # a pickle made before the class travelled with the options
         cls, options = BackendGrader, cls
     return cls(**options)
+
+
+def _unpassable(names: list[str], expected: list[Outcome], bad_calls: Mapping[str, str]) -> dict[str, str]:
+    """{test: why no answer can pass it} from the reference's raw outcomes and the broken test calls."""
+    out = {}
+    for name, exp in zip(names, expected):
+        why = bad_calls.get(name) or unpassable_reason(exp)
+        if why:
+            out[name] = safe_text(why)
+    return out
 
 
 def _checker(expected: Outcome, actual: Outcome, rules: ComparisonRules):

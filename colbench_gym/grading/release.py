@@ -114,12 +114,15 @@ class ReleaseGrader(BackendGrader):
         actual, error = self._execute(self._pool, release_code(code), calls, "")
         per_test: dict[str, bool] = {}
         reasons: dict[str, str] = {}
+        unpassable: dict[str, str] = {}
+        never = "the reference gives None (raises or returns None): never passable"
         for name, exp, act in zip(names, expected, actual):
             per_test[name] = release_passes(exp, act)
+            if release_value(exp)[0]:
+                unpassable[name] = never
             if not per_test[name]:
-                reasons[name] = ("the reference gives None (raises or returns None): never passable"
-                                 if release_value(exp)[0] else "answer != reference (plain ==) or no result")
-        return GradeResult(sum(per_test.values()), len(names), per_test, error, reasons)
+                reasons[name] = never if name in unpassable else "answer != reference (plain ==) or no result"
+        return GradeResult(sum(per_test.values()), len(names), per_test, error, reasons, unpassable)
 
     def unpassable_tests(self, task: BackendTask) -> dict[str, str]:
         """Tests the release's grader can never pass (its reference gives None), with why."""
