@@ -24,8 +24,10 @@ WHY this shape:
   stopped; a lock file per stage lets a second invocation (e.g. ``--only``) run beside the first.
   After every finished stage the report (JSON, markdown, PNG) is rewritten from what exists.
 - **Statistics**: per method, success %, tests passed %, mean turns and questions per episode
-  with 95 % bootstrap CIs over episodes, and the *paired* difference to zero-shot (same task,
-  same seed) with its bootstrap CI.
+  with 95 % bootstrap CIs over episodes, and the *paired* difference to zero-shot (same episode
+  id: same task, same seed) with its bootstrap CI. Each episode is measured, and each interval
+  drawn, by :mod:`sweet_agent.metrics`, as in the viewer and ``sweet-agent evaluate`` (a question
+  is a non-answer agent turn containing ``?``).
 - **Best-of-N** uses the critic trained *without* the privileged reference: at test time the
   agent has no reference solution, and a critic that reads it would leak the answer into the
   choice (an oracle, not a decoder). See docs/training.md, "Learning benchmark".
@@ -49,6 +51,15 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+
+from sweet_agent.metrics import (  # noqa: E402 - after the sys.path set-up above
+    EpisodeMetrics,
+    bootstrap_ci,
+    episode_metrics,
+    mean,
+    metric_values,
+    paired_difference,
+)
 
 #: Settings of a run; ``--profile quick`` shrinks everything for a smoke run.
 PROFILES: dict[str, dict[str, Any]] = {
@@ -329,25 +340,9 @@ def run_all(stages: dict[str, Stage], run: Path, jobs: int, only: set[str] | Non
 
 
 # ------------------------------------------------------------------------------ report
-def episode_stats(rec: dict[str, Any]) -> dict[str, float]:
-    """Per-episode numbers: success, tests passed fraction, agent turns, questions asked (agent
-    turns before the last one that contain a question mark)."""
-    agent = [m.get("content", "") for m in rec.get("dialogue_history", []) if m.get("role") == "assistant"]
-    questions = sum("?" in t for t in agent[:-1])
-    reward = rec.get("reward")
-    return {"success": float(bool(rec.get("success"))), "tests": float(reward or 0.0), "turns": float(len(agent)),
-            "questions": float(questions)}
-
-
-def bootstrap_ci(values: list[float], n_boot: int = 2000, seed: int = 0) -> tuple[float, float, float]:
-    import numpy as np
-
-    x = np.asarray(values, dtype=float)
-    if len(x) == 0:
-        return float("nan"), float("nan"), float("nan")
-    rng = np.random.default_rng(seed)
-    means = x[rng.integers(0, len(x), size=(n_boot, len(x)))].mean(axis=1)
-    return float(x.mean()), float(np.percentile(means, 2.5)), float(np.percentile(means, 97.5))
+#: The report's columns (the keys of results.json) -> the field of
+#: :class:`sweet_agent.metrics.EpisodeMetrics` each one averages.
+COLUMNS = {"success": "success", "tests": "tests_passed", "turns": "turns", "questions": "questions"}
 
 
 def _load(path: Path) -> dict[str, dict[str, Any]]:
@@ -362,24 +357,25 @@ def _load(path: Path) -> dict[str, dict[str, Any]]:
     return out
 
 
+def _measure(recs: dict[str, dict[str, Any]]) -> dict[str, EpisodeMetrics]:
+    return {eid: episode_metrics(rec) for eid, rec in recs.items()}
+
+
 def method_table(run: Path, prefix: str = "") -> list[dict[str, Any]]:
     rows = []
-    base = _load(run / "eval" / f"{prefix}zero-shot.jsonl")
+    base = _measure(_load(run / "eval" / f"{prefix}zero-shot.jsonl"))
     for m in METHODS:
-        recs = _load(run / "eval" / f"{prefix}{m}.jsonl")
-        if not recs:
+        stats = _measure(_load(run / "eval" / f"{prefix}{m}.jsonl"))
+        if not stats:
             continue
-        stats = {eid: episode_stats(r) for eid, r in recs.items()}
         row: dict[str, Any] = {"method": m, "label": LABELS[m], "episodes": len(stats)}
-        for key in ("success", "tests", "turns", "questions"):
-            mean, lo, hi = bootstrap_ci([st[key] for st in stats.values()])
-            row[key] = {"mean": mean, "ci95": [lo, hi]}
+        for key, metric in COLUMNS.items():
+            est = bootstrap_ci(metric_values(stats.values(), metric))
+            row[key] = {"mean": est.mean, "ci95": [est.low, est.high]}
             if m != "zero-shot" and base:
-                common = sorted(set(stats) & set(base))
-                diffs = [stats[e][key] - episode_stats(base[e])[key] for e in common]
-                d, dlo, dhi = bootstrap_ci(diffs, seed=1)
-                row[key]["paired_diff_vs_zero_shot"] = {"mean": d, "ci95": [dlo, dhi], "episodes": len(common)}
-        row["asked_rate"] = sum(st["questions"] > 0 for st in stats.values()) / len(stats)
+                d = paired_difference(base, stats, metric, seed=1)
+                row[key]["paired_diff_vs_zero_shot"] = {"mean": d.mean, "ci95": [d.low, d.high], "episodes": d.n}
+        row["asked_rate"] = sum(st.questions > 0 for st in stats.values()) / len(stats)
         rows.append(row)
     return rows
 
@@ -392,18 +388,20 @@ def offline_summary(run: Path) -> dict[str, Any] | None:
     out: dict[str, Any] = {"episodes": len(recs)}
     for name, group in (("explored", [r for r in recs if r["meta"].get("exploration")]),
                         ("own", [r for r in recs if not r["meta"].get("exploration")])):
-        stats = [episode_stats(r) for r in group]
+        stats = [episode_metrics(r) for r in group]
         out[name] = {"episodes": len(group)} | ({
-            k: bootstrap_ci([st[k] for st in stats])[0] for k in ("success", "tests", "turns", "questions")} if group else {})
+            key: mean(metric_values(stats, metric)) for key, metric in COLUMNS.items()} if group else {})
     return out
 
 
 def _fmt(cell: dict[str, Any], pct: bool) -> str:
+    if cell["mean"] is None:  # no episode has this metric (e.g. ungraded)
+        return "n/a"
     k = 100 if pct else 1
     f = "{:.1f}" if pct else "{:.2f}"
     text = f"{f.format(k * cell['mean'])} [{f.format(k * cell['ci95'][0])}, {f.format(k * cell['ci95'][1])}]"
     d = cell.get("paired_diff_vs_zero_shot")
-    if d:
+    if d and d["mean"] is not None:
         sig = "*" if d["ci95"][0] > 0 or d["ci95"][1] < 0 else ""
         text += f" (Δ {'+' if d['mean'] >= 0 else ''}{f.format(k * d['mean'])}{sig})"
     return text

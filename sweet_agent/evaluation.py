@@ -10,6 +10,10 @@ which can also play critic-guided best-of-N episodes first, is :mod:`sweet_agent
 By default the stored ``reward``/``success`` are summarised; ``--regrade`` grades backend answers
 again in the sandbox (:mod:`colbench_gym.grading`) and reports any record whose stored score
 differs, so a file can be checked independently of the run that wrote it.
+
+Every per-episode number (success, tests passed, similarity, agent turns, whether the episode
+failed) is measured by :func:`sweet_agent.metrics.episode_metrics`, the one implementation the
+viewer and the learning benchmark use too; this module only adds the file-level report.
 """
 
 from __future__ import annotations
@@ -18,21 +22,17 @@ import argparse
 import json
 import sys
 from collections import defaultdict
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from colbench_gym.evaluation.metrics import win_rate as _win_rate
 from colbench_gym.tasks.identity import task_identity
-from colbench_gym.tasks.records import record_success
+from sweet_agent.metrics import episode_metrics, mean, metric_values
 from sweet_agent.trajectories import Record, read_trajectories
 
 #: Identity of a task across files: the one rule of :mod:`colbench_gym.tasks.identity`.
 task_key = task_identity
-
-
-def record_kind(rec: Mapping[str, Any]) -> str:
-    return "backend" if "test_cases" in rec["task"] else "frontend"
 
 
 @dataclass
@@ -55,10 +55,6 @@ class Summary:
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
-
-
-def _mean(xs: Sequence[float]) -> float | None:
-    return sum(xs) / len(xs) if xs else None
 
 
 def regrade_backend(records: list[Record]) -> list[tuple[float, bool]]:
@@ -93,15 +89,17 @@ def win_rate(ours: Iterable[Record], reference: Iterable[Record]) -> tuple[float
 def summarize(records: list[Record], *, reference: list[Record] | None = None, regrade: bool = False) -> Summary:
     """The paper's metrics for one file's records."""
     s = Summary(episodes=len(records))
-    s.failed = sum(bool(r.get("error")) for r in records)
+    episodes = [episode_metrics(r, i) for i, r in enumerate(records)]
+    s.failed = sum(e.failed for e in episodes)
     s.policies = list(dict.fromkeys(str(p) for r in records if (p := (r.get("meta") or {}).get("policy"))))
-    records = [r for r in records if not r.get("error")]  # failed episodes have no score: counted apart
+    # failed episodes have no score: counted apart
+    records = [r for r, e in zip(records, episodes) if not e.failed]
+    episodes = [e for e in episodes if not e.failed]
     if not records:
         return s
-    s.tasks = len({task_key(r["task"]) for r in records})
-    kinds = {record_kind(r) for r in records}
+    s.tasks = len({e.task_id for e in episodes})
+    kinds = {e.kind for e in episodes}
     s.kind = kinds.pop() if len(kinds) == 1 else "mixed"
-    rewards = [float(r["reward"]) for r in records if r.get("reward") is not None]
     if s.kind == "backend":
         if regrade:
             grades = regrade_backend(records)
@@ -115,20 +113,19 @@ def summarize(records: list[Record], *, reference: list[Record] | None = None, r
                     eid = (rec.get("meta") or {}).get("episode_id", f"line {i + 1}")
                     s.mismatches.append(f"{eid}: stored reward {stored} success {rec.get('success')}, "
                                         f"regraded {frac:.4f} success {ok}")
-            s.tests_passed = _mean([f for f, _ in grades])
-            s.success = _mean([float(ok) for _, ok in grades])
+            s.tests_passed = mean(f for f, _ in grades)
+            s.success = mean(float(ok) for _, ok in grades)
         else:
-            s.tests_passed = _mean(rewards)
-            s.success = _mean([float(ok) for ok in map(record_success, records) if ok is not None])
+            s.tests_passed = mean(metric_values(episodes, "tests_passed"))
+            s.success = mean(metric_values(episodes, "success"))
     elif s.kind == "frontend":
-        s.similarity = _mean(rewards)
+        s.similarity = mean(metric_values(episodes, "similarity"))
     if reference is not None:
         s.win_rate, s.compared_tasks = win_rate(records, reference)
-    turns = [sum(t["role"] == "assistant" for t in r["dialogue_history"]) for r in records]
-    s.mean_turns = _mean(turns)
+    s.mean_turns = mean(metric_values(episodes, "turns"))
     ended = [(r.get("meta") or {}).get("ended_by") for r in records]
     if any(e is not None for e in ended):
-        s.answered = _mean([float(e == "answer") for e in ended if e is not None])
+        s.answered = mean(float(e == "answer") for e in ended if e is not None)
     return s
 
 

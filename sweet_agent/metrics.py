@@ -1,25 +1,38 @@
-"""Per-episode measurements and their confidence intervals, shared by every report.
+"""Per-episode measurements and their confidence intervals: the one implementation behind every report.
 
-WHY one module: the viewer, ``sweet-agent evaluate`` and the learning benchmark all report the
-same numbers (success, % tests, similarity, turns, questions per episode) with the same
-bootstrap intervals and the same pairing of two runs; written once, a table in one place and
-a plot in another can never disagree about what "a question" or "a win" is.
+WHY one module: the viewer (:mod:`sweet_agent.viewer`), ``sweet-agent evaluate``
+(:mod:`sweet_agent.evaluation`) and the learning benchmark (``benchmarks/bench_learning.py``) all
+report the same numbers (success, % tests, similarity, turns, questions per episode), the first and
+the last with the same bootstrap intervals and paired differences; measured once, a table in one
+place and a plot in another can never disagree about what "a question" or "a success" is.
 
-A *question* is an agent turn that does not end the episode and whose visible message (the
-text after ``OUTPUT:``) contains a question mark; a frontend draft without one is a *draft*.
-Pairs of runs match episodes by ``(task identity, sample index)`` (same task, same seed), and
-a pair is won, tied or lost by the one win rule of :mod:`colbench_gym.evaluation.metrics`.
+- **Success** is the one rule :func:`colbench_gym.tasks.records.record_success` (the record's
+  ``success`` when it carries one, else every hidden test passed); backend only.
+- **A question** is an agent turn that does not answer (no ``I WANT TO ANSWER:``) and whose
+  visible message (the text after ``OUTPUT:``) contains a question mark; the last turn of an
+  episode that hit the turn limit counts like any other. A frontend draft without one is a
+  *draft*. (Until this module served the learning benchmark, its tables counted the agent turns
+  *before the last* containing ``?``: see docs/training.md, "Statistics".)
+- **A failed episode** (``error`` set on the record or in its ``meta``: the endpoint gave up) has
+  no score and is left out of every metric.
+
+Pairs of runs match episodes by a key: ``(task identity, sample index)`` (same task, same seed)
+in the viewer, the episode id in the learning benchmark; a pair is won, tied or lost by the one
+win rule of :mod:`colbench_gym.evaluation.metrics`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from colbench_gym.evaluation.metrics import TIE_TOLERANCE, win_value
 from colbench_gym.protocol import parse_action
 from colbench_gym.tasks.identity import task_identity
+from colbench_gym.tasks.records import record_success
+
+K = TypeVar("K", bound=Hashable)
 
 #: Bootstrap resamples for every interval (95 %, percentile method).
 BOOTSTRAP_SAMPLES = 2000
@@ -31,7 +44,11 @@ def record_kind(rec: Mapping[str, Any]) -> str:
 
 
 def agent_turn_kinds(rec: Mapping[str, Any]) -> list[str]:
-    """``"question"``, ``"draft"``, ``"statement"`` or ``"answer"`` for each agent turn of a record."""
+    """``"question"``, ``"draft"``, ``"statement"`` or ``"answer"`` for each agent turn of a record.
+
+    A question is a turn that does not answer and whose visible message contains ``?`` (whatever
+    its position in the episode); the raw ``output`` is read when the record keeps it.
+    """
     kinds = []
     for m in rec.get("dialogue_history") or []:
         if m.get("role") != "assistant":
@@ -64,11 +81,11 @@ class EpisodeMetrics:
     sample: int
     kind: str
     reward: float | None
-    success: float | None
-    tests_passed: float | None
-    similarity: float | None
-    turns: int
-    questions: int
+    success: float | None  # 1.0 / 0.0 by the one success rule (backend, graded)
+    tests_passed: float | None  # fraction of hidden tests passed (backend: the reward)
+    similarity: float | None  # frontend: the reward
+    turns: int  # agent turns
+    questions: int  # agent turns that are questions (see agent_turn_kinds)
     failed: bool  # the episode itself failed (endpoint error, ...) rather than scored low
 
 
@@ -82,10 +99,8 @@ def episode_metrics(rec: Mapping[str, Any], position: int = 0) -> EpisodeMetrics
     success = tests = sim = None
     if kind == "backend":
         tests = reward
-        if isinstance(rec.get("success"), bool):
-            success = float(rec["success"])
-        elif reward is not None:
-            success = float(reward >= 1.0)
+        ok = record_success(rec)
+        success = None if ok is None else float(ok)
     else:
         sim = reward
     return EpisodeMetrics(
@@ -107,9 +122,27 @@ class Estimate:
         return {"mean": self.mean, "low": self.low, "high": self.high, "n": self.n}
 
 
-def bootstrap_ci(values: Sequence[float], *, samples: int = BOOTSTRAP_SAMPLES, seed: int = 0,
+#: The per-episode numbers a report can average (fields of :class:`EpisodeMetrics`).
+METRICS = ("reward", "success", "tests_passed", "similarity", "turns", "questions")
+
+
+def mean(values: Iterable[float | None]) -> float | None:
+    """The plain mean of the values that are not None (None when there are none)."""
+    xs = [float(v) for v in values if v is not None]
+    return sum(xs) / len(xs) if xs else None
+
+
+def metric_values(episodes: Iterable[EpisodeMetrics], metric: str) -> list[float]:
+    """One metric's values over the episodes that did not fail and have it (see :data:`METRICS`)."""
+    if metric not in METRICS:
+        raise ValueError(f"unknown metric {metric!r}; one of {', '.join(METRICS)}")
+    return [float(v) for e in episodes if not e.failed and (v := getattr(e, metric)) is not None]
+
+
+def bootstrap_ci(values: Sequence[float | None], *, samples: int = BOOTSTRAP_SAMPLES, seed: int = 0,
                  level: float = 0.95) -> Estimate:
-    """Mean of ``values`` with a percentile-bootstrap interval (seeded: the same input gives the same interval).
+    """Mean of ``values`` (:func:`mean`, Nones left out) with a percentile-bootstrap interval
+    (seeded: the same input gives the same interval).
 
     Vectorised with numpy in chunks of resamples, so 15k values x 2,000 resamples stays within a
     few tens of MB and well under a second.
@@ -126,19 +159,22 @@ def bootstrap_ci(values: Sequence[float], *, samples: int = BOOTSTRAP_SAMPLES, s
                             for start in range(0, samples, chunk)])
     alpha = (1.0 - level) / 2
     low, high = np.quantile(means, [alpha, 1 - alpha])
-    return Estimate(float(xs.mean()), float(low), float(high), int(n))
+    return Estimate(mean(xs.tolist()), float(low), float(high), int(n))
 
 
 def summarize_episodes(episodes: Sequence[EpisodeMetrics], *, seed: int = 0) -> dict[str, Estimate]:
     """Every report metric of a run with its interval (metrics that do not apply have ``n = 0``)."""
-    ok = [e for e in episodes if not e.failed]
-    return {
-        "success": bootstrap_ci([e.success for e in ok if e.success is not None], seed=seed),
-        "tests_passed": bootstrap_ci([e.tests_passed for e in ok if e.tests_passed is not None], seed=seed),
-        "similarity": bootstrap_ci([e.similarity for e in ok if e.similarity is not None], seed=seed),
-        "turns": bootstrap_ci([e.turns for e in ok], seed=seed),
-        "questions": bootstrap_ci([e.questions for e in ok], seed=seed),
-    }
+    return {m: bootstrap_ci(metric_values(episodes, m), seed=seed)
+            for m in ("success", "tests_passed", "similarity", "turns", "questions")}
+
+
+def paired_difference(a: Mapping[K, EpisodeMetrics], b: Mapping[K, EpisodeMetrics], metric: str, *,
+                      seed: int = 0) -> Estimate:
+    """Mean of (B − A) for one metric over the keys both runs hold (episodes that did not fail and
+    have the metric on both sides, in key order), with its paired bootstrap interval (``n`` pairs)."""
+    va = {k: v[0] for k, e in a.items() if (v := metric_values([e], metric))}
+    vb = {k: v[0] for k, e in b.items() if (v := metric_values([e], metric))}
+    return bootstrap_ci([vb[k] - va[k] for k in sorted(set(va) & set(vb))], seed=seed)
 
 
 @dataclass(frozen=True)
@@ -160,12 +196,12 @@ class PairedComparison:
 def paired_comparison(a: Sequence[EpisodeMetrics], b: Sequence[EpisodeMetrics], *, seed: int = 0,
                       tolerance: float = TIE_TOLERANCE) -> PairedComparison:
     """Pair the episodes of two runs by ``(task, sample)``; count B's wins, losses and ties over A."""
-    def index(eps: Sequence[EpisodeMetrics]) -> dict[tuple[str, int], float]:
-        return {(e.task_id, e.sample): e.reward for e in eps if e.reward is not None and not e.failed}
+    def index(eps: Sequence[EpisodeMetrics]) -> dict[tuple[str, int], EpisodeMetrics]:
+        return {(e.task_id, e.sample): e for e in eps if e.reward is not None and not e.failed}
 
-    ia, ib = index(a), index(b)
+    ea, eb = index(a), index(b)
+    ia, ib = {k: e.reward for k, e in ea.items()}, {k: e.reward for k, e in eb.items()}
     keys = sorted(set(ia) & set(ib))
-    diffs = [ib[k] - ia[k] for k in keys]
     scores = [win_value(ib[k], ia[k], tolerance) for k in keys]
     per_task: dict[str, dict[str, float]] = {}
     for k in keys:
@@ -177,4 +213,5 @@ def paired_comparison(a: Sequence[EpisodeMetrics], b: Sequence[EpisodeMetrics], 
         row["a"] /= row["pairs"]
         row["b"] /= row["pairs"]
     return PairedComparison(pairs=len(keys), wins=scores.count(1.0), losses=scores.count(0.0),
-                            ties=scores.count(0.5), difference=bootstrap_ci(diffs, seed=seed), per_task=per_task)
+                            ties=scores.count(0.5), difference=paired_difference(ea, eb, "reward", seed=seed),
+                            per_task=per_task)

@@ -82,13 +82,18 @@ def check_trajectory_record(rec: Any, where: str = "record", required: tuple[str
         raise error(f"{where}: 'reward' must be a finite number, got {reward!r} (regrade the record, or drop it)")
 
 
-def record_success(rec: Mapping[str, Any]) -> bool | None:
-    """Whether a backend trajectory record solved its task: its ``success`` when it carries one,
-    else every hidden test passed (``reward`` >= 1, the fraction passed); None when ungraded."""
-    if rec.get("success") is not None:
+def record_success(rec: Mapping[str, Any], threshold: float | None = None) -> bool | None:
+    """Whether a backend trajectory record solved its task: the one success rule of every report
+    and trainer. None when ungraded: no ``reward`` (and, without a threshold, no ``success``).
+
+    With no ``threshold``: the record's ``success`` when it carries one, else every hidden test
+    passed (``reward`` >= 1, the fraction passed). With a ``threshold``: ``reward`` >= threshold,
+    whatever ``success`` says (partial-credit training sets: a record passing most tests counts).
+    """
+    if threshold is None and rec.get("success") is not None:
         return bool(rec["success"])
     reward = rec.get("reward")
-    return None if reward is None else float(reward) >= 1.0
+    return None if reward is None else float(reward) >= (1.0 if threshold is None else threshold)
 
 
 def _task_fields(record: Any, where: str, shape: str) -> tuple[str, str]:
