@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import os
 import signal
 import subprocess
@@ -55,16 +56,70 @@ def test_without_assets_the_same_page_is_unstyled(browser_ready):
     assert _px(res, 640, 600) == (255, 255, 255)  # proves the colour above came from our assets
 
 
-def test_placeholder_images_have_requested_size_and_no_network_wait(renderer):
+def test_placeholder_images_have_requested_size_and_no_network_wait(renderer, monkeypatch):
+    """No wait on the (absent) network: every external request of the page is answered by the local
+    router, once, with the kind of response it needs (counted, not timed: the machine is shared)."""
+    from colbench_gym.rendering import routing
+
+    answered: list[tuple[str, str]] = []
+    local = routing.respond
+
+    def counting(url, resource_type, assets):
+        resp = local(url, resource_type, assets)
+        answered.append((url, resp.kind))
+        return resp
+
+    monkeypatch.setattr(routing, "respond", counting)  # the router looks it up at every request
+    external = {"https://picsum.photos/id/48/300/200": "placeholder",
+                "https://via.placeholder.com/150x80.png": "placeholder",
+                "http://10.255.255.1/never.jpg": "image",
+                "https://fonts.googleapis.com/css?family=Inter": "empty",
+                "https://example.com/embed": "empty",
+                "https://www.googletagmanager.com/gtag.js": "empty"}
     html = page(V3, "", '<img id="a" src="https://picsum.photos/id/48/300/200">'
                         '<img src="https://via.placeholder.com/150x80.png">'
                         '<img src="http://10.255.255.1/never.jpg"><link rel="stylesheet" href="https://fonts.googleapis.com/css?family=Inter">'
                         '<iframe src="https://example.com/embed"></iframe><script src="https://www.googletagmanager.com/gtag.js"></script>')
     res = renderer.render(html, dom=True)
     assert res.ok  # every request answered locally: nothing waits for the (absent) network
+    assert sorted((u, k) for u, k in answered if u in external) == sorted(external.items())  # each once
+    assert ("https://cdn.tailwindcss.com/", "tailwind") in answered  # the page has scripts: the real play CDN
+    assert {u for u, _ in answered} <= {*external, "https://cdn.tailwindcss.com/"}  # nothing else asked
     imgs = [n for n in res.dom["nodes"] if n["tag"] == "img"]
     assert (imgs[0]["w"], imgs[0]["h"]) == (300, 200)
     assert (imgs[1]["w"], imgs[1]["h"]) == (150, 80)
+    # ... and at once: the router's handler runs to its answer in one step, never suspending on a timer,
+    # a lock or the network (a stall added to external requests fails here, however loaded the machine)
+    for (url, _), rtype in zip(external.items(), ("image", "image", "image", "stylesheet", "document", "script")):
+        route = _FakeRoute(url, rtype)
+        assert asyncio.run(_runs_in_one_step(renderer._route(route))), f"the router suspended before answering {url}"
+        assert route.answers == [200], url
+
+
+async def _runs_in_one_step(coro) -> bool:
+    """Whether ``coro`` finishes without suspending once (inside a running loop, as the router runs)."""
+    try:
+        coro.send(None)
+    except StopIteration:
+        return True
+    coro.close()
+    return False
+
+
+class _FakeRoute:
+    """A Playwright route whose answer completes at once (what the router awaits is its own answer)."""
+
+    def __init__(self, url: str, resource_type: str):
+        from types import SimpleNamespace
+
+        self.request = SimpleNamespace(url=url, resource_type=resource_type, frame=None)
+        self.answers: list[int] = []
+
+    async def fulfill(self, *, status, body, headers):
+        self.answers.append(status)
+
+    async def continue_(self):
+        raise AssertionError(f"{self.request.url} was sent to the network")
 
 
 def test_pool_pages_are_reused(renderer):
