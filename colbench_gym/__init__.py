@@ -27,7 +27,7 @@ for _env_id, _entry_point in ENVIRONMENTS.items():
         # The env enforces its own 10-turn limit (the last turn is graded), so no TimeLimit wrapper.
         register(id=_env_id, entry_point=_entry_point)
 
-__all__ = ["ENVIRONMENTS", "__version__", "make_tool_env_factory"]
+__all__ = ["ENVIRONMENTS", "__version__", "load_environment", "make_tool_env_factory"]
 
 
 def __getattr__(name: str):
@@ -36,4 +36,8 @@ def __getattr__(name: str):
         from colbench_gym.online.tool_env import make_tool_env_factory
 
         return make_tool_env_factory
+    if name == "load_environment":  # verifiers' convention: `vf-eval colbench-gym` (the [verifiers] extra)
+        from colbench_gym.integrations.verifiers_env import load_environment
+
+        return load_environment
     raise AttributeError(f"module 'colbench_gym' has no attribute {name!r}")

@@ -46,7 +46,7 @@ if [ "$PROFILE" = full ]; then
 fi
 
 # 3. this project (editable) with its extras
-EXTRAS=$([ "$PROFILE" = full ] && echo "[all,dev,zero3]" || echo "[dev]")  # zero3: tests/training/test_zero3_cpu.py
+EXTRAS=$([ "$PROFILE" = full ] && echo "[all,dev,zero3,inspect,verifiers]" || echo "[dev]")  # zero3: tests/training/test_zero3_cpu.py; inspect, verifiers: tests/integrations
 key=$(hash_of pyproject.toml)-$PROFILE
 if [ ! -f "$STAMPS/project-$key" ]; then
   say "installing colbench-gym$EXTRAS (editable) and its dependencies"

@@ -1,0 +1,171 @@
+"""One ColBench dialogue played by an outside harness, and the scoring of its final answer.
+
+Inspect AI and verifiers run their own agent loop: they call the model, then want the person's
+reply, and score the final answer with a scorer (Inspect) or a rubric (verifiers). This module
+gives them exactly those two pieces, built from the environment's own parts so that nothing about
+the dialogue differs from ``gym.make``:
+
+* :class:`Conversation` holds a ``gym.make`` env. Each agent turn goes through the paper's
+  protocol (:func:`~colbench_gym.protocol.parse_action`): a turn with ``I WANT TO ANSWER:`` or the
+  last of the ``max_turns`` turns ends the dialogue and yields the answer (the last turn counts
+  as the answer, as in the paper); any other turn is stepped into the env, whose simulator
+  answers (frontend drafts are rendered for it, replies cut to the paper's length).
+  The final turn is never stepped into the env: the harness scores it with
+* :func:`grade_backend` — the sandboxed grader on the answer's code (success and % tests), and
+  :func:`score_frontend` — the renderer and the screenshot scorer (CLIP or the declared fallback).
+
+Plain Python: no harness, torch or browser is imported until used.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from colbench_gym.protocol import MAX_TURNS, Messages, extract_answer_html, extract_code, parse_action
+
+#: ColBench kind -> Gymnasium id.
+ENV_IDS = {"backend": "ColBench-Backend-v0", "frontend": "ColBench-Frontend-v0"}
+
+
+def check_kind(kind: str) -> str:
+    if kind not in ENV_IDS:
+        raise ValueError(f"unknown ColBench kind {kind!r}; use 'backend' or 'frontend'")
+    return kind
+
+
+@dataclass(frozen=True)
+class TurnOutcome:
+    """What one agent turn led to: the person's reply, or the end of the dialogue with its answer."""
+
+    reply: str | None
+    answer: str | None = None
+    #: ``"answer"`` (the agent wrote ``I WANT TO ANSWER:``), ``"turn_limit"`` (its last turn) or None.
+    ended_by: str | None = None
+
+    @property
+    def done(self) -> bool:
+        return self.ended_by is not None
+
+
+class Conversation:
+    """A ColBench dialogue whose agent turns come from outside (an Inspect solver, a verifiers env).
+
+    Args:
+        kind: ``"backend"`` or ``"frontend"``.
+        tasks: the env's task source (``"embedded:test"`` by default, a path, ``generated:…``).
+        simulator: the person: ``"offline"`` (default), ``"openai"``, ``"transformers"`` or a
+            :class:`~colbench_gym.simulators.HumanSimulator` instance (e.g. one backed by an
+            Inspect model role).
+        simulator_kwargs: the simulator's options (with a simulator name).
+        max_turns: agent turns per dialogue (paper: 10).
+        **make_kwargs: further ``gym.make`` options (frontend: ``renderer``, ``renderer_kwargs``).
+    """
+
+    def __init__(self, kind: str, *, tasks: Any = None, simulator: Any = "offline",
+                 simulator_kwargs: dict[str, Any] | None = None, max_turns: int = MAX_TURNS,
+                 **make_kwargs: Any) -> None:
+        import gymnasium as gym
+
+        self.kind = check_kind(kind)
+        self.max_turns = max_turns
+        # "module:id" makes gymnasium import colbench_gym (which registers the ids) itself.
+        self._env = gym.make(f"colbench_gym:{ENV_IDS[kind]}", tasks=tasks, simulator=simulator, simulator_kwargs=simulator_kwargs,
+                             max_turns=max_turns, **make_kwargs)
+        self._turn = 0
+        self._done = True
+        self._messages: Messages = []
+        self.answer: str | None = None
+        self.ended_by: str | None = None
+
+    @property
+    def env(self) -> Any:
+        """The held Gymnasium env (unwrapped: its ``task`` and ``task_source``)."""
+        return self._env.unwrapped
+
+    @property
+    def task(self) -> Any:
+        return self.env.task
+
+    @property
+    def turn(self) -> int:
+        """Agent turns taken so far."""
+        return self._turn
+
+    @property
+    def done(self) -> bool:
+        return self._done
+
+    @property
+    def messages(self) -> Messages:
+        """The dialogue (``user`` = the person, ``assistant`` = the agent's raw turns), final turn included."""
+        return [dict(m) for m in self._messages]
+
+    def start(self, *, task_index: int | None = None, seed: int | None = None,
+              task: dict[str, Any] | None = None) -> str:
+        """Begin a dialogue on a task; returns the person's opening request (the problem description)."""
+        options: dict[str, Any] = {}
+        if task_index is not None:
+            options["task_index"] = int(task_index)
+        if task is not None:
+            options["task"] = task
+        text, info = self._env.reset(seed=seed, options=options or None)
+        self._turn, self._done = 0, False
+        self._messages = list(info["messages"])
+        self.answer = self.ended_by = None
+        return text
+
+    def play(self, text: str) -> TurnOutcome:
+        """Play one agent turn. The answer turn and the last turn end the dialogue (not stepped)."""
+        if self._done:
+            raise RuntimeError("the dialogue has ended (or start() was never called); call start() first")
+        parsed = parse_action(text)
+        if parsed.is_answer or self._turn + 1 >= self.max_turns:
+            self._turn += 1
+            self._done = True
+            self._messages.append({"role": "assistant", "content": text})
+            self.answer = parsed.answer if parsed.is_answer else parsed.message
+            self.ended_by = "answer" if parsed.is_answer else "turn_limit"
+            return TurnOutcome(None, self.answer, self.ended_by)
+        reply, _, _, _, info = self._env.step(text)
+        self._turn += 1
+        self._messages = list(info["messages"])
+        return TurnOutcome(reply)
+
+    def close(self) -> None:
+        self._env.close()
+
+
+def grade_backend(answer: str, task: Any, grader: Any = None) -> dict[str, Any]:
+    """Grade a backend answer in the sandbox: ``success``, ``fraction``, ``tests_passed`` …
+
+    ``grader`` defaults to the process's shared sandboxed grader (what the env uses).
+    """
+    if grader is None:
+        from colbench_gym.grading import get_default_grader
+
+        grader = get_default_grader()
+    result = grader.grade(extract_code(answer or ""), task)
+    return {"success": bool(result.success), "fraction": float(result.fraction), "tests_passed": result.passed,
+            "tests_total": result.total, "grade_error": result.error}
+
+
+def score_frontend(answer: str, task: Any, scorer: Any = "auto", renderer: Any = None) -> dict[str, Any]:
+    """Render a frontend answer and compare it with the reference page: ``similarity`` and the
+    scorer's name (CLIP, or the declared fallback — never silently called CLIP)."""
+    from colbench_gym.scoring import shared_scorer
+
+    if renderer is None:
+        from colbench_gym.rendering import shared_renderer
+
+        renderer = shared_renderer()
+    scorer = shared_scorer(scorer)
+    html = extract_answer_html(answer or "")
+    info: dict[str, Any] = {"scorer": scorer.name, "scorer_is_clip": scorer.is_clip, "html_found": html is not None,
+                            "render_error": None, "similarity": 0.0}
+    if html is None:
+        return info
+    reference = renderer.render(task.ground_truth, cache=True)
+    final = renderer.render(html)
+    info.update(similarity=float(scorer.similarity(final.image(), reference.image())), render_error=final.error)
+    return info

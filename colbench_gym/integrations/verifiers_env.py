@@ -1,0 +1,192 @@
+"""ColBench as a verifiers environment: ``load_environment(**kwargs) -> vf.Environment``.
+
+``pip install colbench-gym[verifiers]``, then ``vf-eval colbench-gym -a '{"kind": "backend"}'``
+(verifiers imports the module named by the environment id, ``colbench_gym``, whose
+``load_environment`` is this one). In verifiers' terms:
+
+* **dataset** — the task records: ``question`` is the person's request, ``answer`` the hidden
+  reference (never in the prompt), ``info`` the hidden test calls, task index and episode seed;
+  the system prompt is the agent's instructions (:mod:`colbench_gym.instructions`);
+* **env_response** — the simulated person (the env's simulator: offline by default, any
+  OpenAI-compatible endpoint with ``simulator="openai"``), through
+  :class:`~colbench_gym.integrations.conversation.Conversation`: the paper's protocol, 10 turns,
+  ``I WANT TO ANSWER:`` or the last turn ends the rollout;
+* **rubric** — our grader: the sandboxed tests (backend reward: ``success`` 0/1 or the fraction of
+  tests passed with ``reward_mode="fraction"``; ``success`` and ``tests`` also as metrics) or the
+  renderer + screenshot scorer (frontend reward: similarity).
+
+verifiers (and the ``datasets`` package it loads) is imported only inside
+:func:`load_environment`: importing ``colbench_gym`` never pulls in the ML stack.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import json
+from typing import Any
+
+from colbench_gym.instructions import instructions
+from colbench_gym.integrations.conversation import Conversation, check_kind, grade_backend, score_frontend
+from colbench_gym.protocol import MAX_TURNS
+from colbench_gym.tasks.records import BackendTask, FrontendTask
+from colbench_gym.tasks.sources import resolve_task_source
+
+#: Sources larger than this (the procedural generators) need an explicit ``num_tasks``.
+_UNBOUNDED = 1_000_000
+
+
+def task_rows(kind: str, tasks: Any = None, num_tasks: int | None = None, seed: int = 0) -> list[dict[str, Any]]:
+    """Dataset rows (``question``, ``answer``, ``info``, ``task``) for the first tasks of a source."""
+    source = resolve_task_source(tasks, check_kind(kind))
+    if num_tasks is None:
+        if len(source) >= _UNBOUNDED:
+            raise ValueError(f"tasks={source.name!r} is unbounded; say how many with num_tasks")
+        num_tasks = len(source)
+    if not 0 < num_tasks <= len(source):
+        raise ValueError(f"num_tasks must be between 1 and {len(source)} for {source.name!r}, got {num_tasks}")
+    rows = []
+    for index in range(num_tasks):
+        record = source[index]
+        info: dict[str, Any] = {"kind": kind, "task_index": index, "task_id": record.task_id, "seed": seed + index}
+        if kind == "backend":
+            info["test_cases"] = dict(record.test_cases)
+        # info as JSON text: test names differ from task to task, which one Arrow schema cannot hold.
+        rows.append({"question": record.problem_description, "answer": record.ground_truth,
+                     "info": json.dumps(info), "task": f"colbench-{kind}"})
+    return rows
+
+
+def row_task(kind: str, problem: str, reference: str, info: dict[str, Any]) -> BackendTask | FrontendTask:
+    """The ColBench task of a rollout, from its row alone."""
+    if kind == "backend":
+        return BackendTask.from_record({"problem_description": problem, "ground_truth": reference,
+                                        "test_cases": info["test_cases"]}, where="row")
+    return FrontendTask.from_record({"problem_description": problem, "ground_truth": reference}, where="row")
+
+
+def _text(message: Any) -> str:
+    content = message.get("content") if isinstance(message, dict) else getattr(message, "content", "")
+    if isinstance(content, list):
+        return "".join(p.get("text", "") for p in content if isinstance(p, dict))
+    return content or ""
+
+
+@functools.cache
+def environment_class() -> type:
+    """``ColBenchEnv``, the verifiers ``MultiTurnEnv`` (built on first use: verifiers imports lazily)."""
+    import verifiers as vf
+
+    class ColBenchEnv(vf.MultiTurnEnv):
+        """A ColBench dialogue per rollout; the person answers in ``env_response``."""
+
+        def __init__(self, kind: str, conversation_kwargs: dict[str, Any], max_turns: int, **kwargs: Any) -> None:
+            # verifiers' own turn cap stays off: the protocol's last turn is the answer and must
+            # reach env_response (Conversation ends the dialogue there).
+            super().__init__(max_turns=-1, **kwargs)
+            self.kind, self.conversation_kwargs, self.colbench_max_turns = kind, conversation_kwargs, max_turns
+            self._conversations: dict[str, Conversation] = {}
+
+        async def setup_state(self, state: Any) -> Any:
+            info = state["info"]
+            conversation = await asyncio.to_thread(Conversation, self.kind, max_turns=self.colbench_max_turns,
+                                                   **self.conversation_kwargs)
+            self._conversations[state["trajectory_id"]] = conversation
+            task = row_task(self.kind, _text(state["prompt"][-1]), state["answer"], info)
+            await asyncio.to_thread(conversation.start, task=task.to_record(), seed=info.get("seed"))
+            state["colbench"] = {"answer": None, "ended_by": None, "turns": 0}
+            return state
+
+        async def env_response(self, messages: Any, state: Any, **kwargs: Any) -> Any:
+            conversation = self._conversations[state["trajectory_id"]]
+            outcome = await asyncio.to_thread(conversation.play, _text(messages[-1]))
+            state["colbench"]["turns"] = conversation.turn
+            if outcome.done:
+                state["colbench"].update(answer=outcome.answer, ended_by=outcome.ended_by)
+                state["final_env_response"] = []  # the person says nothing more: the rollout ends
+                return []
+            return [{"role": "user", "content": outcome.reply}]
+
+        @vf.cleanup
+        async def close_conversation(self, state: Any) -> None:
+            conversation = self._conversations.pop(state.get("trajectory_id"), None)
+            if conversation is not None:
+                await asyncio.to_thread(conversation.close)
+
+    ColBenchEnv.__qualname__ = ColBenchEnv.__name__  # picklable by reference, as the module attribute
+    return ColBenchEnv
+
+
+def _rubric(kind: str, reward_mode: str, scorer: str) -> Any:
+    import verifiers as vf
+
+    async def outcome(state: Any) -> dict[str, Any]:
+        if "colbench_result" not in state:
+            answer = (state.get("colbench") or {}).get("answer")
+            info = state["info"]
+            task = row_task(kind, _text(state["prompt"][-1]), state["answer"], info)
+            if answer is None:  # no answer (the rollout failed or was cut): nothing to grade
+                result = {"success": False, "fraction": 0.0, "similarity": 0.0}
+            elif kind == "backend":
+                result = await asyncio.to_thread(grade_backend, answer, task)
+            else:
+                result = await asyncio.to_thread(score_frontend, answer, task, scorer)
+            state["colbench_result"] = result
+        return state["colbench_result"]
+
+    async def reward(state: Any) -> float:
+        """The env's reward: success (0/1), fraction of tests (``reward_mode="fraction"``) or similarity."""
+        result = await outcome(state)
+        if kind == "frontend":
+            return float(result["similarity"])
+        return float(result["fraction"] if reward_mode == "fraction" else result["success"])
+
+    async def success(state: Any) -> float:
+        return float((await outcome(state)).get("success", False))
+
+    async def tests(state: Any) -> float:
+        return float((await outcome(state)).get("fraction", 0.0))
+
+    rubric = vf.Rubric(funcs=[reward], weights=[1.0])
+    if kind == "backend":
+        rubric.add_metric(success)
+        rubric.add_metric(tests)
+    return rubric
+
+
+def load_environment(kind: str = "backend", tasks: str = "embedded:test", num_tasks: int | None = None,
+                     max_turns: int = MAX_TURNS, simulator: str = "offline",
+                     simulator_kwargs: dict[str, Any] | None = None, reward_mode: str = "success",
+                     scorer: str = "auto", seed: int = 0, **kwargs: Any) -> Any:
+    """A ColBench verifiers environment (``vf.MultiTurnEnv``).
+
+    Args:
+        kind: ``"backend"`` (write a function) or ``"frontend"`` (design a page).
+        tasks: task source (``embedded:test``, ``embedded:train``, ``collab:train``, ``generated:…``
+            or a task JSONL); the rows are its first ``num_tasks`` tasks.
+        num_tasks: how many tasks (default: all; required for the unbounded generators).
+        max_turns: agent turns per rollout (paper: 10; the last one is the answer).
+        simulator: the person: ``offline`` (no model) or ``openai`` (an endpoint, with
+            ``simulator_kwargs={"model": ..., "base_url": ...}``).
+        reward_mode: backend reward, ``success`` or ``fraction``.
+        scorer: frontend scorer, ``auto`` | ``clip`` | ``fallback``.
+        seed: episode seed of row 0 (row ``i`` uses ``seed + i``: every rollout of a group plays
+            the same task with the same person).
+        **kwargs: further ``vf.Environment`` options (e.g. ``sampling_args``).
+    """
+    from datasets import Dataset
+
+    check_kind(kind)
+    if reward_mode not in ("success", "fraction"):
+        raise ValueError(f"reward_mode must be 'success' or 'fraction', got {reward_mode!r}")
+    conversation_kwargs = {"tasks": tasks, "simulator": simulator, "simulator_kwargs": simulator_kwargs}
+    dataset = Dataset.from_list(task_rows(kind, tasks, num_tasks, seed))
+    return environment_class()(kind, conversation_kwargs, max_turns, dataset=dataset,
+                               system_prompt=instructions(kind, max_turns),
+                               rubric=_rubric(kind, reward_mode, scorer), **kwargs)
+
+
+def __getattr__(name: str) -> Any:
+    if name == "ColBenchEnv":
+        return environment_class()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

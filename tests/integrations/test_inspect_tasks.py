@@ -1,0 +1,146 @@
+"""The Inspect AI tasks, run by Inspect's real eval loop with its mock model provider (no network)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("inspect_ai")
+
+from inspect_ai import eval as inspect_eval  # noqa: E402
+from inspect_ai.log import list_eval_logs, read_eval_log  # noqa: E402
+from inspect_ai.model import ModelOutput, ModelUsage, get_model  # noqa: E402
+
+from colbench_gym.integrations.inspect_tasks import colbench_backend, colbench_frontend  # noqa: E402
+from colbench_gym.protocol import ANSWER_MARKER  # noqa: E402
+from colbench_gym.tasks.sources import resolve_task_source  # noqa: E402
+from tests.local_openai_server import LocalOpenAIServer  # noqa: E402
+
+TASKS = resolve_task_source("embedded:test", "backend")
+QUESTION = "What should the function return for an empty input?"
+
+
+def _output(text: str, model: str = "mockllm/model") -> ModelOutput:
+    """A scripted generation. Usage is given, as a real provider reports it: without it the mock
+    provider counts tokens with tiktoken, whose encoding is downloaded on first use (no network here)."""
+    out = ModelOutput.from_content(model=model, content=text)
+    out.usage = ModelUsage(input_tokens=1, output_tokens=1, total_tokens=2)
+    return out
+
+
+def _agent(answers: dict[str, str], question: str = QUESTION):
+    """A scripted agent: asks one question, then answers with the text given for the task."""
+
+    def outputs(messages, tools, tool_choice, config) -> ModelOutput:
+        opening = next(m.text for m in messages if m.role == "user")
+        turns = sum(m.role == "assistant" for m in messages)
+        text = question if turns == 0 else f"{ANSWER_MARKER}\n```python\n{answers[opening]}\n```"
+        return _output(text)
+
+    return get_model("mockllm/model", custom_outputs=outputs, memoize=False)
+
+
+def _run(task, tmp_path: Path, **kwargs):
+    [log] = inspect_eval(task, log_dir=str(tmp_path), display="none", **kwargs)
+    assert log.status == "success", log.error
+    return log
+
+
+def test_correct_answer_scores_one_and_a_wrong_one_less(tmp_path: Path) -> None:
+    right, wrong = TASKS[0], TASKS[1]
+    agent = _agent({right.problem_description: right.ground_truth,
+                    wrong.problem_description: "def nothing(*args, **kwargs):\n    return None"})
+    log = _run(colbench_backend(num_tasks=2), tmp_path, model=agent)
+    by_id = {s.id: s for s in log.samples}
+    good, bad = by_id[0].scores["colbench_grader"], by_id[1].scores["colbench_grader"]
+    assert good.value == {"success": 1.0, "tests": 1.0}
+    assert bad.value["success"] == 0.0 and bad.value["tests"] < 1.0
+    assert good.metadata["ended_by"] == "answer" and good.metadata["turns"] == 2
+    # The log file exists and holds the dialogue: instructions, request, question, reply, answer.
+    [info] = list_eval_logs(str(tmp_path))
+    saved = read_eval_log(info.name)
+    dialogue = [(m.role, m.text) for m in {s.id: s for s in saved.samples}[0].messages]
+    assert [r for r, _ in dialogue] == ["system", "user", "assistant", "user", "assistant"]
+    assert ANSWER_MARKER in dialogue[0][1] and dialogue[1][1] == right.problem_description
+    assert dialogue[2][1] == QUESTION and dialogue[3][1].strip() and dialogue[4][1].startswith(ANSWER_MARKER)
+    assert right.ground_truth not in dialogue[3][1]  # the person never hands over the code
+    metrics = {s.name: s.metrics["mean"].value for s in saved.results.scores}
+    assert metrics["success"] == pytest.approx(0.5) and 0.5 <= metrics["tests"] < 1.0
+
+
+def test_the_user_role_model_plays_the_person(tmp_path: Path) -> None:
+    task0 = TASKS[0]
+    seen: list[str] = []
+
+    def person(messages, tools, tool_choice, config) -> ModelOutput:
+        seen.append(messages[0].text)  # the simulator prompt: request + hidden reference
+        assert messages[-1].role == "user" and messages[-1].text == QUESTION  # roles swapped for the person
+        return _output("It should give back zero.", "mockllm/person")
+
+    agent = _agent({task0.problem_description: "def f():\n    return 0"})
+    user = get_model("mockllm/person", custom_outputs=person, memoize=False)
+    log = _run(colbench_backend(num_tasks=1), tmp_path, model=agent, model_roles={"user": user})
+    [sample] = log.samples
+    assert [m.text for m in sample.messages if m.role == "user"][1] == "It should give back zero."
+    assert len(seen) == 1 and task0.ground_truth.strip() in seen[0]
+    # The person's generation is in the sample's transcript, under the user model.
+    assert any(getattr(e, "event", "") == "model" and e.model == "mockllm/person" for e in sample.events)
+
+
+def test_ten_turns_without_the_marker_end_with_the_last_turn_as_answer(tmp_path: Path) -> None:
+    never = get_model("mockllm/model", custom_outputs=lambda *a: _output("Could you tell me more?"), memoize=False)
+    log = _run(colbench_backend(num_tasks=1), tmp_path, model=never)  # never says the marker
+    [sample] = log.samples
+    score = sample.scores["colbench_grader"]
+    assert score.metadata["ended_by"] == "turn_limit" and score.metadata["turns"] == 10
+    assert sum(m.role == "assistant" for m in sample.messages) == 10 and score.value["success"] == 0.0
+
+
+def test_inspect_cli_runs_the_registered_task_against_any_provider(tmp_path: Path) -> None:
+    """`inspect eval colbench_gym/colbench_backend` as a user types it: the task found through the
+    `inspect_ai` entry point, the agent and the person two models of Inspect's OpenAI-compatible
+    provider, served by a real local HTTP server."""
+    task0 = TASKS[0]
+
+    def reply(body: dict) -> str:
+        if body["model"] == "person":
+            return "Zero, please."
+        asked = any(m["role"] == "assistant" for m in body["messages"])
+        return f"{ANSWER_MARKER}\n```python\n{task0.ground_truth}\n```" if asked else QUESTION
+
+    inspect_cli = Path(sys.executable).with_name("inspect")
+    with LocalOpenAIServer(reply) as server:
+        out = subprocess.run(
+            [str(inspect_cli), "eval", "colbench_gym/colbench_backend", "--model", "openai-api/local/agent",
+             "--model-role", "user=openai-api/local/person", "--limit", "1", "--log-dir", str(tmp_path),
+             "--display", "none"], capture_output=True, text=True, timeout=600,
+            env={**os.environ, "LOCAL_API_KEY": "none", "LOCAL_BASE_URL": server.base_url, "NO_COLOR": "1"})
+        models = [r["body"]["model"] for r in server.requests]
+    assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
+    assert models == ["agent", "person", "agent"]
+    [info] = list_eval_logs(str(tmp_path))
+    log = read_eval_log(info.name)
+    assert log.eval.task == "colbench_gym/colbench_backend" and log.status == "success"
+    assert log.samples[0].scores["colbench_grader"].value == {"success": 1.0, "tests": 1.0}
+    assert [m.text for m in log.samples[0].messages if m.role == "user"][1] == "Zero, please."
+
+
+def test_frontend_task_scores_the_reference_page_highest(tmp_path: Path, browser_ready) -> None:
+    pages = resolve_task_source("embedded:test", "frontend")
+    right, wrong = pages[0], pages[1]
+
+    def outputs(messages, tools, tool_choice, config) -> ModelOutput:
+        opening = next(m.text for m in messages if m.role == "user")
+        page = right.ground_truth if opening == right.problem_description else "<html><body><p>hi</p></body></html>"
+        return _output(f"Here it is.\nOUTPUT: {ANSWER_MARKER}\n{page}")
+
+    agent = get_model("mockllm/model", custom_outputs=outputs, memoize=False)
+    log = _run(colbench_frontend(num_tasks=2, scorer="fallback"), tmp_path, model=agent)
+    by_id = {s.id: s.scores["colbench_similarity"] for s in log.samples}
+    assert by_id[0].value == pytest.approx(1.0, abs=1e-6) and by_id[1].value < by_id[0].value
+    assert by_id[0].metadata["scorer"].endswith("(not CLIP)")
+    assert wrong.problem_description  # two distinct pages were played

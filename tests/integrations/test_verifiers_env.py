@@ -1,0 +1,87 @@
+"""The verifiers environment, run by verifiers' real rollout loop against a real local
+OpenAI-compatible HTTP server (the agent's model), the offline person and the sandboxed grader."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("verifiers")
+
+from openai import AsyncOpenAI  # noqa: E402
+
+from colbench_gym.integrations.verifiers_env import load_environment  # noqa: E402
+from colbench_gym.protocol import ANSWER_MARKER  # noqa: E402
+from colbench_gym.tasks.sources import resolve_task_source  # noqa: E402
+from tests.local_openai_server import LocalOpenAIServer  # noqa: E402
+
+TASKS = resolve_task_source("embedded:test", "backend")
+QUESTION = "What should the function return for an empty input?"
+
+
+def _scripted_agent(body: dict) -> str:
+    """Asks one question, then answers task 0 with its reference and any other task wrongly."""
+    messages = body["messages"]
+    if not any(m["role"] == "assistant" for m in messages):
+        return QUESTION
+    opening = next(m["content"] for m in messages if m["role"] == "user")
+    code = TASKS[0].ground_truth if opening == TASKS[0].problem_description else "def nothing():\n    return None"
+    return f"{ANSWER_MARKER}\n```python\n{code}\n```"
+
+
+def test_rollouts_reach_the_person_and_the_grader() -> None:
+    env = load_environment(num_tasks=2)
+    with LocalOpenAIServer(_scripted_agent) as server:
+        client = AsyncOpenAI(base_url=server.base_url, api_key="none")
+        out = env.evaluate_sync(client, model="stub", num_examples=2, rollouts_per_example=1, max_concurrent=2)
+        requests = [r["body"] for r in server.requests]
+    by_task = {o["info"]["task_index"]: o for o in out["outputs"]}
+    assert {i: o["reward"] for i, o in by_task.items()} == {0: 1.0, 1: 0.0}
+    assert by_task[0]["metrics"]["tests"] == 1.0 and by_task[1]["metrics"]["success"] == 0.0
+    assert by_task[0]["stop_condition"] == "has_final_env_response"
+    # The completion holds the dialogue: question, the person's reply, the answer.
+    assert [m["role"] for m in by_task[0]["completion"]] == ["assistant", "user", "assistant"]
+    assert len(requests) == 4  # two turns per rollout: the question, then the answer
+    second = next(b for b in requests if any(m["role"] == "assistant" for m in b["messages"]))
+    roles = [m["role"] for m in second["messages"]]
+    assert roles == ["system", "user", "assistant", "user"]  # instructions, request, question, person's reply
+    assert ANSWER_MARKER in second["messages"][0]["content"] and second["messages"][3]["content"].strip()
+    assert all(TASKS[0].ground_truth not in m["content"] for m in second["messages"])  # the reference stays hidden
+
+
+def test_the_last_turn_is_the_answer() -> None:
+    env = load_environment(num_tasks=1, max_turns=3, reward_mode="fraction")
+    with LocalOpenAIServer(lambda body: "Tell me more?") as server:
+        client = AsyncOpenAI(base_url=server.base_url, api_key="none")
+        out = env.evaluate_sync(client, model="stub", num_examples=1, rollouts_per_example=1)
+        assert len(server.requests) == 3
+    assert [o["reward"] for o in out["outputs"]] == [0.0]
+
+
+def test_a_group_of_rollouts_starts_from_the_same_task_and_person() -> None:
+    env = load_environment(num_tasks=1)
+    with LocalOpenAIServer(lambda body: QUESTION if len(body["messages"]) < 4 else f"{ANSWER_MARKER}\npass") as server:
+        client = AsyncOpenAI(base_url=server.base_url, api_key="none")
+        env.evaluate_sync(client, model="stub", num_examples=1, rollouts_per_example=3)
+        replies = [b["messages"][3]["content"] for b in (r["body"] for r in server.requests) if len(b["messages"]) == 4]
+    assert len(replies) == 3 and len(set(replies)) == 1  # same task, same seed: the same reply
+
+
+def test_vf_eval_runs_the_environment_by_name(tmp_path: Path) -> None:
+    """`vf-eval colbench-gym` as a user types it (verifiers imports `colbench_gym.load_environment`)."""
+    vf_eval = Path(sys.executable).with_name("vf-eval")
+    with LocalOpenAIServer(_scripted_agent) as server:
+        out = subprocess.run(
+            [str(vf_eval), "colbench-gym", "-a", json.dumps({"num_tasks": 1}), "-m", "stub", "-b", server.base_url,
+             "-k", "STUB_API_KEY", "-n", "1", "-r", "1", "-s"], capture_output=True, text=True, timeout=600,
+            cwd=tmp_path, env={**os.environ, "STUB_API_KEY": "none", "NO_COLOR": "1"})
+        assert len(server.requests) == 2
+    assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
+    [results] = list(tmp_path.rglob("results.jsonl"))
+    [row] = [json.loads(line) for line in results.read_text().splitlines()]
+    assert row["reward"] == 1.0
