@@ -17,10 +17,11 @@ import threading
 import traceback
 from typing import Any
 
-# (command words, module, help)
+from colbench_gym.tasks.kinds import KINDS
+
+# (command words, module, help); `colbench evaluate KIND` for every environment kind
 COMMANDS: list[tuple[tuple[str, ...], str, str]] = [
-    (("evaluate", "backend"), "colbench_gym.evaluation.backend", "grade backend answers in a trajectory JSONL"),
-    (("evaluate", "frontend"), "colbench_gym.evaluation.frontend", "score frontend answers in a trajectory JSONL"),
+    *((("evaluate", kind.name), kind.evaluator, kind.evaluator_help) for kind in KINDS.values()),
     (("render",), "colbench_gym.rendering.cli", "render an HTML page to a PNG screenshot"),
     (("sandbox-info",), "colbench_gym.grading.cli", "report the isolation the grading sandbox gets here"),
     (("tasks",), "colbench_gym.tasks.cli", "list or export embedded / generated tasks"),

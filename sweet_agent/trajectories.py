@@ -33,6 +33,7 @@ from typing import Any
 from colbench_gym.jsonl import write_jsonl_atomic
 from colbench_gym.protocol import Messages, parse_action
 from colbench_gym.tasks.identity import task_identity
+from colbench_gym.tasks.kinds import kind_of_task
 from colbench_gym.tasks.loaders import parse_jsonl_lines
 from colbench_gym.tasks.records import TRAJECTORY_KEYS, RecordFormatError, check_trajectory_record, record_success
 
@@ -97,12 +98,13 @@ def validate_record(rec: Any, where: str = "record", *, require_reward: bool = F
     unless ``require_reward``; a missing one then names the command that adds it."""
     check_trajectory_record(rec, where, REQUIRED_KEYS, error=TrajectoryFormatError)
     if require_reward and rec.get("reward") is None and not rec.get("error"):
-        raise TrajectoryFormatError(f"{where}: {missing_reward_hint(rec)}")
+        raise TrajectoryFormatError(f"{where}: {missing_reward_hint(rec, where)}")
 
 
-def missing_reward_hint(rec: Mapping[str, Any]) -> str:
-    """Why a record without a reward cannot train, and the command that grades it."""
-    env = "backend" if isinstance(rec.get("task"), Mapping) and "test_cases" in rec["task"] else "frontend"
+def missing_reward_hint(rec: Mapping[str, Any], where: str = "record") -> str:
+    """Why a record without a reward cannot train, and the command that grades it (a task of no
+    known kind is a :class:`TrajectoryFormatError` instead)."""
+    env = kind_of_task(rec.get("task"), f"{where} task", error=TrajectoryFormatError).name
     return (f"no 'reward' (ungraded {env} trajectories, e.g. the release's rollouts); "
             f"grade first: colbench evaluate {env} IN --output OUT, then train on OUT")
 

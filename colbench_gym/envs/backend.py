@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any, Literal
 
 from colbench_gym.envs.base import ColBenchEnv
-from colbench_gym.protocol import BACKEND_REPLY_CHARS, MAX_TURNS, extract_code
+from colbench_gym.protocol import MAX_TURNS, extract_code
 from colbench_gym.simulators import HumanSimulator
 
 
@@ -69,7 +69,6 @@ class ColBenchBackendEnv(ColBenchEnv):
     """
 
     kind = "backend"
-    reply_chars = BACKEND_REPLY_CHARS
 
     def __init__(
         self,

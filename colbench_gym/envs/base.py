@@ -17,6 +17,7 @@ import gymnasium as gym
 from colbench_gym.protocol import MAX_TURNS, Messages, ParsedAction, parse_action, truncate
 from colbench_gym.simulators import HumanSimulator, make_simulator
 from colbench_gym.spaces import UnicodeText
+from colbench_gym.tasks.kinds import EnvKind, env_kind
 from colbench_gym.tasks.records import BackendTask, FrontendTask
 from colbench_gym.tasks.sources import TaskSource, resolve_task_source
 
@@ -44,10 +45,9 @@ class ColBenchEnv(gym.Env[str, str]):
 
     metadata = {"render_modes": ["ansi", "human"], "render_fps": 1}
 
-    #: ``"backend"`` or ``"frontend"``; picks the task shape and the simulator family.
+    #: The environment kind's name (``"backend"``, ``"frontend"``): its entry in
+    #: :mod:`colbench_gym.tasks.kinds` gives the task shape, the reply cap and the simulators.
     kind: str = ""
-    #: Simulator replies are cut to this many characters.
-    reply_chars: int = 400
 
     def __init__(
         self,
@@ -63,6 +63,9 @@ class ColBenchEnv(gym.Env[str, str]):
             raise ValueError(f"max_turns must be a positive int, got {max_turns!r}")
         self.render_mode = render_mode
         self.max_turns = max_turns
+        self.kind_entry: EnvKind = env_kind(self.kind)
+        #: Simulator replies are cut to this many characters (the kind's cap).
+        self.reply_chars = self.kind_entry.reply_chars
         self.task_source: TaskSource = resolve_task_source(tasks, self.kind)
         self.simulator: HumanSimulator = make_simulator(simulator, self.kind, **(simulator_kwargs or {}))
         self.observation_space = UnicodeText(MAX_TEXT_CHARS)
@@ -101,9 +104,8 @@ class ColBenchEnv(gym.Env[str, str]):
             raise ValueError(f"unknown reset option(s) {sorted(unknown)}; use 'task' (a record) or 'task_index' (an int)")
         if "task" in options and "task_index" in options:
             raise ValueError("pass either options['task'] or options['task_index'], not both")
-        cls = BackendTask if self.kind == "backend" else FrontendTask
         if "task" in options:
-            self.task, self.task_index = cls.from_record(options["task"], where="options['task']", check_python=True), None
+            self.task, self.task_index = self.kind_entry.task_cls.from_record(options["task"], where="options['task']", check_python=True), None
         elif "task_index" in options:
             index = options["task_index"]
             if not isinstance(index, int) or isinstance(index, bool):

@@ -7,7 +7,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from colbench_gym.envs.base import ColBenchEnv, TurnEvidence
-from colbench_gym.protocol import FRONTEND_REPLY_CHARS, MAX_TURNS, ParsedAction, extract_answer_html, extract_html
+from colbench_gym.protocol import MAX_TURNS, ParsedAction, extract_answer_html, extract_html
 from colbench_gym.simulators import HumanSimulator
 
 
@@ -76,7 +76,6 @@ class ColBenchFrontendEnv(ColBenchEnv):
     """
 
     kind = "frontend"
-    reply_chars = FRONTEND_REPLY_CHARS
     metadata: ClassVar[dict[str, Any]] = {"render_modes": ["ansi", "human", "rgb_array"], "render_fps": 1}
 
     def __init__(

@@ -12,16 +12,21 @@ import argparse
 import json
 import sys
 
+from colbench_gym.tasks.kinds import KINDS
+
+#: ``gym.make`` options that only one kind's environment takes -> the flag that sets them.
+KIND_OPTIONS = {"backend": {"reward_mode": "reward_mode"}, "frontend": {"scorer": "scorer"}}
+
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--host", default="127.0.0.1", help="interface to listen on (0.0.0.0 for other machines)")
     parser.add_argument("--port", type=int, default=8000)
-    parser.add_argument("--envs", nargs="+", default=["backend", "frontend"], choices=["backend", "frontend"],
+    parser.add_argument("--envs", nargs="+", default=list(KINDS), choices=list(KINDS),
                         help="which environments to serve (each under /<name>)")
     parser.add_argument("--max-sessions", type=int, default=16,
                         help="concurrent WebSocket sessions (envs) per environment; a trainer needs one per rollout")
-    parser.add_argument("--backend-tasks", default=None, help="backend task source (default: embedded:test)")
-    parser.add_argument("--frontend-tasks", default=None, help="frontend task source (default: embedded:test)")
+    for name in KINDS:
+        parser.add_argument(f"--{name}-tasks", default=None, help=f"{name} task source (default: embedded:test)")
     parser.add_argument("--simulator", default="offline", help="offline | openai | transformers")
     parser.add_argument("--simulator-kwargs", default=None, help="JSON options of the simulator")
     parser.add_argument("--reward-mode", default="success", choices=["success", "fraction"], help="backend reward")
@@ -37,9 +42,8 @@ def make_env_options(args: argparse.Namespace) -> dict[str, dict]:
             common["simulator_kwargs"] = json.loads(args.simulator_kwargs)
         except json.JSONDecodeError as exc:
             raise ValueError(f"--simulator-kwargs must be a JSON object ({exc})") from None
-    options = {"backend": {**common, "reward_mode": args.reward_mode, "tasks": args.backend_tasks},
-               "frontend": {**common, "scorer": args.scorer, "tasks": args.frontend_tasks}}
-    return {name: options[name] for name in args.envs}
+    return {name: {**common, **{opt: getattr(args, flag) for opt, flag in KIND_OPTIONS.get(name, {}).items()},
+                   "tasks": getattr(args, f"{name}_tasks")} for name in args.envs}
 
 
 def run(args: argparse.Namespace) -> int:

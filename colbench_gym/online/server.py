@@ -25,8 +25,10 @@ from typing import Any
 from openenv.core.env_server import Action, Environment, Observation, State, create_fastapi_app
 from pydantic import Field
 
-#: URL prefix -> Gymnasium id of the environment served there.
-PREFIXES = {"backend": "ColBench-Backend-v0", "frontend": "ColBench-Frontend-v0"}
+from colbench_gym.tasks.kinds import KINDS
+
+#: URL prefix (the kind's name) -> Gymnasium id of the environment served there.
+PREFIXES = {kind.name: kind.env_id for kind in KINDS.values()}
 
 
 class ColBenchAction(Action):

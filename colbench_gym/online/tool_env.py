@@ -23,6 +23,7 @@ from __future__ import annotations
 from typing import Any
 
 from colbench_gym.protocol import ANSWER_MARKER, extract_html
+from colbench_gym.tasks.kinds import KINDS, env_kind, load
 
 
 class ToolEnvError(RuntimeError):
@@ -227,15 +228,9 @@ class ColBenchFrontendToolEnv(ColBenchToolEnv):
         return super().submit_answer(code)
 
 
-TOOL_ENV_CLASSES: dict[str, type[ColBenchToolEnv]] = {"backend": ColBenchToolEnv, "frontend": ColBenchFrontendToolEnv}
-
-
 def tool_env_class(kind: str) -> type[ColBenchToolEnv]:
-    """The adapter class for ``"backend"`` or ``"frontend"``."""
-    try:
-        return TOOL_ENV_CLASSES[kind]
-    except KeyError:
-        raise ValueError(f"unknown ColBench kind {kind!r}; expected one of {sorted(TOOL_ENV_CLASSES)}") from None
+    """The adapter class of an environment kind (its ``tool_env`` in :mod:`colbench_gym.tasks.kinds`)."""
+    return load(env_kind(kind).tool_env)
 
 
 class ToolEnvFactory:
@@ -255,10 +250,10 @@ class ToolEnvFactory:
 
         env = gym.make(self.env_id, **self.make_kwargs)
         kind = getattr(env.unwrapped, "kind", None)
-        if kind not in TOOL_ENV_CLASSES:
+        if kind not in KINDS:
             env.close()
             raise ValueError(f"{self.env_id!r} is not a ColBench environment (kind {kind!r}); "
-                             "use ColBench-Backend-v0 or ColBench-Frontend-v0")
+                             f"use {' or '.join(k.env_id for k in KINDS.values())}")
         return tool_env_class(kind)(env)
 
     def __repr__(self) -> str:

@@ -1,35 +1,23 @@
 """Human simulators: offline (no model), OpenAI-compatible endpoints, local transformers models.
 
 Select one by name with :func:`make_simulator` (what ``gym.make(..., simulator=NAME,
-simulator_kwargs={...})`` does) or pass any :class:`HumanSimulator` instance.
+simulator_kwargs={...})`` does) or pass any :class:`HumanSimulator` instance. Which names serve
+which environment kind is the kind's ``simulators`` in :mod:`colbench_gym.tasks.kinds`
+(``"module:Class"`` strings, imported only when asked for, so registration stays cheap and the
+base install never imports torch/transformers).
 """
 
 from __future__ import annotations
 
-import importlib
 from typing import Any
 
 from colbench_gym.simulators.base import Dialogue, HumanSimulator, SimulatorError
-
-# name -> (env kind -> "module:Class"); imported only when asked for, so registration stays cheap
-# and the base install never imports torch/transformers.
-_REGISTRY: dict[str, dict[str, str]] = {
-    "offline": {
-        "backend": "colbench_gym.simulators.offline_backend:OfflineBackendSimulator",
-        "frontend": "colbench_gym.simulators.offline_frontend:OfflineFrontendSimulator",
-    },
-    "openai": {
-        "backend": "colbench_gym.simulators.openai_simulator:OpenAIBackendSimulator",
-        "frontend": "colbench_gym.simulators.openai_frontend:OpenAIFrontendSimulator",
-    },
-    "transformers": {
-        "backend": "colbench_gym.simulators.transformers_simulator:TransformersBackendSimulator",
-    },
-}
+from colbench_gym.tasks.kinds import env_kind, load
 
 
 def available_simulators(kind: str) -> list[str]:
-    return sorted(name for name, kinds in _REGISTRY.items() if kind in kinds)
+    """The simulator names an environment of ``kind`` can be made with."""
+    return sorted(env_kind(kind).simulators)
 
 
 def make_simulator(spec: str | HumanSimulator | None, kind: str, **kwargs: Any) -> HumanSimulator:
@@ -42,15 +30,13 @@ def make_simulator(spec: str | HumanSimulator | None, kind: str, **kwargs: Any) 
         return spec
     if not isinstance(spec, str):
         raise TypeError(f"simulator must be a name or a HumanSimulator, got {type(spec).__name__}")
-    kinds = _REGISTRY.get(spec)
-    if kinds is None or kind not in kinds:
+    simulators = env_kind(kind).simulators
+    if spec not in simulators:
         raise ValueError(
             f"unknown {kind} simulator {spec!r}; choose one of {available_simulators(kind)} "
             "or pass a HumanSimulator instance"
         )
-    module_name, cls_name = kinds[kind].split(":")
-    cls = getattr(importlib.import_module(module_name), cls_name)
-    return cls(**kwargs)
+    return load(simulators[spec])(**kwargs)
 
 
 __all__ = ["Dialogue", "HumanSimulator", "SimulatorError", "available_simulators", "make_simulator"]

@@ -20,6 +20,7 @@ import sys
 from typing import Any, TextIO
 
 from colbench_gym.jsonl import write_jsonl_atomic
+from colbench_gym.tasks.kinds import KINDS
 from colbench_gym.tasks.records import BackendTask, FrontendTask
 from colbench_gym.tasks.sources import GENERATED_SPACE, TaskSource, resolve_task_source
 
@@ -33,7 +34,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         p.add_argument("--tasks", default="embedded:test",
                        help="embedded:test | embedded:train | generated:train | generated:test | a JSONL file "
                             "(default: %(default)s)")
-        p.add_argument("--kind", choices=("backend", "frontend"), default="backend", help="task kind (default: %(default)s)")
+        p.add_argument("--kind", choices=tuple(KINDS), default="backend", help="task kind (default: %(default)s)")
 
     sub.add_parser("sources", help="list the task sets this install ships and generates")
     p_list = sub.add_parser("list", help="one line per task: index, id, function, request")

@@ -14,13 +14,13 @@ from __future__ import annotations
 from importlib import resources
 from typing import TYPE_CHECKING
 
+from colbench_gym.tasks.kinds import KINDS
 from colbench_gym.tasks.loaders import parse_jsonl_lines
 from colbench_gym.tasks.records import BackendTask, FrontendTask, TaskFormatError
 
 if TYPE_CHECKING:  # importlib.resources.abc is 3.11+; the package supports 3.10
     from importlib.abc import Traversable
 
-KINDS = ("backend", "frontend")
 DATA_PACKAGE = "colbench_gym.tasks"
 DATA_DIR = "data"
 
@@ -49,7 +49,7 @@ def available_embedded() -> list[tuple[str, str]]:
 def load_embedded(kind: str, split: str) -> list[BackendTask | FrontendTask]:
     """Load the embedded ``kind`` tasks of ``split`` (e.g. ``load_embedded("backend", "test")``).
 
-    Every record is validated with :meth:`BackendTask.from_record` / :meth:`FrontendTask.from_record`;
+    Every record is validated with the kind's ``task_cls.from_record`` (:mod:`colbench_gym.tasks.kinds`);
     a bad line is reported with its file and line number. A fresh list is returned on every call.
     """
     if kind not in KINDS:
@@ -62,7 +62,7 @@ def load_embedded(kind: str, split: str) -> list[BackendTask | FrontendTask]:
         have = [f"embedded:{s}" for k, s in available_embedded() if k == kind]
         hint = f"available for {kind}: {', '.join(have)}" if have else f"no embedded {kind} tasks are installed"
         raise FileNotFoundError(f"no embedded {kind} task set for split {split!r} ({DATA_PACKAGE}/{DATA_DIR}/{filename}); {hint}")
-    cls = BackendTask if kind == "backend" else FrontendTask
+    cls = KINDS[kind].task_cls
     where_file = f"{DATA_DIR}/{filename}"
     lines = path.read_text(encoding="utf-8").splitlines()
     tasks = [cls.from_record(record, where=f"{where_file}:{lineno}")

@@ -6,11 +6,10 @@ import json
 import os
 from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
+from colbench_gym.tasks.kinds import env_kind
 from colbench_gym.tasks.records import BackendTask, FrontendTask, TaskFormatError
-
-Kind = Literal["backend", "frontend"]
 
 
 def parse_jsonl_lines(lines: Iterable[str | bytes], where: str, *, torn_tail: bool = False,
@@ -54,13 +53,13 @@ def iter_jsonl(path: str | os.PathLike[str]) -> Iterator[tuple[int, dict[str, An
         yield from parse_jsonl_lines(fh, str(path))
 
 
-def load_tasks(path: str | os.PathLike[str], kind: Kind = "backend") -> list[BackendTask] | list[FrontendTask]:
+def load_tasks(path: str | os.PathLike[str], kind: str = "backend") -> list[BackendTask] | list[FrontendTask]:
     """Load an official ColBench task file (``backend_*.jsonl`` or ``frontend_*.jsonl``).
 
     Records that are offline trajectories (``{"task": {...}, ...}``) are accepted too; their
     ``task`` is used.
     """
-    cls = BackendTask if kind == "backend" else FrontendTask
+    cls = env_kind(kind).task_cls
     out = []
     for lineno, record in iter_jsonl(path):
         if "task" in record and isinstance(record["task"], dict) and "problem_description" not in record:
@@ -72,22 +71,24 @@ def load_tasks(path: str | os.PathLike[str], kind: Kind = "backend") -> list[Bac
 HF_REPO_ID = "facebook/collaborative_agent_bench"
 
 
-def load_hf_tasks(kind: Kind = "backend", split: str = "test", repo_id: str = HF_REPO_ID,
+def load_hf_tasks(kind: str = "backend", split: str = "test", repo_id: str = HF_REPO_ID,
                   data_files: str | None = None) -> list[BackendTask] | list[FrontendTask]:
     """Load ColBench tasks with HF ``datasets`` from the hub or a local copy of the dataset repo.
 
-    The paper's dataset repo holds ``backend_tasks/{train,test}.jsonl``; frontend task files
-    must be named with ``data_files``. ``repo_id`` may be a local directory (a downloaded copy).
+    The paper's dataset repo holds ``backend_tasks/{train,test}.jsonl``
+    (:attr:`~colbench_gym.tasks.kinds.EnvKind.hf_data_files`); frontend task files must be named
+    with ``data_files``. ``repo_id`` may be a local directory (a downloaded copy).
     With ``HF_HUB_OFFLINE=1`` only the local cache is used.
     """
+    spec = env_kind(kind)
     try:
         import datasets  # noqa: PLC0415 - optional dependency
     except ImportError as exc:  # pragma: no cover - depends on extras
         raise ImportError("load_hf_tasks needs `datasets`: pip install 'colbench-gym[agent]'") from exc
     if data_files is None:
-        if kind != "backend":
-            raise ValueError("the paper's dataset repo has no frontend task file; pass data_files=")
-        data_files = f"backend_tasks/{split}.jsonl"
+        if spec.hf_data_files is None:
+            raise ValueError(f"the paper's dataset repo has no {kind} task file; pass data_files=")
+        data_files = spec.hf_data_files.format(split=split)
     try:
         ds = datasets.load_dataset(repo_id, data_files=data_files, split="train")
     except Exception as exc:  # noqa: BLE001 - surface a clear message for any hub failure
@@ -96,5 +97,4 @@ def load_hf_tasks(kind: Kind = "backend", split: str = "test", repo_id: str = HF
             "Download the JSONL once and use colbench_gym.tasks.load_tasks(path), or allow hub access "
             "(HF_HUB_OFFLINE=0)."
         ) from exc
-    cls = BackendTask if kind == "backend" else FrontendTask
-    return [cls.from_record(r, where=f"{repo_id}:{data_files}[{i}]", check_python=True) for i, r in enumerate(ds)]
+    return [spec.task_cls.from_record(r, where=f"{repo_id}:{data_files}[{i}]", check_python=True) for i, r in enumerate(ds)]

@@ -10,6 +10,8 @@ environments' ``tasks=`` argument:
 - ``"collab:train"`` / ``"collab:test"`` (backend only): simple tasks where one hidden detail
   decides the answer, so asking pays (:mod:`colbench_gym.tasks.collab_generator`);
 - a path to an official JSONL task file; a list of records or task objects.
+
+Which generators a kind has is its entry's ``generators`` in :mod:`colbench_gym.tasks.kinds`.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from typing import Any
 
 import numpy as np
 
+from colbench_gym.tasks.kinds import KINDS, env_kind, load
 from colbench_gym.tasks.records import BackendTask, FrontendTask, TaskFormatError
 
 #: Size reported by the unbounded generated sources (indices wrap at this many tasks).
@@ -63,12 +66,18 @@ class ListTaskSource(TaskSource):
 
 
 class GeneratedTaskSource(TaskSource):
-    """Procedurally generated tasks: task ``i`` of a split is a pure function of ``(split, i)``."""
+    """Procedurally generated tasks: task ``i`` of a split is a pure function of ``(split, i)``.
 
-    def __init__(self, kind: str, split: str):
+    ``generator`` names one of the kind's generators (``generated``, ``collab`` for backend).
+    """
+
+    def __init__(self, kind: str, split: str, generator: str = "generated"):
+        if generator not in env_kind(kind).generators:
+            having = [k.name for k in KINDS.values() if generator in k.generators]
+            raise ValueError(f"{generator}:train / {generator}:test hold {' and '.join(having)} tasks only")
         if split not in ("train", "test"):
-            raise ValueError(f"generated split must be 'train' or 'test', got {split!r}")
-        self.kind, self.split, self.name = kind, split, f"generated:{split}"
+            raise ValueError(f"{generator} split must be 'train' or 'test', got {split!r}")
+        self.kind, self.split, self.generator, self.name = kind, split, generator, f"{generator}:{split}"
 
     def __len__(self) -> int:
         return GENERATED_SPACE
@@ -76,37 +85,17 @@ class GeneratedTaskSource(TaskSource):
     def __getitem__(self, index: int) -> BackendTask | FrontendTask:
         if not 0 <= index < GENERATED_SPACE:
             raise IndexError(f"task_index {index} out of range for {self.name!r}")
-        return _generate(self.kind, self.split, index)
+        return _generate(self.kind, self.generator, self.split, index)
 
 
-class CollabTaskSource(GeneratedTaskSource):
-    """The collaboration-pays backend tasks of :mod:`colbench_gym.tasks.collab_generator`."""
-
-    def __init__(self, kind: str, split: str):
-        if kind != "backend":
-            raise ValueError("collab:train / collab:test hold backend tasks only")
-        super().__init__(kind, split)
-        self.name = f"collab:{split}"
-
-    def __getitem__(self, index: int) -> BackendTask | FrontendTask:
-        if not 0 <= index < GENERATED_SPACE:
-            raise IndexError(f"task_index {index} out of range for {self.name!r}")
-        return _generate_collab(self.split, index)
+@lru_cache(maxsize=8192)
+def _generate(kind: str, generator: str, split: str, index: int) -> BackendTask | FrontendTask:
+    return load(env_kind(kind).generators[generator])(index, split=split)
 
 
-@lru_cache(maxsize=4096)
-def _generate_collab(split: str, index: int) -> BackendTask:
-    from colbench_gym.tasks.collab_generator import generate_collab_task  # noqa: PLC0415
-    return generate_collab_task(index, split=split)
-
-
-@lru_cache(maxsize=4096)
-def _generate(kind: str, split: str, index: int) -> BackendTask | FrontendTask:
-    if kind == "backend":
-        from colbench_gym.tasks.generator import generate_backend_task  # noqa: PLC0415
-        return generate_backend_task(index, split=split)
-    from colbench_gym.tasks.frontend_generator import generate_frontend_task  # noqa: PLC0415
-    return generate_frontend_task(index, split=split)
+def _generator_names() -> list[str]:
+    """Every kind's generator spec prefixes, in table order (``generated``, ``collab``)."""
+    return list(dict.fromkeys(name for kind in KINDS.values() for name in kind.generators))
 
 
 @lru_cache(maxsize=8)
@@ -117,6 +106,7 @@ def _embedded(kind: str, split: str) -> ListTaskSource:
 
 def resolve_task_source(spec: Any, kind: str) -> TaskSource:
     """Turn the ``tasks=`` argument of an environment into a :class:`TaskSource`."""
+    task_cls = env_kind(kind).task_cls
     if spec is None:
         spec = "embedded:test"
     if isinstance(spec, TaskSource):
@@ -128,18 +118,13 @@ def resolve_task_source(spec: Any, kind: str) -> TaskSource:
         source, _, split = text.partition(":")
         if source == "embedded" and not os.path.exists(text):
             return _embedded(kind, split or "test")
-        if source == "generated" and not os.path.exists(text):
-            return GeneratedTaskSource(kind, split or "train")
-        if source == "collab" and not os.path.exists(text):
-            return CollabTaskSource(kind, split or "train")
+        if source in _generator_names() and not os.path.exists(text):
+            return GeneratedTaskSource(kind, split or "train", source)
         if os.path.exists(text):
             from colbench_gym.tasks.loaders import load_tasks  # noqa: PLC0415
             return ListTaskSource(load_tasks(text, kind), kind, text)
-        raise ValueError(
-            f"tasks={text!r} is neither a file nor one of 'embedded:test', 'embedded:train', "
-            "'generated:train', 'generated:test', 'collab:train', 'collab:test'"
-        )
+        specs = ["'embedded:test'", "'embedded:train'", *(f"'{g}:{s}'" for g in _generator_names() for s in ("train", "test"))]
+        raise ValueError(f"tasks={text!r} is neither a file nor one of {', '.join(specs)}")
     if isinstance(spec, Sequence):
-        cls = BackendTask if kind == "backend" else FrontendTask
-        return ListTaskSource([cls.from_record(r, where=f"tasks[{i}]", check_python=True) for i, r in enumerate(spec)], kind)
+        return ListTaskSource([task_cls.from_record(r, where=f"tasks[{i}]", check_python=True) for i, r in enumerate(spec)], kind)
     raise TaskFormatError(f"tasks must be a spec string, a path or a list of records, got {type(spec).__name__}")

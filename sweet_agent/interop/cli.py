@@ -41,7 +41,7 @@ def _tokenizer_for(name: str):
 def export_release(records: list[dict], out: Path, *, tokenizer: str | None = None, drop_incomplete: bool = False,
                    base_dir: Path | None = None) -> dict:
     """Write ``records`` to ``out`` in the release's shapes; return the report."""
-    from sweet_agent.interop.release import chat_renderer, k_block_order, render_answers, to_release_record
+    from sweet_agent.interop.release import chat_renderer, is_frontend, k_block_order, render_answers, to_release_record
 
     ordered, report = k_block_order(records, drop_incomplete=drop_incomplete)
     renderers: dict[str, object] = {}
@@ -57,7 +57,7 @@ def export_release(records: list[dict], out: Path, *, tokenizer: str | None = No
             renderers[name] = chat_renderer(_tokenizer_for(name))
         return renderers[name]
 
-    frontend = [i for i, r in enumerate(ordered) if "test_cases" not in r["task"]]
+    frontend = [i for i, r in enumerate(ordered) if is_frontend(r, f"record {i}")]
     pngs: dict[int, tuple[str, bool]] = {}
     if frontend:
         image_dir = out.parent / f"{out.stem}_images"

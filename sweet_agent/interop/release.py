@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from colbench_gym.tasks.identity import task_identity
+from colbench_gym.tasks.kinds import FRONTEND, kind_of_task
 from sweet_agent.trajectories import Record, TrajectoryFormatError, agent_turns
 
 #: What the release writes as the answer of a frontend episode without any page.
@@ -104,8 +105,10 @@ def chat_renderer(tokenizer: Any) -> Callable[[list[dict[str, str]]], str]:
     return render
 
 
-def _is_frontend(rec: Mapping[str, Any]) -> bool:
-    return "test_cases" not in rec["task"]
+def is_frontend(rec: Mapping[str, Any], where: str = "record") -> bool:
+    """Whether ``rec`` is a frontend episode (the release stores its answer as a screenshot); a
+    task of no known kind is an :class:`ExportError`."""
+    return kind_of_task(rec["task"], f"{where} task", error=ExportError) is FRONTEND
 
 
 def to_release_record(rec: Record, render: Callable[[list[dict[str, str]]], str] | None,
@@ -132,7 +135,7 @@ def to_release_record(rec: Record, render: Callable[[list[dict[str, str]]], str]
             h["content"], h["output"] = release_turn_text(raw)
         history.append(h)
     out["dialogue_history"] = history
-    if _is_frontend(rec) and answer_png is not None:
+    if is_frontend(rec) and answer_png is not None:
         path, rendered = answer_png
         if rendered:
             out.setdefault("answer_html", rec.get("answer"))
@@ -215,7 +218,7 @@ def check_release_assumptions(records: Sequence[Mapping[str, Any]]) -> list[str]
                 elif not all(s.strip() in turn["input"] for s in seen):  # templates may trim
                     problems.append(f"record {i} turn {t}: 'input' does not contain the earlier dialogue")
             seen.append(str(turn.get("content", "")))
-        if _is_frontend(rec):
+        if is_frontend(rec, f"record {i}"):
             ans = rec["answer"]
             if ans != NO_ANSWER and not (isinstance(ans, str) and ans.lower().endswith(".png") and os.path.isfile(ans)):
                 problems.append(f"record {i}: frontend answer {str(ans)[:60]!r} is not an existing PNG path")

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from colbench_gym.protocol import extract_answer_html, extract_code, extract_html, parse_action
+from colbench_gym.tasks.kinds import BACKEND, FRONTEND, kind_of_task
 from sweet_agent.metrics import agent_turn_kinds, episode_metrics
 
 #: Text fields longer than this are cut in the page (the full text stays in the JSONL file).
@@ -35,7 +36,7 @@ def task_title(task: Mapping[str, Any]) -> str:
     import re
 
     m = re.search(r"^\s*def\s+([A-Za-z_]\w*)", str(task.get("ground_truth") or ""), re.M)
-    if m and "test_cases" in task:
+    if m and BACKEND.is_record(task):
         return m.group(1)
     words = str(task.get("problem_description") or "").split()
     return " ".join(words[:8]) + ("…" if len(words) > 8 else "")
@@ -227,13 +228,15 @@ def build_episodes(runs: Sequence[tuple[str, Sequence[Mapping[str, Any]]]], out_
     """Every episode of every run, in file order."""
     from tqdm.auto import tqdm
 
-    kinds = {("frontend" if "test_cases" not in (r.get("task") or {}) else "backend") for _, recs in runs for r in recs}
-    shots = Screenshotter(out_dir) if opts.screenshots and "frontend" in kinds else None
-    verdicts = Verdicts(opts.show_expected) if opts.tests and "backend" in kinds else None
+    # every record's kind first: a task of no known kind stops the build here, naming the record
+    kind_of = {id(r): kind_of_task(r.get("task"), f"{path}[{i}] task") for path, recs in runs for i, r in enumerate(recs)}
+    kinds = set(kind_of.values())
+    shots = Screenshotter(out_dir) if opts.screenshots and FRONTEND in kinds else None
+    verdicts = Verdicts(opts.show_expected) if opts.tests and BACKEND in kinds else None
     total = sum(len(recs) for _, recs in runs)
     if verdicts is not None:
         verdicts.prefetch([(r["task"], r.get("answer") if isinstance(r.get("answer"), str) else "")
-                           for _, recs in runs for r in recs if "test_cases" in (r.get("task") or {})])
+                           for _, recs in runs for r in recs if kind_of[id(r)] is BACKEND])
     out: list[dict[str, Any]] = []
     try:
         with tqdm(total=total, disable=not progress, desc="[view] episodes", unit="ep", dynamic_ncols=True) as bar:
