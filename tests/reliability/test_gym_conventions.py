@@ -63,13 +63,32 @@ def test_frontend_async_vector_env_matches_sync():
     assert all(results["sync"][0]) and all(results["sync"][1][0])
 
 
+_EPISODE = {"ColBench-Backend-v0": ["What exactly should it return?", "I WANT TO ANSWER: def f(x):\n    return x\n"],
+            "ColBench-Frontend-v0": ["What exactly should it look like?",
+                                     "I WANT TO ANSWER: <html><body><h1>Hi</h1></body></html>"]}
+
+
 @pytest.mark.parametrize("env_id", ["ColBench-Backend-v0", "ColBench-Frontend-v0"])
 def test_envs_pickle_before_reset(env_id):
+    """The clone is the same environment: same task source, task for task, and the same episode
+    (observations, rewards, flags, infos) when reset with the same seed and given the same actions."""
     env = gym.make(env_id)
     try:
         clone = pickle.loads(pickle.dumps(env))
-        assert clone.unwrapped.max_turns == env.unwrapped.max_turns
-        clone.close()
+        try:
+            assert clone.unwrapped.max_turns == env.unwrapped.max_turns
+            mine, theirs = env.unwrapped.task_source, clone.unwrapped.task_source
+            assert (type(theirs), theirs.name, theirs.kind, len(theirs)) == (type(mine), mine.name, mine.kind, len(mine))
+            assert len(mine) == 30 and [theirs[i] for i in range(len(mine))] == [mine[i] for i in range(len(mine))]
+            if env_id == "ColBench-Frontend-v0" and not _frontend_ready():
+                pytest.skip("the frontend episode needs Chromium and the offline Tailwind assets")
+            for seed in (3, 11):
+                assert clone.reset(seed=seed) == env.reset(seed=seed)
+                for action in _EPISODE[env_id]:
+                    assert clone.step(action) == env.step(action)
+                assert env.unwrapped.task_index == clone.unwrapped.task_index
+        finally:
+            clone.close()
     finally:
         env.close()
 
