@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -100,3 +101,28 @@ def test_console_entry_point_and_sandbox_info(tmp_path):
     # what each submission gets is reported, and listed as missing when it is not there
     for key, words in (("ipc_namespace_per_submission", "IPC namespace"), ("seccomp", "seccomp")):
         assert data[key] is True or any(words in m for m in data["missing"])
+    # where the machine provides bubblewrap (here and in CI) every feature must be on, not merely reported
+    bwrap = _working_bubblewrap()
+    if bwrap is None:
+        pytest.skip("bubblewrap cannot create namespaces on this machine: the features above may be off")
+    assert data["level"] == "namespaces" and data["bwrap"] and data["pid_namespace"] is True
+    assert data["ipc_namespace_per_submission"] is True
+    if os.uname().machine in ("x86_64", "aarch64"):  # the architectures the seccomp filter is written for
+        assert data["seccomp"] is True
+    assert not any(w in m for m in data["missing"] for w in ("IPC namespace", "seccomp", "bubblewrap"))
+
+
+def _working_bubblewrap() -> str | None:
+    """A bwrap that creates user, PID, network and IPC namespaces here (checked by running it), or None."""
+    from colbench_gym.grading.sandbox import _bwrap_candidates
+
+    for bwrap in _bwrap_candidates():
+        try:
+            ok = subprocess.run([bwrap, "--unshare-user", "--unshare-pid", "--unshare-net", "--unshare-ipc",
+                                 "--ro-bind", "/", "/", "--proc", "/proc", "--dev", "/dev", "true"],
+                                capture_output=True, timeout=60, check=False).returncode == 0
+        except (OSError, subprocess.SubprocessError):
+            ok = False
+        if ok:
+            return bwrap
+    return None
