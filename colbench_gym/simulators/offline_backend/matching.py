@@ -9,11 +9,13 @@ know. A yes/no question gets "Yes" or "No" only when the facts settle it (:func:
 
 from __future__ import annotations
 
+import ast
 import math
 import re
 
 from colbench_gym.simulators.offline_backend.question import Question
 from colbench_gym.simulators.offline_backend.sheet import Fact, FactSheet
+from colbench_gym.simulators.offline_backend.syntax import const_key, guard_holds
 from colbench_gym.simulators.offline_backend.words import keywords, stem, words_match
 
 #: Below this relevance score a fact does not answer the question ("I don't know").
@@ -71,6 +73,11 @@ def rank_facts(sheet: FactSheet, q: Question) -> list[tuple[float, Fact]]:
     if "error" in q.intents and ({"error", "errors", "exception", "exceptions", "raise", "throw", "invalid",
                                  "bad", "wrong", "validate", "validation"} & lower_words):
         strict_kinds.add("raise")
+    # A question naming a value of a parameter ("What if people is 0?", "f(20, 0, 'ok')?") is
+    # answered by the first rule whose condition that value meets, even when it carries no
+    # edge tag of the question's words (a rule "people < 1" covers 0 without saying "zero").
+    values = param_values(q.text, sheet.params, sheet.func_name) if any(f.guards for f in facts) else {}
+    hit = next((f for f in facts if f.guards and guard_holds(f.guards, values)), None) if values else None
     scored: list[tuple[float, Fact]] = []
     df: dict[str, int] = {}
     focus = _param_focus(q.text, sheet.params)
@@ -84,7 +91,8 @@ def rank_facts(sheet: FactSheet, q: Question) -> list[tuple[float, Fact]]:
             continue
         if fact.polarity == "no" and fact.kind not in strict_kinds:
             continue  # "no rounding needed" answers only a question about rounding
-        if required and not strict_kinds and not (required & fact.tags) and not (q.numbers - {0.0}) & fact.numbers:
+        if required and not strict_kinds and not (required & fact.tags) and not (q.numbers - {0.0}) & fact.numbers \
+                and fact is not hit:
             continue
         score = 0.0
         for t in sorted(q.keywords):
@@ -111,6 +119,8 @@ def rank_facts(sheet: FactSheet, q: Question) -> list[tuple[float, Fact]]:
             score += 2.5
         if strict_kinds:
             score += 2.0
+        if fact is hit:
+            score += 2.5
         score += 0.01 * fact.priority
         if fact.polarity == "no":
             score -= 0.5
@@ -170,6 +180,59 @@ def _fact_type(text: str) -> str | None:
             "true or false": "bool"}[m.group(1)]
 
 
+_NUM = r"(-?\d+(?:\.\d+)?)"
+#: Words standing for a value: a representative number meets exactly the conditions the word does.
+_VALUE_WORDS = {"zero": 0.0, "no": 0.0, "negative": -1.0}
+
+
+def param_values(text: str, params: list[str], func_name: str | None) -> dict[str, float]:
+    """The numbers a question gives parameters: ``people is 0``, ``people = 0``, ``0 people``,
+    ``zero people``, ``people is negative``, or a call ``f(20, 0, 'ok')`` (by position and keyword)."""
+    values: dict[str, float] = {}
+    if func_name:
+        for m in re.finditer(rf"\b{re.escape(func_name)}\s*\(", text):
+            values.update(_call_values(text[m.start():], params))
+    for p in params:
+        name = rf"[`'\"]?{re.escape(p)}[`'\"]?"
+        m = re.search(rf"\b{name}\s*(?:is|=|==|equals|of|is equal to)\s*{_NUM}(?![\w.])", text, re.IGNORECASE) or \
+            re.search(rf"(?<![\w.]){_NUM}\s+{name}\b", text, re.IGNORECASE)
+        if m:
+            values.setdefault(p, float(m.group(1)))
+            continue
+        m = re.search(rf"\b{name}\s+(?:is\s+|are\s+)?(zero|negative)\b", text, re.IGNORECASE) or \
+            re.search(rf"\b(zero|no|negative)\s+{name}\b", text, re.IGNORECASE)
+        if m:
+            values.setdefault(p, _VALUE_WORDS[m.group(1).lower()])
+    return values
+
+
+def _call_values(text: str, params: list[str]) -> dict[str, float]:
+    """Number arguments of the call at the start of ``text``, by parameter name."""
+    depth, end = 0, -1
+    for i, ch in enumerate(text[:2000]):
+        depth += ch == "("
+        depth -= ch == ")"
+        if ch == ")" and depth == 0:
+            end = i
+            break
+    if end < 0:
+        return {}
+    try:
+        node = ast.parse(text[: end + 1], mode="eval").body
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return {}
+    if not isinstance(node, ast.Call):
+        return {}
+    out: dict[str, float] = {}
+    named = [(p, a) for p, a in zip(params, node.args) if not isinstance(a, ast.Starred)]
+    named += [(k.arg, k.value) for k in node.keywords if k.arg in params]
+    for p, arg in named:
+        v = const_key(arg)
+        if isinstance(v, (int, float)) and not isinstance(v, bool):
+            out[p] = float(v)
+    return out
+
+
 def _param_focus(text: str, params: list[str]) -> str | None:
     """The parameter a question is about when it asks what a parameter is ("What is `plan`?")."""
     for p in params:
@@ -184,4 +247,4 @@ def _param_focus(text: str, params: list[str]) -> str | None:
     return None
 
 
-__all__ = ["MIN_SCORE", "STATEMENT_SCORE", "rank_facts", "yes_no"]
+__all__ = ["MIN_SCORE", "STATEMENT_SCORE", "param_values", "rank_facts", "yes_no"]

@@ -188,7 +188,7 @@ class OutputFacts:
                 digits = const_key(node.args[1]) if len(node.args) > 1 else None
                 what = sp.say(node.args[0])
                 if len(what) > 80 or what.startswith("a calculation"):
-                    what = "the result"
+                    what = self.rounded_subject(node)
                 sp.start()
                 if isinstance(digits, int) and not isinstance(digits, bool):
                     sp.numbers.add(float(digits))
@@ -217,7 +217,7 @@ class OutputFacts:
                 sp.start()
                 what = sp.say(node.args[0])
                 if len(what) > 80 or what.startswith("a calculation"):
-                    what = "the result"
+                    what = self.rounded_subject(node)
                 self.add("round", f"{what} is cut to a whole number (the decimals are dropped, not rounded)",
                          "rounding", tags={"round"}, priority=7)
             elif isinstance(node, ast.BinOp) and isinstance(node.op, ast.FloorDiv) and not floor_div_seen:
@@ -240,6 +240,39 @@ class OutputFacts:
             sp.start()
             self.add("round", "I don't need anything rounded; keep the exact value", "rounding",
                      tags={"round"}, priority=0.5, polarity="no")
+
+    def rounded_subject(self, node: ast.Call) -> str:
+        """What a rounding call rounds, named shortly when its argument is too long to say.
+
+        "the result" only when the rounded value *is* what the function gives back (returned as
+        it is, or assigned to a name that is returned as it is); a value rounded on the way (e.g.
+        ``total_cents = round(total * 1.12 * 100)`` before ``return share_cents / 100``) is named
+        by the variable it is stored in, never passed off as the result.
+        """
+        parents: dict[int, ast.AST] = {}
+        for parent in ast.walk(ast.Module(body=self.body, type_ignores=[])):
+            for child in ast.iter_child_nodes(parent):
+                parents[id(child)] = parent
+        cur: ast.AST = node
+        changed = False  # arithmetic or another call applied to the rounded value on the way up
+        while id(cur) in parents and not isinstance(parents[id(cur)], ast.stmt):
+            parent = parents[id(cur)]
+            if isinstance(parent, (ast.BinOp, ast.Call, ast.Subscript, ast.Compare, ast.BoolOp)) and \
+                    not (isinstance(parent, ast.Call) and isinstance(parent.func, ast.Name)
+                         and parent.func.id in ("max", "min", "float", "int", "abs")):
+                changed = True
+            cur = parent
+        stmt = parents.get(id(cur))
+        if isinstance(stmt, ast.Return) and not changed:
+            return "the result"
+        if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name):
+            name = stmt.targets[0].id
+            returned = any(isinstance(r.value, ast.Name) and r.value.id == name for r in self._returns())
+            if returned and not changed:
+                return "the result"
+            said = self.speaker.say(stmt.targets[0])
+            return said if not changed else f"a part of {said}"
+        return "a value on the way to the result"
 
     def raise_facts(self) -> None:
         any_raise = False

@@ -220,7 +220,8 @@ class FunctionReader(ParameterFacts, StatementFacts, OutputFacts):
 
     # -- fact construction
     def add(self, kind: str, text: str, topic: str, *, tags: Iterable[str] = (), priority: float = 1.0,
-            extra: Iterable[str] = (), polarity: str = "", speaker: Speaker | None = None) -> None:
+            extra: Iterable[str] = (), polarity: str = "", speaker: Speaker | None = None,
+            guards: tuple = ()) -> None:
         sp = speaker or self.speaker
         first = re.split(r"[\s,;:']", text, maxsplit=1)[0]
         text = sentence(text)
@@ -248,7 +249,7 @@ class FunctionReader(ParameterFacts, StatementFacts, OutputFacts):
             tags |= {"edge", "threshold"}
         self.facts.append(Fact(kind=kind, text=text, topic=topic, keywords=frozenset(kw),
                                numbers=frozenset(sp.numbers), strings=frozenset(sp.strings),
-                               tags=frozenset(tags), priority=priority, polarity=polarity))
+                               tags=frozenset(tags), priority=priority, polarity=polarity, guards=guards))
         sp.start()
 
     def read(self) -> list[Fact]:

@@ -27,6 +27,12 @@ class Fact:
     tags: frozenset[str] = frozenset()
     priority: float = 1.0
     polarity: str = ""  # "no" when the fact is a negative ("no rounding needed")
+    #: When the fact is a rule that applies for some inputs only: the condition on the
+    #: parameters, as alternatives (or) of conjunctions (and) of ``(parameter, op, number)``
+    #: with op one of ``< <= > >= == !=``; empty when the condition is not that simple. A
+    #: question naming a value ("What if people is 0?") is answered with the first rule whose
+    #: condition the value meets (see :mod:`.matching`).
+    guards: tuple[tuple[tuple[str, str, float], ...], ...] = ()
 
 
 @dataclass

@@ -17,6 +17,7 @@ from colbench_gym.simulators.offline_backend.speaker import Speaker
 from colbench_gym.simulators.offline_backend.syntax import (
     CMP_FLIP,
     assigned_names,
+    condition_guards,
     condition_tags,
     if_chain_arms,
     is_const,
@@ -268,6 +269,8 @@ class StatementFacts:
             tags |= {"error", "invalid"}
         pre = self._prefix(path, loops)
         lead = f"{pre}, " if pre else ""
+        arm_guards = self._arm_guards(node, arms) if not path and not loops else [None] * len(arms)
+        any_guard = tuple(c for g in arm_guards if g for c in g) if all(arm_guards) else ()
         subject_names = sorted(set().union(*(names_in(t) for t, _ in arms)) & (self.all_params | set(self.aliases) | set(self.top_assigns)))
         inputs = [n for n in subject_names if n in self.input_names() or n in self.loop_of]
         named = inputs or subject_names
@@ -280,7 +283,8 @@ class StatementFacts:
             sp.start()
         if ladder:
             out_tags = {"output", "how"} if any(isinstance(b[-1], ast.Return) for _, b in arms if b) else set()
-            self.add("case", lead + ladder, topic, tags=tags | {"values"} | out_tags, priority=8, extra=subject_names)
+            self.add("case", lead + ladder, topic, tags=tags | {"values"} | out_tags, priority=8, extra=subject_names,
+                     guards=any_guard)
         else:
             pieces = []
             for test, body in arms:
@@ -297,7 +301,7 @@ class StatementFacts:
                 if "the result is" in text:
                     tags = tags | {"output"}
                 self.add("branch", lead + text, topic, tags=tags, priority=7 if "edge" in tags else 6.5,
-                         extra=subject_names)
+                         extra=subject_names, guards=any_guard)
             elif pieces:
                 sp.start()
                 for i, (test, body) in enumerate(arms):
@@ -307,7 +311,7 @@ class StatementFacts:
                         # an elif only applies when the earlier cases did not
                         cond = f"if {sp.cond(test)}" if i == 0 else f"otherwise, if {sp.cond(test)}"
                         self.add("branch", f"{lead}{cond}, {out}", topic, tags=t,
-                                 priority=7 if "edge" in t else 6.5, extra=subject_names)
+                                 priority=7 if "edge" in t else 6.5, extra=subject_names, guards=arm_guards[i] or ())
                 if else_out:
                     self.add("branch", f"{lead}in any other case, {self._outcome(orelse)}", topic, tags=tags,
                              priority=6, extra=subject_names)
@@ -319,6 +323,39 @@ class StatementFacts:
             neg = sp.negate(arms[0][0]) if len(arms) == 1 else "none of those apply"
             self.walk_statements(orelse, path + [neg], loops)
         sp.start()
+
+    def _arm_guards(self, node: ast.If, arms: list[tuple[ast.expr, list[ast.stmt]]]) -> list:
+        """Each arm's condition as :attr:`.sheet.Fact.guards` when it is a plain test of parameters
+        against numbers *and* the if-chain is reached for every input (a top-level statement after
+        which nothing but such guarded chains can return or raise); else None per arm."""
+        none = [None] * len(arms)
+        if not any(st is node for st in self.body):
+            return none
+        params = set(self.params) - self._reassigned()
+        for st in self.body:
+            if st is node:
+                break
+            exits = any(isinstance(sub, (ast.Return, ast.Raise)) for sub in ast.walk(st))
+            if exits and not (isinstance(st, ast.If) and all(condition_guards(t, params) for t, _ in if_chain_arms(st)[0])):
+                return none  # an earlier exit on a condition we cannot evaluate: this chain may not be reached
+        return [condition_guards(test, params) for test, _ in arms]
+
+    def _reassigned(self) -> set[str]:
+        """Names the function assigns anywhere (a parameter assigned is no longer the caller's value)."""
+        out: set[str] = set()
+        for sub in ast.walk(ast.Module(body=self.body, type_ignores=[])):
+            if isinstance(sub, ast.Assign):
+                for t in sub.targets:
+                    out.update(assigned_names(t))
+            elif isinstance(sub, (ast.AugAssign, ast.AnnAssign, ast.For, ast.AsyncFor, ast.comprehension)):
+                out.update(assigned_names(sub.target))
+            elif isinstance(sub, ast.NamedExpr):
+                out.update(assigned_names(sub.target))
+            elif isinstance(sub, (ast.With, ast.AsyncWith)):
+                for item in sub.items:
+                    if item.optional_vars is not None:
+                        out.update(assigned_names(item.optional_vars))
+        return out
 
     def _ladder(self, arms: list[tuple[ast.expr, list[ast.stmt]]], orelse: list[ast.stmt]) -> str | None:
         """An if/elif chain testing one subject against constants, each arm setting the same

@@ -126,6 +126,60 @@ def condition_tags(node: ast.AST, inputs: set[str] | None = None, bools: set[str
     return tags
 
 
+_GUARD_OPS = {ast.Lt: "<", ast.LtE: "<=", ast.Gt: ">", ast.GtE: ">=", ast.Eq: "==", ast.NotEq: "!="}
+_MAX_CLAUSES = 16
+
+Guard = tuple[tuple[tuple[str, str, float], ...], ...]
+
+
+def condition_guards(node: ast.AST, params: set[str]) -> Guard | None:
+    """A condition on ``params`` as alternatives of conjunctions of ``(param, op, number)``;
+    None when it tests anything else (other names, calls, strings, ...)."""
+    if isinstance(node, ast.BoolOp):
+        parts = [condition_guards(v, params) for v in node.values]
+        if any(p is None for p in parts):
+            return None
+        if isinstance(node.op, ast.Or):
+            out = tuple(c for p in parts for c in p)  # type: ignore[union-attr]
+        else:
+            out = ((),)
+            for p in parts:
+                out = tuple(a + b for a in out for b in p)  # type: ignore[union-attr]
+        return out if 0 < len(out) <= _MAX_CLAUSES else None
+    if isinstance(node, ast.Compare):
+        items = [node.left, *node.comparators]
+        clause = []
+        for i, op in enumerate(node.ops):
+            left, right = items[i], items[i + 1]
+            if type(op) not in _GUARD_OPS:
+                return None
+            if isinstance(left, ast.Name) and left.id in params and _number(right) is not None:
+                clause.append((left.id, _GUARD_OPS[type(op)], _number(right)))
+            elif isinstance(right, ast.Name) and right.id in params and _number(left) is not None:
+                clause.append((right.id, _GUARD_OPS[CMP_FLIP[type(op)]], _number(left)))
+            else:
+                return None
+        return (tuple(clause),)
+    return None
+
+
+def _number(node: ast.AST) -> float | None:
+    v = const_key(node)
+    return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else None
+
+
+def guard_holds(guards: Guard, values: dict[str, float]) -> bool:
+    """Whether the values (of some parameters) meet one alternative of ``guards`` in full."""
+    for clause in guards:
+        if clause and all(p in values and _compare(values[p], op, c) for p, op, c in clause):
+            return True
+    return False
+
+
+def _compare(x: float, op: str, c: float) -> bool:
+    return {"<": x < c, "<=": x <= c, ">": x > c, ">=": x >= c, "==": x == c, "!=": x != c}[op]
+
+
 def module_tables(tree: ast.Module) -> tuple[dict[str, ast.AST], list[tuple[str, ast.AST]]]:
     tables: dict[str, ast.AST] = {}
     consts: list[tuple[str, ast.AST]] = []
@@ -138,5 +192,5 @@ def module_tables(tree: ast.Module) -> tuple[dict[str, ast.AST], list[tuple[str,
     return tables, consts
 
 
-__all__ = ["CMP_FLIP", "NOT_CONST", "assigned_names", "condition_tags", "const_key", "if_chain_arms", "is_const",
-           "is_table", "is_trivial_init", "module_tables", "names_in"]
+__all__ = ["CMP_FLIP", "NOT_CONST", "Guard", "assigned_names", "condition_guards", "condition_tags", "const_key",
+           "guard_holds", "if_chain_arms", "is_const", "is_table", "is_trivial_init", "module_tables", "names_in"]
