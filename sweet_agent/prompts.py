@@ -12,25 +12,21 @@ environment puts in ``info["messages"]``, so a trajectory can be replayed into a
 
 from __future__ import annotations
 
-from colbench_gym.instructions import BACKEND_INSTRUCTIONS, FRONTEND_INSTRUCTIONS
+from colbench_gym.instructions import instructions
 from colbench_gym.protocol import MAX_TURNS, Messages
-
-_BY_KIND = {"backend": BACKEND_INSTRUCTIONS, "frontend": FRONTEND_INSTRUCTIONS}
+from colbench_gym.tasks.kinds import KINDS, kind_of_env_id
 
 
 def env_kind(env_id: str) -> str:
-    """``"backend"`` or ``"frontend"`` for a ColBench environment id."""
-    low = env_id.lower()
-    for kind in _BY_KIND:
-        if kind in low:
-            return kind
-    raise ValueError(f"no agent instructions for environment {env_id!r}; expected a ColBench backend or frontend env")
+    """The kind (``"backend"``, ``"frontend"``) of a ColBench environment id, from the one table
+    of kinds (:mod:`colbench_gym.tasks.kinds`); any other id is a ValueError naming the ids."""
+    return kind_of_env_id(env_id).name
 
 
 def system_prompt(kind_or_env_id: str, max_turns: int = MAX_TURNS) -> str:
     """The agent's system prompt for an environment kind (``backend``/``frontend``) or env id."""
-    kind = kind_or_env_id if kind_or_env_id in _BY_KIND else env_kind(kind_or_env_id)
-    return _BY_KIND[kind].format(max_turns=max_turns)
+    kind = kind_or_env_id if kind_or_env_id in KINDS else env_kind(kind_or_env_id)
+    return instructions(kind, max_turns)
 
 
 def agent_messages(dialogue: Messages, system: str) -> Messages:

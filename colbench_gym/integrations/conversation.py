@@ -23,15 +23,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from colbench_gym.protocol import MAX_TURNS, Messages, extract_answer_html, extract_code, parse_action
-
-#: ColBench kind -> Gymnasium id.
-ENV_IDS = {"backend": "ColBench-Backend-v0", "frontend": "ColBench-Frontend-v0"}
+from colbench_gym.tasks.kinds import env_kind
 
 
 def check_kind(kind: str) -> str:
-    if kind not in ENV_IDS:
-        raise ValueError(f"unknown ColBench kind {kind!r}; use 'backend' or 'frontend'")
-    return kind
+    """``kind`` when it names an environment kind (:mod:`colbench_gym.tasks.kinds`), else ValueError."""
+    return env_kind(kind).name
 
 
 @dataclass(frozen=True)
@@ -70,7 +67,7 @@ class Conversation:
         self.kind = check_kind(kind)
         self.max_turns = max_turns
         # "module:id" makes gymnasium import colbench_gym (which registers the ids) itself.
-        self._env = gym.make(f"colbench_gym:{ENV_IDS[kind]}", tasks=tasks, simulator=simulator, simulator_kwargs=simulator_kwargs,
+        self._env = gym.make(f"colbench_gym:{env_kind(kind).env_id}", tasks=tasks, simulator=simulator, simulator_kwargs=simulator_kwargs,
                              max_turns=max_turns, **make_kwargs)
         self._turn = 0
         self._done = True

@@ -47,6 +47,7 @@ from colbench_gym.protocol import MAX_TURNS
 from colbench_gym.simulators import HumanSimulator, SimulatorError
 from colbench_gym.simulators.openai_frontend import OpenAIFrontendSimulator
 from colbench_gym.simulators.prompts import BACKEND_SYSTEM_PROMPT, simulator_messages
+from colbench_gym.tasks.kinds import env_kind
 from colbench_gym.tasks.records import BackendTask, FrontendTask
 from colbench_gym.tasks.sources import resolve_task_source
 
@@ -82,10 +83,10 @@ def colbench_dataset(kind: str, tasks: Any = None, num_tasks: int | None = None,
 
 def sample_task(kind: str, problem: str, reference: str, metadata: dict[str, Any]) -> BackendTask | FrontendTask:
     """The ColBench task a sample stands for (built from the sample alone, as Inspect scorers expect)."""
-    if kind == "backend":
-        return BackendTask.from_record({"problem_description": problem, "ground_truth": reference,
-                                        "test_cases": metadata["test_cases"]}, where="sample")
-    return FrontendTask.from_record({"problem_description": problem, "ground_truth": reference}, where="sample")
+    record = {"problem_description": problem, "ground_truth": reference}
+    if "test_cases" in metadata:
+        record["test_cases"] = metadata["test_cases"]
+    return env_kind(kind).task_cls.from_record(record, where="sample")
 
 
 # --------------------------------------------------------------------------- the person as a role

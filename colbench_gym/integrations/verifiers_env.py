@@ -29,6 +29,7 @@ from typing import Any
 from colbench_gym.instructions import instructions
 from colbench_gym.integrations.conversation import Conversation, check_kind, grade_backend, score_frontend
 from colbench_gym.protocol import MAX_TURNS
+from colbench_gym.tasks.kinds import env_kind
 from colbench_gym.tasks.records import BackendTask, FrontendTask
 from colbench_gym.tasks.sources import resolve_task_source
 
@@ -59,10 +60,10 @@ def task_rows(kind: str, tasks: Any = None, num_tasks: int | None = None, seed: 
 
 def row_task(kind: str, problem: str, reference: str, info: dict[str, Any]) -> BackendTask | FrontendTask:
     """The ColBench task of a rollout, from its row alone."""
-    if kind == "backend":
-        return BackendTask.from_record({"problem_description": problem, "ground_truth": reference,
-                                        "test_cases": info["test_cases"]}, where="row")
-    return FrontendTask.from_record({"problem_description": problem, "ground_truth": reference}, where="row")
+    record = {"problem_description": problem, "ground_truth": reference}
+    if "test_cases" in info:
+        record["test_cases"] = info["test_cases"]
+    return env_kind(kind).task_cls.from_record(record, where="row")
 
 
 def _text(message: Any) -> str:

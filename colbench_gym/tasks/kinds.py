@@ -112,9 +112,11 @@ def env_kind(name: str) -> EnvKind:
 
 
 def kind_of_env_id(env_id: str) -> EnvKind:
-    """The kind of a ColBench environment id (``ColBench-Backend-v0`` -> backend)."""
+    """The kind of a ColBench environment id (``ColBench-Backend-v0``, also in gym's
+    ``colbench_gym:ColBench-Backend-v0`` form -> backend)."""
+    bare = env_id.rpartition(":")[2] if isinstance(env_id, str) else env_id
     for kind in KINDS.values():
-        if kind.env_id == env_id:
+        if kind.env_id == bare:
             return kind
     raise ValueError(f"{env_id!r} is not a ColBench environment id; expected one of "
                      f"{', '.join(k.env_id for k in KINDS.values())}")

@@ -34,6 +34,14 @@ def test_every_part_the_table_names_exists(name):
 
 def test_every_registered_environment_has_a_kind():
     assert sorted(colbench_gym.ENVIRONMENTS) == sorted(kind.env_id for kind in KINDS.values())
+    assert kind_of_env_id("colbench_gym:ColBench-Frontend-v0") is FRONTEND  # gym's module:id form
+
+
+def test_every_kind_has_agent_instructions():
+    from colbench_gym.instructions import INSTRUCTIONS, instructions
+
+    assert set(INSTRUCTIONS) == set(KINDS)
+    assert all("I WANT TO ANSWER:" in instructions(name) for name in KINDS)
 
 
 def test_records_and_task_objects_have_one_kind():
