@@ -211,7 +211,7 @@ def build_episode(rec: Mapping[str, Any], *, run: int, position: int, opts: View
     }
     if scores is not None and scores:
         ep["credit_best"] = max(range(len(scores)), key=lambda i: scores[i])
-    if m.kind == "backend" and verdicts is not None and opts.tests and "test_cases" in task:
+    if m.kind == "backend" and verdicts is not None and opts.tests:
         ep["tests"], grade_error = verdicts(task, answer)
         ep["grade_error"] = grade_error
     if m.kind == "frontend" and shots is not None and opts.screenshots:
