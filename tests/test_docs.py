@@ -12,13 +12,20 @@ Checked: README.md, CONTRIBUTING.md and docs/*.md. What counts as a reference to
 - a relative Markdown link (``[text](docs/agent.md)``), resolved from the document's folder.
 
 Paths outside the repository (``~/.cache/…``, ``/etc/passwd``, ``runs/…`` outputs) are not claims
-about the tree and are left alone.
+about the tree and are left alone. What a reader of the repository cannot open is not cited, though:
+no document, docstring or comment (of any tracked Python file) names a Markdown document that is
+not in the repository (a design note kept elsewhere), or a ``../`` path that leaves the repository
+(a folder beside the checkout) or leads nowhere; a relative link must stay inside the repository.
 """
 
 from __future__ import annotations
 
+import ast
+import io
 import re
 import subprocess
+import tokenize
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -29,6 +36,10 @@ TICKED = re.compile(r"`([^`\s]+)`")
 LINK = re.compile(r"\]\(([^)\s]+)\)")
 DOTTED = re.compile(r"^(colbench_gym|sweet_agent)(\.[A-Za-z_]\w*)+$")
 TEST_NAME = re.compile(r"^test_\w+\.py$")
+#: A Markdown document named in prose (``README.md``, ``docs/agent.md``, ``../README.md``).
+DOC_NAME = re.compile(r"(?<![\w/.-])((?:\.\./|[\w-]+/)*[\w.-]*\w\.md)\b")
+#: A relative path that climbs out of the file's folder (``../README.md``, ``../scripts``).
+CLIMB = re.compile(r"(?<![\w./-])((?:\.\./)+[\w.-][\w./-]*)")
 
 
 def _tracked() -> list[str]:
@@ -41,6 +52,11 @@ def _tracked() -> list[str]:
 TRACKED = _tracked()
 TOP = {path.split("/")[0] for path in TRACKED}
 NAMES = {path.rsplit("/", 1)[-1] for path in TRACKED}
+SOURCES = [ROOT / path for path in TRACKED if path.endswith(".py") and (ROOT / path).is_file()]
+
+
+def _inside(path: Path) -> bool:
+    return path.resolve().is_relative_to(ROOT)
 
 
 def _exists(rel: str) -> bool:
@@ -82,8 +98,65 @@ def references(doc: Path) -> list[tuple[int, str, bool]]:
         for target in LINK.findall(line):
             target = target.split("#")[0]
             if target and "://" not in target and not target.startswith("mailto:"):
-                found.append((lineno, target, (doc.parent / target).exists()))
+                found.append((lineno, target, (doc.parent / target).exists() and _inside(doc.parent / target)))
     return found
+
+
+def prose(path: Path) -> Iterator[tuple[int, str]]:
+    """``(line, text)`` of what a reader reads: every line of a Markdown document; the docstrings
+    and comments of a Python file (its code's strings may hold any path on purpose)."""
+    source = path.read_text(encoding="utf-8")
+    if path.suffix != ".py":
+        yield from enumerate(source.splitlines(), 1)
+        return
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)) and node.body:
+            first = node.body[0]
+            if isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant) and isinstance(first.value.value, str):
+                yield from enumerate(first.value.value.splitlines(), first.lineno)
+    for tok in tokenize.generate_tokens(io.StringIO(source).readline):
+        if tok.type == tokenize.COMMENT:
+            yield tok.start[0], tok.string
+
+
+def outside_references(path: Path, folder: Path | None = None) -> list[tuple[int, str]]:
+    """``(line, reference)`` for every file ``path`` names that is not in the repository: a
+    Markdown document no tracked file is, a ``../`` path (from ``folder``, default the file's own)
+    that leaves the repository or leads nowhere."""
+    folder = path.parent if folder is None else folder
+    found = []
+    for lineno, text in prose(path):
+        for name in DOC_NAME.findall(text):
+            if not (name in NAMES or (ROOT / name).is_file() or ((folder / name).is_file() and _inside(folder / name))):
+                found.append((lineno, name))
+        for rel in CLIMB.findall(text):
+            target = folder / rel.rstrip(".,;:")
+            if not (_inside(target) and target.exists()):
+                found.append((lineno, rel))
+    return list(dict.fromkeys(found))
+
+
+@pytest.mark.parametrize("doc", DOCS, ids=lambda p: str(p.relative_to(ROOT)))
+def test_no_document_names_a_file_outside_the_repository(doc: Path) -> None:
+    outside = [f"{doc.relative_to(ROOT)}:{n}: {ref}" for n, ref in outside_references(doc)]
+    assert not outside, "documents name files a reader of the repository cannot open:\n" + "\n".join(outside)
+
+
+def test_no_docstring_or_comment_names_a_file_outside_the_repository() -> None:
+    outside = [f"{path.relative_to(ROOT)}:{n}: {ref}" for path in SOURCES for n, ref in outside_references(path)]
+    assert not outside, "docstrings/comments name files a reader of the repository cannot open:\n" + "\n".join(outside)
+
+
+def test_the_outside_check_catches_design_notes_and_folders_beside_the_checkout(tmp_path: Path) -> None:
+    doc = tmp_path / "x.md"
+    doc.write_text("Measured (DESIGN.md); see ../shared/data and [the notes](../../NOTES.md).\n"
+                   "Fine: README.md, `docs/agent.md`, ../README.md, ../colbench_gym/protocol.py.\n")
+    assert outside_references(doc, ROOT / "docs") == [(1, "DESIGN.md"), (1, "../../NOTES.md"), (1, "../shared/data")]
+    code = tmp_path / "m.py"
+    code.write_text('"""Chosen by measurement (DESIGN.md)."""\n\n'
+                    'PATH = "../shared/x"  # a string of code is not prose\n'
+                    '# read ../shared/y first\n')
+    assert outside_references(code, ROOT / "colbench_gym") == [(1, "DESIGN.md"), (4, "../shared/y")]
 
 
 @pytest.mark.parametrize("doc", DOCS, ids=lambda p: str(p.relative_to(ROOT)))
