@@ -16,8 +16,9 @@ WHY this shape:
   a question opener; the trajectories record it (``meta.exploration``).
 - **Learning signal in the fraction of tests passed** (binary success of a 0.5B model is rare:
   zero-shot it solves none of the held-out tasks, docs/training.md): rollouts use
-  ``reward = tests passed / tests``, preference pairs are higher-vs-lower reward (``--pair_rule reward``), RFT keeps each task's best samples
-  (``best``); success is reported beside.
+  ``reward = tests passed / tests``, preference pairs are higher-vs-lower reward
+  (``--pair_rule reward``), RFT keeps each task's best samples (``best``); success is reported
+  beside.
 - **Stages** (a small DAG, ``--jobs`` at a time): each writes its output atomically (rollouts to
   a ``.partial`` file resumed on restart then renamed; trainers into ``<dir>.tmp`` renamed at
   the end) and is skipped when its output exists, so an interrupted run continues where it
