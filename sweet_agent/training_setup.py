@@ -1,9 +1,11 @@
 """Training set-up shared by every ``sweet-agent train-*`` command: the command line (TRL's
-``TrlParser`` over the command's dataclasses, presets, renamed flags), model loading, LoRA via
-TRL's ``get_peft_config``, final saving, JSON(L) files.
+``TrlParser`` over the command's dataclasses, presets, renamed flags; :class:`TrainingCommand`),
+what a config resolves for the machine (:func:`resolve_machine_defaults`), model loading, LoRA
+via TRL's ``get_peft_config``, final saving, JSON(L) files.
 
-WHY a module of its own: the critic, the actor and the baselines are independent of each other;
-what they share (how a run is configured, a model loaded and saved) lives here, below all three.
+WHY a module of its own: the critic, the actor, the baselines and GRPO are independent of each
+other; how a run is configured, a model loaded and saved lives here, below all of them (what
+they read, records and pairs, is in :mod:`sweet_agent.training_data`, below this).
 
 A command is TRL's script pattern: ``(data arguments, its config dataclass, trl.ModelConfig)``
 parsed by ``TrlParser``, so every config field is a flag (``--learning_rate`` or
@@ -20,15 +22,13 @@ import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any, NoReturn
 
 from colbench_gym.jsonl import write_jsonl_atomic
 from sweet_agent.training_data.pairs import PAIR_RULES
 
 PRESETS_DIR = Path(__file__).resolve().parent / "configs"
-
-#: What ``train-critic`` writes beside the critic and ``train-actor`` reads (reference model, scoring).
-CRITIC_META_FILE = "sweet_critic.json"
 
 #: Exit status of a stage that found nothing to train on (after a one-line message).
 NOTHING_TO_TRAIN = 3
@@ -56,10 +56,18 @@ class PreferenceDataArguments(TrainingDataArguments):
                                                           "choices": list(PAIR_RULES)})
 
 
+def resolve_machine_defaults(cfg) -> None:
+    """What a training config leaves to the machine, resolved before the config's own
+    ``__post_init__``: mixed precision (:func:`resolve_precision`) and the process-group backend
+    of a DeepSpeed launch without an accelerator (:func:`resolve_ddp_backend`). Every training
+    config (critic, actor, RFT, multi-turn DPO, GRPO) calls this one function."""
+    resolve_precision(cfg)
+    resolve_ddp_backend(cfg)
+
+
 def resolve_precision(cfg) -> None:
     """TRL's configs default to bf16 mixed precision (``bf16=None``), which a machine without a
-    bf16 GPU rejects: resolve ``None`` to bf16 only where a GPU supports it. Called by the configs
-    derived from TRL's before their own ``__post_init__``."""
+    bf16 GPU rejects: resolve ``None`` to bf16 only where a GPU supports it."""
     if cfg.bf16 is None:
         import torch
 
@@ -68,8 +76,8 @@ def resolve_precision(cfg) -> None:
 
 def resolve_ddp_backend(cfg) -> None:
     """Name the process-group backend (``gloo``) for a DeepSpeed launch on a machine without an
-    accelerator, unless ``--ddp_backend`` names one. Called, like :func:`resolve_precision`, before
-    the config's own ``__post_init__`` (which sets up the processes).
+    accelerator, unless ``--ddp_backend`` names one. Called before the config's own
+    ``__post_init__`` (which sets up the processes).
 
     WHY: with no ``--ddp_backend``, accelerate 1.15's ``PartialState`` finds no accelerator backend
     on a CPU-only host (``backend=None``), lets DeepSpeed start torch.distributed (world size 2 for
@@ -176,6 +184,49 @@ def translate_flags(argv: Sequence[str], prog: str, renamed: dict | None = None)
 def preset_path(command: str, name: str) -> Path:
     """The shipped preset ``name`` (``cpu``, ``paper``) of a trainer folder under configs/."""
     return PRESETS_DIR / command / f"{name}.yaml"
+
+
+@dataclass(frozen=True)
+class TrainingCommand:
+    """One ``sweet-agent train-*`` command, TRL's script pattern written once: its name, its
+    preset folder (``sweet_agent/configs/<presets>/``) and its dataclasses ``(script arguments,
+    config, trl.ModelConfig)``. A command module declares one and exposes ``parse_args`` (what
+    the ``sweet-agent`` dispatcher calls) and its ``run``, which uses :meth:`read_records` and
+    :meth:`train_and_save` around what is its own (the rows, the trainer).
+
+    ``dataclass_types`` is a function, so that importing a command does not import trl."""
+
+    prog: str
+    presets: str
+    dataclass_types: Callable[[], Sequence[type]]
+    description: str | None = None
+    require_output_dir: bool = True
+
+    @property
+    def name(self) -> str:
+        """``train-critic`` of ``sweet-agent train-critic``: the prefix of the command's log lines."""
+        return self.prog.split()[-1]
+
+    def parse_args(self, argv: Sequence[str], prog: str | None = None,
+                   description: str | None = None) -> SimpleNamespace:
+        """``SimpleNamespace(script, training, model)`` from the command line (TRL's TrlParser,
+        presets and renamed flags: :func:`parse_command`)."""
+        script, training, model = parse_command(prog or self.prog, self.presets, self.dataclass_types(), argv,
+                                                description or self.description, self.require_output_dir)
+        return SimpleNamespace(script=script, training=training, model=model)
+
+    def read_records(self, data_args) -> list[dict[str, Any]]:
+        """The validated trajectories of ``--data`` (required)."""
+        from sweet_agent.training_data.records import load_records
+
+        return load_records(require_data(self.prog, data_args.data))
+
+    def train_and_save(self, trainer, tokenizer, cfg, model_args) -> None:
+        """Train (resuming from ``--resume_from_checkpoint``, if any) and save the final model
+        where the next stage loads it (:func:`save_final`)."""
+        trainer.train(resume_from_checkpoint=resume_checkpoint(cfg))
+        save_final(trainer, tokenizer, cfg.output_dir, model_args)
+        print(f"[{self.name}] saved to {cfg.output_dir}")
 
 
 def parse_command(prog: str, preset_dir: str, dataclass_types: Sequence[type], argv: Sequence[str],

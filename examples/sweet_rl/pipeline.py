@@ -164,8 +164,10 @@ def collect(s: dict) -> Path:
 
 
 def train_critic(s: dict, data: Path, ablation: str | None = None) -> Path | None:
+    from sweet_agent.critic.loading import META_FILE  # sweet_critic.json: written last, so the run finished
+
     out = s["workdir"] / ("critic" if ablation is None else f"critic-{ablation}")
-    if (out / "sweet_critic.json").exists() and not s["force"]:
+    if (out / META_FILE).exists() and not s["force"]:
         print(f"= {out} exists, skipping")
         return out
     ok = _run(["train-critic", "--data", data, "--output_dir", out, *_train_flags(s, "critic"),

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import random
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
-from typing import Any
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING, Any
 
 import torch
 
@@ -20,14 +20,8 @@ from sweet_agent.policies.exploration import ExplorationConfig
 from sweet_agent.training_data import records as R
 from sweet_agent.training_data.spans import assistant_token_spans, spans_to_turn_ids
 
-
-@dataclass
-class TurnCandidates:
-    prompt: Messages          # what the policy sees before the turn
-    candidates: list[str]
-    scores: list[float]
-    record_index: int
-    turn_index: int
+if TYPE_CHECKING:
+    from sweet_agent.critic.loading import LoadedCritic
 
 
 @torch.no_grad()
@@ -127,6 +121,57 @@ STEP_SCORES = ("critic-ref", "release")
 def check_step_score(step_score: str) -> None:
     if step_score not in STEP_SCORES:
         raise ValueError(f"step_score must be one of {', '.join(STEP_SCORES)}; got {step_score!r}")
+
+
+@dataclass
+class StepPairConfig:
+    """How :func:`build_step_pairs` samples, scores and pairs candidates (the paper's defaults).
+    :class:`~sweet_agent.actor.config.ActorConfig` is this plus TRL's ``DPOConfig``, so every
+    field is a ``train-actor`` flag; tests and scripts build this one alone (no trl needed)."""
+
+    num_candidates: int = field(default=16, metadata={"help": "candidate actions sampled per agent turn"})
+    pairs_per_turn: int = field(default=1, metadata={"help": "(chosen, rejected) pairs drawn per agent turn"})
+    turn_fraction: float = field(default=1.0, metadata={"help": "fraction of the offline agent turns to use"})
+    first_turns: int = field(default=0, metadata={
+        "help": "use only each trajectory's first N agent turns (0 = all, the paper's); applied before turn_fraction"})
+    skip_turns: int = field(default=0, metadata={
+        "help": "leave out each trajectory's first N agent turns (with first_turns: a window of turns)"})
+    max_new_tokens: int = field(default=256, metadata={"help": "length cap of a sampled candidate"})
+    temperature: float = field(default=1.0, metadata={"help": "sampling temperature of candidates"})
+    top_p: float = field(default=1.0, metadata={"help": "nucleus sampling of candidates"})
+    sampling_batch_size: int | None = field(default=None, metadata={"help": "candidates per generate call (default: all of a turn's in one call)"})
+    explore_candidates: float = field(default=0.0, metadata={
+        "help": "fraction of a turn's num_candidates started with a question opener that the policy completes "
+                "(at least one when > 0; 0 = off, the paper's): a policy that never asks gives the critic no "
+                "question to prefer, so step-level DPO cannot teach asking (docs/training.md)"})
+    explore_turns: int = field(default=1, metadata={"help": "question candidates only at the first N agent turns"})
+    step_score: str = field(default="critic-ref", metadata={
+        "help": "what a candidate's critic log-probability is compared with: critic-ref (ours: the critic's "
+                "reference model on the same privileged sequence) or release (the paper release's: the sampling "
+                "policy's token-mean log-probability on its own prompt, without the privileged info)"})
+
+    def __post_init__(self):
+        self.check_step_pairs()
+
+    def check_step_pairs(self) -> None:
+        """One-line errors for settings no sampling can use (before any model is loaded)."""
+        if self.num_candidates < 2:
+            raise ValueError(f"num_candidates must be >= 2 to form a top/bottom split, got {self.num_candidates}")
+        if self.pairs_per_turn < 1:
+            raise ValueError(f"pairs_per_turn must be >= 1, got {self.pairs_per_turn}")
+        if self.sampling_batch_size is not None and self.sampling_batch_size < 1:
+            raise ValueError(f"sampling_batch_size must be >= 1, got {self.sampling_batch_size}")
+        if not 0 < self.turn_fraction <= 1:
+            raise ValueError(f"turn_fraction must be in (0, 1], got {self.turn_fraction}")
+        if self.first_turns < 0:
+            raise ValueError(f"first_turns must be >= 0 (0 = every agent turn), got {self.first_turns}")
+        if self.skip_turns < 0:
+            raise ValueError(f"skip_turns must be >= 0, got {self.skip_turns}")
+        if not 0 <= self.explore_candidates <= 1:
+            raise ValueError(f"explore_candidates must be in [0, 1], got {self.explore_candidates}")
+        if self.explore_turns < 1:
+            raise ValueError(f"explore_turns must be >= 1, got {self.explore_turns}")
+        check_step_score(self.step_score)
 
 
 def _candidate_batch(tokenizer, messages_before: Messages, candidates: Sequence[str],
@@ -237,47 +282,41 @@ def select_pairs(candidates: Sequence[str], scores: Sequence[float], pairs_per_t
     return rng.sample(options, min(pairs_per_turn, len(options)))
 
 
-def build_step_pairs(records: Sequence[dict[str, Any]], policy, policy_tokenizer, critic, critic_ref,
-                     critic_tokenizer, num_candidates: int = 16, pairs_per_turn: int = 1,
-                     turn_fraction: float = 1.0, max_new_tokens: int = 256, temperature: float = 1.0,
-                     top_p: float = 1.0, sampling_batch_size: int | None = None, system_prompt: str | None = None,
-                     normalize: str = "turn", use_privileged_info: bool = True, step_score: str = "critic-ref",
-                     seed: int = 0, explore_candidates: float = 0.0, explore_turns: int = 1,
-                     first_turns: int = 0, skip_turns: int = 0, progress: bool = False, stats: dict[str, int] | None = None) -> list[dict[str, Any]]:
+def build_step_pairs(records: Sequence[dict[str, Any]], policy, policy_tokenizer, critic: LoadedCritic,
+                     config: StepPairConfig, system_prompt: str | None = None, seed: int = 0,
+                     progress: bool = False, stats: dict[str, int] | None = None) -> list[dict[str, Any]]:
     """DPO rows ``{"prompt", "chosen", "rejected", "chosen_score", "rejected_score"}`` (conversational
     format TRL's DPOTrainer reads) from the agent turns of offline trajectories.
 
     The policy samples from the prompt it saw in the rollout (system prompt from the record's
     ``meta``, or ``system_prompt``); the critic scores that same prompt plus the candidate, with
-    the privileged info — the view it was trained on. ``step_score`` picks what the critic's
-    log-probability is compared with (:data:`STEP_SCORES`: its reference model, or the release's
-    sampling ``policy`` on the prompt without privileged info). ``stats`` (when given) receives counts:
-    ``turns``, ``candidates``, ``truncated_candidates`` (cut by ``max_new_tokens``),
-    ``turns_without_pair`` (all candidates identical) and ``question_candidates``.
+    the privileged info — the view it was trained on (``critic``: the loaded critic, whose
+    metadata says how it reads a candidate: normalisation, privileged info). ``config.step_score``
+    picks what the critic's log-probability is compared with (:data:`STEP_SCORES`: its reference
+    model, or the release's sampling ``policy`` on the prompt without privileged info). ``stats``
+    (when given) receives counts: ``turns``, ``candidates``, ``truncated_candidates`` (cut by
+    ``max_new_tokens``), ``turns_without_pair`` (all candidates identical) and
+    ``question_candidates``.
 
-    ``explore_candidates`` (a fraction, default 0 = off) of the candidates of each of the first
-    ``explore_turns`` agent turns start with a question opener (:func:`sample_candidates`'s
+    ``config.explore_candidates`` (a fraction, default 0 = off) of the candidates of each of the
+    first ``explore_turns`` agent turns start with a question opener (:func:`sample_candidates`'s
     ``questions``), so the critic can prefer asking and a chosen question teaches it.
 
-    ``first_turns`` (default 0 = all) keeps only each trajectory's first N agent turns, before
-    ``turn_fraction`` subsamples: where the decision to ask is made, and where question candidates
-    are offered, at a fraction of the sampling cost of every turn. ``skip_turns`` (default 0) drops
-    each trajectory's first N agent turns: with ``first_turns`` it selects a window (``skip_turns=1,
-    first_turns=2``: the second agent turn only), e.g. to add pairs for the turn after a question to
-    pairs already built for the first."""
-    check_step_score(step_score)  # before any sampling: a typo costs no compute
-    n_questions = question_count(num_candidates, explore_candidates)
-    exploration = ExplorationConfig(rate=1.0, turns=explore_turns)
+    ``config.first_turns`` (default 0 = all) keeps only each trajectory's first N agent turns,
+    before ``turn_fraction`` subsamples: where the decision to ask is made, and where question
+    candidates are offered, at a fraction of the sampling cost of every turn. ``skip_turns``
+    (default 0) drops each trajectory's first N agent turns: with ``first_turns`` it selects a
+    window (``skip_turns=1, first_turns=2``: the second agent turn only), e.g. to add pairs for the
+    turn after a question to pairs already built for the first."""
+    config.check_step_pairs()  # before any sampling: a typo costs no compute
+    n_questions = question_count(config.num_candidates, config.explore_candidates)
+    exploration = ExplorationConfig(rate=1.0, turns=config.explore_turns)
     rng = random.Random(seed)
-    if first_turns < 0:
-        raise ValueError(f"first_turns must be >= 0 (0 = every turn), got {first_turns}")
-    if skip_turns < 0:
-        raise ValueError(f"skip_turns must be >= 0, got {skip_turns}")
     turns = [(ri, ti, before, prompt) for ri, rec in enumerate(records)
              for n, (ti, before, _, prompt) in enumerate(R.iter_agent_turns(rec, system_prompt))
-             if (not first_turns or n < first_turns) and n >= skip_turns]
-    if turn_fraction < 1:
-        turns = rng.sample(turns, max(1, round(len(turns) * turn_fraction)))
+             if (not config.first_turns or n < config.first_turns) and n >= config.skip_turns]
+    if config.turn_fraction < 1:
+        turns = rng.sample(turns, max(1, round(len(turns) * config.turn_fraction)))
         turns.sort(key=lambda x: (x[0], x[1]))
     iterator = turns
     if progress:
@@ -289,17 +328,17 @@ def build_step_pairs(records: Sequence[dict[str, Any]], policy, policy_tokenizer
               "question_candidates": 0}
     for k, (ri, ti, _before, conv) in enumerate(iterator):
         rec = records[ri]
-        questions = n_questions if _agent_turn(conv) < explore_turns else 0
-        cands, cut = sample_candidates(policy, policy_tokenizer, conv, num_candidates, max_new_tokens, temperature,
-                                       top_p, sampling_batch_size, seed=seed + k, return_truncated=True,
-                                       questions=questions, exploration=exploration)
+        questions = n_questions if _agent_turn(conv) < config.explore_turns else 0
+        cands, cut = sample_candidates(policy, policy_tokenizer, conv, config.num_candidates, config.max_new_tokens,
+                                       config.temperature, config.top_p, config.sampling_batch_size, seed=seed + k,
+                                       return_truncated=True, questions=questions, exploration=exploration)
         counts["candidates"] += len(cands)
         counts["question_candidates"] += questions
         counts["truncated_candidates"] += cut
-        priv = R.privileged_info(rec) if use_privileged_info else None
-        scores = score_candidates(critic, critic_ref, critic_tokenizer, conv, cands, priv, normalize,
-                                  step_score=step_score, policy=policy, policy_tokenizer=policy_tokenizer)
-        chosen = select_pairs(cands, scores, pairs_per_turn, rng)
+        priv = R.privileged_info(rec) if critic.use_privileged_info else None
+        scores = score_candidates(critic.model, critic.ref, critic.tokenizer, conv, cands, priv, critic.normalize,
+                                  step_score=config.step_score, policy=policy, policy_tokenizer=policy_tokenizer)
+        chosen = select_pairs(cands, scores, config.pairs_per_turn, rng)
         counts["turns_without_pair"] += not chosen
         for c, r in chosen:
             rows.append({"prompt": conv, "chosen": [{"role": "assistant", "content": cands[c]}],

@@ -9,13 +9,19 @@ The command line is the dataclasses: :class:`StepPairArguments`,
 
 from __future__ import annotations
 
-import json
-from collections.abc import Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from types import SimpleNamespace
 
-from sweet_agent.training_setup import CRITIC_META_FILE, TrainingDataArguments
+from sweet_agent.training_setup import (
+    TrainingCommand,
+    TrainingDataArguments,
+    check_run,
+    load_model,
+    nothing_to_train,
+    peft_config,
+    read_jsonl,
+    write_jsonl,
+)
 
 PROG = "sweet-agent train-actor"
 PRESETS = "actor"
@@ -43,66 +49,41 @@ def dataclass_types() -> tuple[type, ...]:
     return StepPairArguments, ActorConfig, ModelConfig
 
 
-def parse_args(argv: Sequence[str], prog: str = PROG, description: str | None = None) -> SimpleNamespace:
-    """``SimpleNamespace(script, training, model)`` from the command line (TRL's TrlParser)."""
-    from sweet_agent.training_setup import parse_command
-
-    script, training, model = parse_command(prog, PRESETS, dataclass_types(), argv, description or __doc__)
-    return SimpleNamespace(script=script, training=training, model=model)
+COMMAND = TrainingCommand(PROG, PRESETS, dataclass_types, __doc__)
+parse_args = COMMAND.parse_args
 
 
 def _load_critic(data_args: StepPairArguments, dtype: str | None, step_score: str = "critic-ref"):
-    """``(critic, reference or None, tokenizer, sweet_critic.json)``; the release's step score reads
-    no critic reference (the sampling policy takes its place), so none is loaded for it."""
-    from sweet_agent.training_setup import load_model
+    """The critic of ``--critic`` (the one loader, :func:`sweet_agent.critic.loading.load_critic`);
+    the release's step score reads no critic reference (the sampling policy takes its place), so
+    none is loaded for it."""
+    from sweet_agent.critic.loading import CriticLoadError, load_critic, read_critic_meta
 
-    meta_path = Path(data_args.critic) / CRITIC_META_FILE
-    if not meta_path.is_file():
-        raise SystemExit(f"{PROG}: {meta_path} not found; --critic must be a `sweet-agent train-critic` output")
-    meta = json.loads(meta_path.read_text())
-    if meta["critic_type"] == "regression" and step_score == "release":
-        raise SystemExit(f"{PROG}: --step_score release needs a log-probability critic, but {data_args.critic} is a "
-                         "regression critic (no token log-probabilities); use --step_score critic-ref")
-    if meta["critic_type"] == "regression":
-        from transformers import AutoTokenizer
-
-        from sweet_agent.critic.regression import RegressionCritic
-
-        critic = RegressionCritic.from_pretrained(data_args.critic).eval()
-        return critic, None, AutoTokenizer.from_pretrained(data_args.critic), meta
-    critic, tok = load_model(data_args.critic, dtype)
-    if step_score == "release":
-        return critic.eval(), None, tok, meta
-    ref, _ = load_model(data_args.critic_ref or meta["reference_model"], dtype)
-    return critic.eval(), ref.eval(), tok, meta
+    try:
+        if step_score == "release" and read_critic_meta(data_args.critic).get("critic_type") == "regression":
+            raise SystemExit(f"{PROG}: --step_score release needs a log-probability critic, but {data_args.critic} "
+                             "is a regression critic (no token log-probabilities); use --step_score critic-ref")
+        return load_critic(data_args.critic, dtype, data_args.critic_ref, with_reference=step_score != "release")
+    except CriticLoadError as exc:
+        raise SystemExit(f"{PROG}: {exc}") from None
 
 
 def build_pairs(data_args: StepPairArguments, cfg, policy, tok, dtype: str | None) -> list[dict]:
     """Sample, score and pair candidates for the offline agent turns; write and return the rows."""
     from sweet_agent.actor.candidates import build_step_pairs
-    from sweet_agent.training_data import records as R
-    from sweet_agent.training_setup import require_data, write_jsonl
 
     if not data_args.critic:
         raise SystemExit(f"{PROG}: pass --data and --critic to build step pairs, or --pairs_in")
-    records = R.load_records(require_data(PROG, data_args.data))
-    critic, critic_ref, critic_tok, meta = _load_critic(data_args, dtype, cfg.step_score)
-    if meta.get("pair_rule") == "release" and cfg.step_score != "release":
+    records = COMMAND.read_records(data_args)
+    critic = _load_critic(data_args, dtype, cfg.step_score)
+    if critic.meta.get("pair_rule") == "release" and cfg.step_score != "release":
         print(f"[train-actor] note: the critic was trained with --pair_rule release; candidates are scored with "
               f"--step_score {cfg.step_score} (ours); --step_score release scores them as the release does")
     stats: dict[str, int] = {}
-    rows = build_step_pairs(records, policy, tok, critic, critic_ref, critic_tok,
-                            num_candidates=cfg.num_candidates, pairs_per_turn=cfg.pairs_per_turn,
-                            turn_fraction=cfg.turn_fraction, max_new_tokens=cfg.max_new_tokens,
-                            temperature=cfg.temperature, top_p=cfg.top_p,
-                            sampling_batch_size=cfg.sampling_batch_size,
-                            system_prompt=data_args.system_prompt or meta.get("system_prompt"),
-                            normalize=meta["normalize"], use_privileged_info=meta["use_privileged_info"],
-                            step_score=cfg.step_score, seed=cfg.seed, explore_candidates=cfg.explore_candidates,
-                            explore_turns=cfg.explore_turns, first_turns=cfg.first_turns,
-                            skip_turns=cfg.skip_turns, progress=True,
-                            stats=stats)
-    del critic, critic_ref
+    rows = build_step_pairs(records, policy, tok, critic, cfg,
+                            system_prompt=data_args.system_prompt or critic.meta.get("system_prompt"),
+                            seed=cfg.seed, progress=True, stats=stats)
+    del critic
     out = data_args.pairs_out or f"{cfg.output_dir}/step_pairs.jsonl"
     write_jsonl(out, rows)
     print(f"[train-actor] {len(rows)} step pairs from {stats.get('turns', 0)} agent turns of {len(records)} "
@@ -122,15 +103,6 @@ def build_pairs(data_args: StepPairArguments, cfg, policy, tok, dtype: str | Non
 def run(args: SimpleNamespace) -> int:
     data_args, cfg, model_args = args.script, args.training, args.model
     from sweet_agent.actor.trainer import make_dpo_trainer
-    from sweet_agent.training_setup import (
-        check_run,
-        load_model,
-        nothing_to_train,
-        peft_config,
-        read_jsonl,
-        resume_checkpoint,
-        save_final,
-    )
 
     check_run(PROG, cfg)
     if data_args.pairs_in:
@@ -149,7 +121,5 @@ def run(args: SimpleNamespace) -> int:
     if policy is None:
         policy, tok = load_model(model_args)
     trainer = make_dpo_trainer(policy, tok, rows, cfg, peft_config=peft_config(model_args))
-    trainer.train(resume_from_checkpoint=resume_checkpoint(cfg))
-    save_final(trainer, tok, cfg.output_dir, model_args)
-    print(f"[train-actor] saved to {cfg.output_dir}")
+    COMMAND.train_and_save(trainer, tok, cfg, model_args)
     return 0

@@ -13,7 +13,6 @@ dataclasses ``PreferenceDataArguments``, :class:`MTDPOConfig` and ``trl.ModelCon
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass, field
 from types import SimpleNamespace
 from typing import Any
@@ -24,6 +23,18 @@ from trl.trainer.dpo_trainer import DataCollatorForPreference
 from trl.trainer.utils import pad
 
 from sweet_agent.training_data import records as R
+from sweet_agent.training_data.pairs import build_trajectory_pairs
+from sweet_agent.training_data.spans import assistant_token_spans, spans_to_turn_ids
+from sweet_agent.training_setup import (
+    PreferenceDataArguments,
+    TrainingCommand,
+    check_run,
+    initial_copy,
+    load_model,
+    nothing_to_train,
+    peft_config,
+    resolve_machine_defaults,
+)
 
 PROG = "sweet-agent train-mtdpo"
 PRESETS = "mtdpo"
@@ -43,18 +54,13 @@ class MTDPOConfig(DPOConfig):
     gradient_checkpointing: bool | None = None
 
     def __post_init__(self):
-        from sweet_agent.training_setup import resolve_ddp_backend, resolve_precision
-
-        resolve_precision(self)
-        resolve_ddp_backend(self)
+        resolve_machine_defaults(self)
         super().__post_init__()
 
 
 def mtdpo_rows(records: list[dict[str, Any]], success_threshold: float | None = None,
                system_prompt: str | None = None, rule: str = "success") -> list[dict[str, Any]]:
     """Conversational DPO rows ``{"prompt", "chosen", "rejected"}`` of trajectory pairs."""
-    from sweet_agent.training_data.pairs import build_trajectory_pairs
-
     rows = []
     for p in build_trajectory_pairs(records, success_threshold, rule=rule):
         c, r = R.dialogue_messages(p["chosen"]), R.dialogue_messages(p["rejected"])
@@ -78,8 +84,6 @@ def _common_prefix(a: list[int], b: list[int]) -> int:
 
 def tokenize_trajectory_pair(tokenizer, row: dict[str, Any]) -> dict[str, list[int]]:
     """prompt/chosen/rejected ids plus per-token agent masks for both completions."""
-    from sweet_agent.training_data.spans import assistant_token_spans, spans_to_turn_ids
-
     c_ids, c_spans = assistant_token_spans(tokenizer, row["prompt"] + row["chosen"])
     r_ids, r_spans = assistant_token_spans(tokenizer, row["prompt"] + row["rejected"])
     n = min(_common_prefix(c_ids, r_ids), c_spans[0][0], r_spans[0][0])
@@ -138,8 +142,6 @@ class MultiTurnDPOTrainer(DPOTrainer):
 def make_mtdpo_trainer(model, tokenizer, rows, args, ref_model=None, peft_config=None, **kwargs):
     from datasets import Dataset
 
-    from sweet_agent.training_setup import initial_copy
-
     if not rows:
         raise ValueError("no trajectory pairs: no task has a successful trajectory and a worse one; collect "
                          "more samples per task or lower --success-threshold")
@@ -153,33 +155,17 @@ def make_mtdpo_trainer(model, tokenizer, rows, args, ref_model=None, peft_config
 def dataclass_types() -> tuple[type, ...]:
     from trl import ModelConfig
 
-    from sweet_agent.training_setup import PreferenceDataArguments
-
     return PreferenceDataArguments, MTDPOConfig, ModelConfig
 
 
-def parse_args(argv: Sequence[str], prog: str = PROG, description: str | None = None) -> SimpleNamespace:
-    """``SimpleNamespace(script, training, model)`` from the command line (TRL's TrlParser)."""
-    from sweet_agent.training_setup import parse_command
-
-    script, training, model = parse_command(prog, PRESETS, dataclass_types(), argv, description or __doc__)
-    return SimpleNamespace(script=script, training=training, model=model)
+COMMAND = TrainingCommand(PROG, PRESETS, dataclass_types, __doc__)
+parse_args = COMMAND.parse_args
 
 
 def run(args: SimpleNamespace) -> int:
     data_args, cfg, model_args = args.script, args.training, args.model
-    from sweet_agent.training_setup import (
-        check_run,
-        load_model,
-        nothing_to_train,
-        peft_config,
-        require_data,
-        resume_checkpoint,
-        save_final,
-    )
-
     check_run(PROG, cfg)
-    records = R.load_records(require_data(PROG, data_args.data))
+    records = COMMAND.read_records(data_args)
     rows = mtdpo_rows(records, data_args.success_threshold, data_args.system_prompt, data_args.pair_rule)
     if not rows:
         nothing_to_train(PROG, f"no trajectory pairs under --pair_rule {data_args.pair_rule} in {len(records)} "
@@ -189,7 +175,5 @@ def run(args: SimpleNamespace) -> int:
     print(f"[train-mtdpo] {len(rows)} trajectory pairs from {len(records)} trajectories")
     model, tok = load_model(model_args)
     trainer = make_mtdpo_trainer(model, tok, rows, cfg, peft_config=peft_config(model_args))
-    trainer.train(resume_from_checkpoint=resume_checkpoint(cfg))
-    save_final(trainer, tok, cfg.output_dir, model_args)
-    print(f"[train-mtdpo] saved to {cfg.output_dir}")
+    COMMAND.train_and_save(trainer, tok, cfg, model_args)
     return 0

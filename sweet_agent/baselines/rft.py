@@ -9,7 +9,6 @@ is the dataclasses: ``PreferenceDataArguments``, :class:`RFTConfig` and ``trl.Mo
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass
 from types import SimpleNamespace
 from typing import Any
@@ -17,6 +16,15 @@ from typing import Any
 from trl import SFTConfig
 
 from sweet_agent.training_data import records as R
+from sweet_agent.training_setup import (
+    PreferenceDataArguments,
+    TrainingCommand,
+    check_run,
+    load_model,
+    nothing_to_train,
+    peft_config,
+    resolve_machine_defaults,
+)
 
 PROG = "sweet-agent train-rft"
 PRESETS = "rft"
@@ -34,10 +42,7 @@ class RFTConfig(SFTConfig):
     gradient_checkpointing: bool | None = None
 
     def __post_init__(self):
-        from sweet_agent.training_setup import resolve_ddp_backend, resolve_precision
-
-        resolve_precision(self)
-        resolve_ddp_backend(self)
+        resolve_machine_defaults(self)
         super().__post_init__()
 
 
@@ -75,41 +80,20 @@ def make_rft_trainer(model, tokenizer, rows, args, peft_config=None, **kwargs):
                       peft_config=peft_config, **kwargs)
 
 
-def rft_config(**kw) -> RFTConfig:
-    """:class:`RFTConfig` (agent-turn-only loss) with ``kw`` overrides."""
-    return RFTConfig(**kw)
-
-
 def dataclass_types() -> tuple[type, ...]:
     from trl import ModelConfig
-
-    from sweet_agent.training_setup import PreferenceDataArguments
 
     return PreferenceDataArguments, RFTConfig, ModelConfig
 
 
-def parse_args(argv: Sequence[str], prog: str = PROG, description: str | None = None) -> SimpleNamespace:
-    """``SimpleNamespace(script, training, model)`` from the command line (TRL's TrlParser)."""
-    from sweet_agent.training_setup import parse_command
-
-    script, training, model = parse_command(prog, PRESETS, dataclass_types(), argv, description or __doc__)
-    return SimpleNamespace(script=script, training=training, model=model)
+COMMAND = TrainingCommand(PROG, PRESETS, dataclass_types, __doc__)
+parse_args = COMMAND.parse_args
 
 
 def run(args: SimpleNamespace) -> int:
     data_args, cfg, model_args = args.script, args.training, args.model
-    from sweet_agent.training_setup import (
-        check_run,
-        load_model,
-        nothing_to_train,
-        peft_config,
-        require_data,
-        resume_checkpoint,
-        save_final,
-    )
-
     check_run(PROG, cfg)
-    records = R.load_records(require_data(PROG, data_args.data))
+    records = COMMAND.read_records(data_args)
     rows = rft_rows(records, data_args.success_threshold, data_args.system_prompt, data_args.pair_rule)
     if not rows:
         nothing_to_train(PROG, f"no trajectory of {len(records)} is kept under --pair_rule {data_args.pair_rule}",
@@ -118,7 +102,5 @@ def run(args: SimpleNamespace) -> int:
     print(f"[train-rft] fine-tuning on {len(rows)} of {len(records)} trajectories (rule: {data_args.pair_rule})")
     model, tok = load_model(model_args)
     trainer = make_rft_trainer(model, tok, rows, cfg, peft_config=peft_config(model_args))
-    trainer.train(resume_from_checkpoint=resume_checkpoint(cfg))
-    save_final(trainer, tok, cfg.output_dir, model_args)
-    print(f"[train-rft] saved to {cfg.output_dir}")
+    COMMAND.train_and_save(trainer, tok, cfg, model_args)
     return 0

@@ -9,13 +9,12 @@ tie rate and margins) to ``--output_dir``; ``train-actor`` reads both.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass, field
 from types import SimpleNamespace
 
-from sweet_agent.training_setup import CRITIC_META_FILE, PreferenceDataArguments
+from sweet_agent.critic.loading import META_FILE
+from sweet_agent.training_setup import PreferenceDataArguments, TrainingCommand
 
-META_FILE = CRITIC_META_FILE
 PROG = "sweet-agent train-critic"
 PRESETS = "critic"
 
@@ -40,25 +39,19 @@ def dataclass_types() -> tuple[type, ...]:
     return CriticDataArguments, CriticConfig, ModelConfig
 
 
-def parse_args(argv: Sequence[str], prog: str = PROG, description: str | None = None) -> SimpleNamespace:
-    """``SimpleNamespace(script, training, model)`` from the command line (TRL's TrlParser)."""
-    from sweet_agent.training_setup import parse_command
-
-    script, training, model = parse_command(prog, PRESETS, dataclass_types(), argv, description or __doc__)
-    return SimpleNamespace(script=script, training=training, model=model)
+COMMAND = TrainingCommand(PROG, PRESETS, dataclass_types, __doc__)
+parse_args = COMMAND.parse_args
 
 
 def run(args: SimpleNamespace) -> int:
     data_args, cfg, model_args = args.script, args.training, args.model
     from sweet_agent.critic.trainer import NEAR_ZERO_MARGIN, CriticTrainer
-    from sweet_agent.training_data import records as R
     from sweet_agent.training_data.pairs import build_trajectory_pairs, pairs_to_rows, split_by_task
     from sweet_agent.training_setup import (
         check_run,
         load_model,
         nothing_to_train,
         peft_config,
-        require_data,
         resolve_model,
         resume_checkpoint,
         save_final,
@@ -66,7 +59,7 @@ def run(args: SimpleNamespace) -> int:
     )
 
     check_run(PROG, cfg)
-    records = R.load_records(require_data(PROG, data_args.data))
+    records = COMMAND.read_records(data_args)
     pairs = build_trajectory_pairs(records, data_args.success_threshold, data_args.max_pairs_per_task, cfg.seed,
                                    rule=data_args.pair_rule)
     if not pairs:

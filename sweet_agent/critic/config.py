@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from transformers import TrainingArguments
 
 from sweet_agent.critic.advantages import NORMALIZATIONS
-from sweet_agent.training_setup import resolve_ddp_backend, resolve_precision
+from sweet_agent.training_setup import resolve_machine_defaults
 
 CRITIC_TYPES = ("logratio", "regression")
 
@@ -48,6 +48,5 @@ class CriticConfig(TrainingArguments):
             raise ValueError(f"critic_type must be one of {CRITIC_TYPES}, got {self.critic_type!r}")
         if self.beta <= 0:
             raise ValueError(f"beta must be > 0, got {self.beta}")
-        resolve_precision(self)
-        resolve_ddp_backend(self)
+        resolve_machine_defaults(self)
         super().__post_init__()

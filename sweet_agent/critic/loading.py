@@ -13,7 +13,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-#: Written by ``train-critic`` next to the weights.
+#: Written by ``train-critic`` next to the weights (its reference model, scoring settings and
+#: held-out accuracy); read by everything that loads the critic.
 META_FILE = "sweet_critic.json"
 
 
@@ -53,8 +54,11 @@ def read_critic_meta(path: str | Path) -> dict[str, Any]:
     return meta
 
 
-def load_critic(path: str | Path, dtype: str = "float32", reference: str | None = None) -> LoadedCritic:
-    """Load the critic at ``path`` (and its frozen reference model) in eval mode."""
+def load_critic(path: str | Path, dtype: str | None = "float32", reference: str | None = None,
+                with_reference: bool = True) -> LoadedCritic:
+    """Load the critic at ``path`` (and its frozen reference model) in eval mode.
+    ``with_reference=False`` loads no reference (``ref`` is ``None``): for the paper release's
+    step score, where the sampling policy takes its place."""
     from sweet_agent.training_setup import load_model
 
     meta = read_critic_meta(path)
@@ -66,6 +70,8 @@ def load_critic(path: str | Path, dtype: str = "float32", reference: str | None 
         return LoadedCritic(RegressionCritic.from_pretrained(str(path)).eval(), None,
                             AutoTokenizer.from_pretrained(str(path)), meta)
     critic, tok = load_model(str(path), dtype)
+    if not with_reference:
+        return LoadedCritic(critic.eval(), None, tok, meta)
     ref_name = reference or meta.get("reference_model")
     if not ref_name:
         raise CriticLoadError(f"{Path(path) / META_FILE} names no reference_model; pass the reference explicitly")

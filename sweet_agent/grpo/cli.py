@@ -8,48 +8,40 @@ similarity) is the GRPO reward, optionally plus λ × the SWEET critic's score (
 :class:`~sweet_agent.grpo.config.ColBenchGRPOConfig` and ``trl.ModelConfig``; ``--config
 cpu`` / ``--config paper`` (shipped presets) or ``--config my.yaml``; flags override presets.
 
-Writes the LoRA adapter (or the model), ``trainer_state.json`` (per-step ``reward``,
-``rewards/<Env>/mean``, ``tools/call_frequency``, ``colbench/*`` episode statistics) and
-``grpo_steps.jsonl`` (one line per logged step) to ``--output_dir``.
+The command line, the model loading, resuming (``--resume_from_checkpoint``) and the final save
+are every training command's (:mod:`sweet_agent.training_setup`): ``--output_dir`` receives the
+model the next stage loads (with LoRA: the adapter in ``adapter/``, merged into a copy of the
+base model beside it), ``trainer_state.json`` (per-step ``reward``, ``rewards/<Env>/mean``,
+``tools/call_frequency``, ``colbench/*`` episode statistics) and ``grpo_steps.jsonl`` (one line
+per logged step).
 """
 
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
-from types import SimpleNamespace
 from typing import Any
 
-PRESETS = Path(__file__).resolve().parent.parent / "configs" / "grpo"
+from sweet_agent.training_setup import TrainingCommand, check_run, load_model, peft_config
+
+PROG = "sweet-agent train-grpo"
+PRESETS = "grpo"
 #: Step metrics echoed to the console and written to grpo_steps.jsonl.
 STEP_KEYS = ("reward", "reward_std", "tools/call_frequency", "colbench/questions", "colbench/drafts",
              "colbench/turns", "colbench/submitted", "colbench/success", "completions/mean_length")
 
 
-def parse_args(argv: list[str], prog: str = "sweet-agent train-grpo", description: str | None = None):
-    """``SimpleNamespace(script, training, model)`` from the command line (TRL's TrlParser)."""
-    from trl import ModelConfig, TrlParser
+def dataclass_types() -> tuple[type, ...]:
+    from trl import ModelConfig
 
     from sweet_agent.grpo.config import ColBenchGRPOConfig, GRPOScriptArguments
 
-    args = list(argv)
-    if "--config" in args:
-        k = args.index("--config")
-        if k + 1 >= len(args):
-            raise SystemExit(f"{prog}: --config needs a YAML file or a preset name "
-                             f"({', '.join(p.stem for p in sorted(PRESETS.glob('*.yaml')))})")
-        spec = args[k + 1]
-        if not Path(spec).is_file():
-            shipped = PRESETS / f"{spec}.yaml"
-            if not shipped.is_file():
-                raise SystemExit(f"{prog}: --config {spec}: no such file and no shipped preset of that name "
-                                 f"(shipped: {', '.join(p.stem for p in sorted(PRESETS.glob('*.yaml')))})")
-            args[k + 1] = str(shipped)
-    parser = TrlParser([GRPOScriptArguments, ColBenchGRPOConfig, ModelConfig], prog=prog,
-                       description=description or __doc__.splitlines()[0], allow_abbrev=False)
-    script, training, model = parser.parse_args_and_config(args)
-    return SimpleNamespace(script=script, training=training, model=model)
+    return GRPOScriptArguments, ColBenchGRPOConfig, ModelConfig
+
+
+# No --output_dir required: GRPOConfig has its own default (and the presets name one).
+COMMAND = TrainingCommand(PROG, PRESETS, dataclass_types, __doc__.splitlines()[0], require_output_dir=False)
+parse_args = COMMAND.parse_args
 
 
 def make_environment_factory(script) -> Any:
@@ -73,29 +65,9 @@ def make_environment_factory(script) -> Any:
     return make_tool_env_factory(script.env_id, **kw)
 
 
-def load_policy(model_args):
-    """``(model, tokenizer)``: ``--model_name_or_path`` (default: the embedded 0.5B policy)."""
-    import torch
-    from transformers import AutoModelForCausalLM, AutoTokenizer
-
-    from sweet_agent.training_setup import resolve_model
-
-    path = resolve_model(model_args.model_name_or_path or "default")
-    tok = AutoTokenizer.from_pretrained(path)
-    if tok.pad_token is None:
-        tok.pad_token = tok.eos_token
-    dtype = model_args.dtype
-    kw: dict[str, Any] = {"dtype": dtype if dtype in (None, "auto") else getattr(torch, dtype)}
-    if model_args.attn_implementation:
-        kw["attn_implementation"] = model_args.attn_implementation
-    return AutoModelForCausalLM.from_pretrained(path, **kw), tok
-
-
 def build_trainer(script, training, model_args, model=None, tokenizer=None):
     """The :class:`ColBenchGRPOTrainer` for parsed arguments (``model``/``tokenizer`` override
-    loading ``--model_name_or_path``)."""
-    from trl import get_peft_config
-
+    loading ``--model_name_or_path``, default: the embedded 0.5B policy)."""
     from sweet_agent.grpo.critic_reward import SweetCriticReward
     from sweet_agent.grpo.data import build_prompt_dataset
     from sweet_agent.grpo.trainer import ColBenchGRPOTrainer
@@ -110,10 +82,10 @@ def build_trainer(script, training, model_args, model=None, tokenizer=None):
                                               training.critic_reference))
         training.reward_weights = [training.critic_weight]
     if model is None:
-        model, tokenizer = load_policy(model_args)
+        model, tokenizer = load_model(model_args)
     return ColBenchGRPOTrainer(model=model, args=training, train_dataset=dataset, processing_class=tokenizer,
                                reward_funcs=reward_funcs or None, environment_factory=factory,
-                               peft_config=get_peft_config(model_args))
+                               peft_config=peft_config(model_args))
 
 
 def step_records(log_history: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -136,9 +108,9 @@ def run(args) -> int:
 
     script, training, model_args = args.script, args.training, args.model
     os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")  # environment_factory is experimental in TRL 1.16
+    check_run(PROG, training)
     trainer = build_trainer(script, training, model_args)
-    trainer.train()
-    trainer.save_model(training.output_dir)
+    COMMAND.train_and_save(trainer, trainer.processing_class, training, model_args)
     trainer.save_state()
     steps = step_records(trainer.state.log_history)
     write_jsonl_atomic(Path(training.output_dir) / "grpo_steps.jsonl", steps)
@@ -147,5 +119,4 @@ def run(args) -> int:
         print(f"[train-grpo] step {rec['step']}: reward {rec['reward']:.3f} env {env_reward} "
               f"questions {rec.get('colbench/questions')} turns {rec.get('colbench/turns')} "
               f"submitted {rec.get('colbench/submitted')} success {rec.get('colbench/success')}")
-    print(f"[train-grpo] saved to {training.output_dir}", file=sys.stderr)
     return 0

@@ -4,7 +4,7 @@
 ``grpo.py`` script does: :class:`GRPOScriptArguments` (the task source and the environment —
 the "dataset" of online RL), :class:`ColBenchGRPOConfig` (TRL's ``GRPOConfig`` plus the SWEET
 critic reward) and TRL's ``ModelConfig`` (model, dtype, LoRA). ``--config preset.yaml`` sets
-any of their fields; presets ship in ``sweet_agent/configs/grpo_*.yaml``.
+any of their fields; presets ship in ``sweet_agent/configs/grpo/``.
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from trl import GRPOConfig
 
 from colbench_gym.protocol import MAX_TURNS
+from sweet_agent.training_setup import resolve_machine_defaults
 
 
 @dataclass
@@ -60,9 +61,6 @@ class ColBenchGRPOConfig(GRPOConfig):
     def __post_init__(self):
         if self.critic_weight < 0:
             raise ValueError(f"critic_weight must be >= 0, got {self.critic_weight}")
-        if self.bf16 is None and not self.fp16:
-            import torch
-
-            # GRPOConfig turns bf16 on by default; on a CPU-only machine train in the model's dtype.
-            self.bf16 = bool(torch.cuda.is_available())
+        # GRPOConfig turns bf16 on by default; on a machine without a bf16 GPU train in the model's dtype.
+        resolve_machine_defaults(self)
         super().__post_init__()

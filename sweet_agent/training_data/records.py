@@ -84,14 +84,11 @@ def reward(rec: dict[str, Any]) -> float:
 
 
 def is_success(rec: dict[str, Any], threshold: float | None = None) -> bool:
-    """With no ``threshold``: the one success rule of backend records
-    (:func:`colbench_gym.tasks.records.record_success`: the record's ``success`` when it carries
-    one, else reward >= 1, all tests passed), except that an ungraded record is an error here
-    (training cannot use it) rather than ``None``. With a ``threshold`` (``--success_threshold``,
-    for partial-credit training sets): reward >= threshold, whatever ``success`` says."""
-    if threshold is not None:
-        return reward(rec) >= threshold
-    success = record_success(rec)
+    """The one success rule (:func:`colbench_gym.tasks.records.record_success`: the record's
+    ``success`` when it carries one, else reward >= 1; with a ``threshold``, the
+    ``--success_threshold`` of partial-credit training sets, reward >= threshold), except that an
+    ungraded record is an error here (training cannot use it) rather than ``None``."""
+    success = record_success(rec, threshold)
     if success is None:
         raise RecordError(_UNGRADED)
     return success

@@ -44,6 +44,8 @@ def test_train_grpo_one_step_with_the_default_model(tmp_path) -> None:
     for key in ("reward", "rewards/ColBenchToolEnv/mean", "colbench/turns", "colbench/submitted", "step_time"):
         assert key in steps[0], key
     assert "[train-grpo] step 1: reward" in proc.stdout
-    assert (out / "adapter_config.json").is_file()  # LoRA adapter of the cpu preset
+    # save_final, as every training command: the cpu preset's LoRA adapter, merged into a model the next stage loads
+    assert (out / "adapter" / "adapter_config.json").is_file() and (out / "config.json").is_file()
+    assert "[train-grpo] saved to" in proc.stdout
     state = json.loads((out / "trainer_state.json").read_text())
     assert state["global_step"] == 1

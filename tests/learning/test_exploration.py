@@ -126,7 +126,7 @@ def test_best_of_n_refuses_a_privileged_critic_and_greedy(tiny_policy, tmp_path)
 def test_rft_trains_on_the_prefilled_opener(tiny_policy, tmp_path):
     """The behaviour policy's opener is part of the recorded agent turn, so RFT's agent-only loss
     covers it: a kept asking episode teaches the target policy to open with the question itself."""
-    from sweet_agent.baselines.rft import make_rft_trainer, rft_config, rft_rows
+    from sweet_agent.baselines.rft import RFTConfig, make_rft_trainer, rft_rows
     from sweet_agent.rollout.collector import RolloutConfig, collect
 
     pol = ExploringPolicy(tiny_policy, ExplorationConfig(rate=1.0, turns=1))
@@ -139,7 +139,7 @@ def test_rft_trains_on_the_prefilled_opener(tiny_policy, tmp_path):
     rows = rft_rows(recs, rule="best")
     assert len(rows) == 2
     tok = tiny_policy.tokenizer
-    args = rft_config(output_dir=str(tmp_path / "rft"), use_cpu=True, bf16=False, max_steps=1, save_strategy="no",
+    args = RFTConfig(output_dir=str(tmp_path / "rft"), use_cpu=True, bf16=False, max_steps=1, save_strategy="no",
                       max_length=None, report_to="none")  # no truncation: the byte-level prompts are long
     trainer = make_rft_trainer(build_tiny_model(tok, seed=5), tok, rows, args)
     by_request = {r["task"]["problem_description"]: r for r in recs}

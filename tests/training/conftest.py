@@ -69,3 +69,12 @@ def toy_records():
         t = make_task(i)
         recs += [make_traj(t, True), make_traj(t, False, variant=0), make_traj(t, False, 0.5, variant=1)]
     return recs
+
+
+@pytest.fixture
+def tiny_critic(tiny_model, tiny_ref_model, tiny_tokenizer):
+    """The tiny critic and its reference as ``load_critic`` returns a trained one (default
+    metadata: per-turn normalisation, privileged info): what ``build_step_pairs`` scores with."""
+    from sweet_agent.critic.loading import LoadedCritic
+
+    return LoadedCritic(tiny_model, tiny_ref_model, tiny_tokenizer, {})

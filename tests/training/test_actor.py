@@ -9,6 +9,7 @@ import pytest
 import torch
 
 from sweet_agent.actor.candidates import (
+    StepPairConfig,
     build_step_pairs,
     sample_candidates,
     score_candidates,
@@ -59,12 +60,12 @@ def test_candidate_scores_equal_turn_advantages(tiny_model, tiny_ref_model, tiny
     assert got == pytest.approx(want, abs=1e-5)
 
 
-def test_step_pairs_and_one_dpo_step(tiny_model, tiny_ref_model, tiny_tokenizer, toy_records, tmp_path):
+def test_step_pairs_and_one_dpo_step(tiny_critic, tiny_tokenizer, toy_records, tmp_path):
     from tiny_model import build_tiny_model
 
     policy = build_tiny_model(tiny_tokenizer, seed=2)
-    rows = build_step_pairs(toy_records[:3], policy, tiny_tokenizer, tiny_model, tiny_ref_model, tiny_tokenizer,
-                            num_candidates=4, pairs_per_turn=1, turn_fraction=0.5, max_new_tokens=6)
+    rows = build_step_pairs(toy_records[:3], policy, tiny_tokenizer, tiny_critic,
+                            StepPairConfig(num_candidates=4, pairs_per_turn=1, turn_fraction=0.5, max_new_tokens=6))
     assert 1 <= len(rows) <= 3
     for row in rows:
         assert row["chosen_score"] >= row["rejected_score"]

@@ -7,7 +7,7 @@ import math
 import torch
 
 from sweet_agent.baselines.mtdpo import AgentTokenPreferenceCollator, make_mtdpo_trainer, mtdpo_rows
-from sweet_agent.baselines.rft import make_rft_trainer, rft_config, rft_rows
+from sweet_agent.baselines.rft import RFTConfig, make_rft_trainer, rft_rows
 
 
 def _changed(model, before):
@@ -22,7 +22,7 @@ def test_rft_rows_keep_only_successes(toy_records):
 
 
 def test_rft_one_step_agent_tokens_only(tiny_model, tiny_tokenizer, toy_records, tmp_path):
-    args = rft_config(output_dir=str(tmp_path / "rft"), use_cpu=True, bf16=False, max_steps=1,
+    args = RFTConfig(output_dir=str(tmp_path / "rft"), use_cpu=True, bf16=False, max_steps=1,
                       per_device_train_batch_size=2, learning_rate=1e-3, save_strategy="no", max_length=512)
     trainer = make_rft_trainer(tiny_model, tiny_tokenizer, rft_rows(toy_records), args)
     row = trainer.train_dataset[0]

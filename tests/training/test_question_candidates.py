@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from sweet_agent.actor.candidates import build_step_pairs, question_count, sample_candidates
+from sweet_agent.actor.candidates import StepPairConfig, build_step_pairs, question_count, sample_candidates
 from sweet_agent.actor.config import ActorConfig
 from sweet_agent.policies.exploration import DEFAULT_OPENERS, ExplorationConfig
 
@@ -50,26 +50,26 @@ def test_question_count():
         question_count(4, 1.5)
 
 
-def test_step_pairs_hold_question_candidates_only_when_on(tiny_model, tiny_ref_model, tiny_tokenizer, toy_records):
+def test_step_pairs_hold_question_candidates_only_when_on(tiny_critic, tiny_tokenizer, toy_records):
     from tiny_model import build_tiny_model
 
     policy = build_tiny_model(tiny_tokenizer, seed=2)
     recs = toy_records[:3]  # two agent turns each
-    kw = dict(num_candidates=2, pairs_per_turn=1, turn_fraction=1.0, max_new_tokens=6, seed=0)
+    kw = dict(num_candidates=2, pairs_per_turn=1, turn_fraction=1.0, max_new_tokens=6)
 
     default_stats: dict[str, int] = {}
-    default = build_step_pairs(recs, policy, tiny_tokenizer, tiny_model, tiny_ref_model, tiny_tokenizer,
-                               stats=default_stats, **kw)
+    default = build_step_pairs(recs, policy, tiny_tokenizer, tiny_critic, StepPairConfig(**kw), seed=0,
+                               stats=default_stats)
     off_stats: dict[str, int] = {}
-    off = build_step_pairs(recs, policy, tiny_tokenizer, tiny_model, tiny_ref_model, tiny_tokenizer,
-                           explore_candidates=0.0, stats=off_stats, **kw)
+    off = build_step_pairs(recs, policy, tiny_tokenizer, tiny_critic, StepPairConfig(explore_candidates=0.0, **kw),
+                           seed=0, stats=off_stats)
     assert off == default and off_stats == default_stats and off_stats["question_candidates"] == 0
     texts = [r[k][0]["content"] for r in off for k in ("chosen", "rejected")]
     assert texts and not any(starts_with_opener(t) for t in texts)
 
     stats: dict[str, int] = {}
-    rows = build_step_pairs(recs, policy, tiny_tokenizer, tiny_model, tiny_ref_model, tiny_tokenizer,
-                            explore_candidates=0.5, explore_turns=1, stats=stats, **kw)
+    rows = build_step_pairs(recs, policy, tiny_tokenizer, tiny_critic,
+                            StepPairConfig(explore_candidates=0.5, explore_turns=1, **kw), seed=0, stats=stats)
     assert stats["turns"] == 6 and stats["candidates"] == 12
     assert stats["question_candidates"] == 3  # one of two candidates at each first agent turn
     def agent_turn(row):  # agent turns before this one in the policy's prompt
@@ -122,16 +122,16 @@ def test_train_actor_flag_puts_questions_into_the_written_pairs(tmp_path, toy_re
 
 
 @pytest.fixture
-def pairs_of_toy_records(tiny_model, tiny_ref_model, tiny_tokenizer, toy_records):
-    """``build_step_pairs`` on three two-turn toy trajectories, a tiny policy unlike the critic."""
+def pairs_of_toy_records(tiny_critic, tiny_tokenizer, toy_records):
+    """``build_step_pairs`` on three two-turn toy trajectories, a tiny policy unlike the critic
+    (``kw``: :class:`StepPairConfig` fields)."""
     from tiny_model import build_tiny_model
 
     policy = build_tiny_model(tiny_tokenizer, seed=2)
 
-    def build(**kw):
-        args = dict(num_candidates=2, pairs_per_turn=1, turn_fraction=1.0, max_new_tokens=6, seed=0) | kw
-        return build_step_pairs(toy_records[:3], policy, tiny_tokenizer, tiny_model, tiny_ref_model, tiny_tokenizer,
-                                **args)
+    def build(stats: dict[str, int] | None = None, **kw):
+        config = StepPairConfig(**(dict(num_candidates=2, pairs_per_turn=1, turn_fraction=1.0, max_new_tokens=6) | kw))
+        return build_step_pairs(toy_records[:3], policy, tiny_tokenizer, tiny_critic, config, seed=0, stats=stats)
     return build
 
 

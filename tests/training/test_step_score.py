@@ -10,7 +10,7 @@ import pytest
 import torch
 import yaml
 
-from sweet_agent.actor.candidates import STEP_SCORES, build_step_pairs, score_candidates
+from sweet_agent.actor.candidates import STEP_SCORES, StepPairConfig, build_step_pairs, score_candidates
 from sweet_agent.actor.config import ActorConfig
 from sweet_agent.cli import main
 from sweet_agent.critic.advantages import with_privileged
@@ -73,11 +73,11 @@ def test_release_score_reads_the_policy_not_the_critic_reference(tiny_model, tin
         score_candidates(tiny_model, None, tiny_tokenizer, BEFORE, CANDS, PRIV, step_score="release")
 
 
-def test_step_pairs_under_each_score(tiny_model, tiny_ref_model, tiny_tokenizer, toy_records, policy):
+def test_step_pairs_under_each_score(tiny_critic, tiny_model, tiny_tokenizer, toy_records, policy):
     def pairs(step_score):
-        return build_step_pairs(toy_records[:3], policy, tiny_tokenizer, tiny_model, tiny_ref_model, tiny_tokenizer,
-                                num_candidates=4, pairs_per_turn=2, turn_fraction=0.5, max_new_tokens=6,
-                                step_score=step_score)
+        return build_step_pairs(toy_records[:3], policy, tiny_tokenizer, tiny_critic,
+                                StepPairConfig(num_candidates=4, pairs_per_turn=2, turn_fraction=0.5, max_new_tokens=6,
+                                               step_score=step_score))
 
     ours, release = pairs("critic-ref"), pairs("release")
     assert ours and release
@@ -103,7 +103,7 @@ def test_bad_step_score_is_one_line(tmp_path, tiny_model_dir, tiny_tokenizer, ca
     with pytest.raises(ValueError, match="step_score must be one of critic-ref, release; got 'relase'"):
         ActorConfig(output_dir=str(tmp_path), step_score="relase", bf16=False)
     with pytest.raises(ValueError, match="step_score must be one of"):
-        build_step_pairs([], None, tiny_tokenizer, None, None, tiny_tokenizer, step_score="ours")
+        StepPairConfig(step_score="ours")  # what build_step_pairs reads: refused before any sampling
     pairs = tmp_path / "pairs.jsonl"
     pairs.write_text("")
     preset = tmp_path / "bad.yaml"
