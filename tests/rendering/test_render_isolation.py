@@ -21,6 +21,14 @@ SECRET = "SECRET-7f3a9c"
 #: The reference page the attacker wants to copy: red, with a secret in its text.
 REFERENCE = (f'<html><body style="margin:0;background:rgb(200,0,0)"><h1 style="color:white">{SECRET}</h1>'
              '<div style="height:300px;background:rgb(0,0,150)"></div></body></html>')
+#: A script makes a page render with JavaScript on: then only the fresh document stands between
+#: an earlier page's timers and this one (with JavaScript off, stopped scripts protect it already).
+SCRIPT = "<script>window.__ours = 1;</script>"
+
+
+def scripted(html: str) -> str:
+    return html.replace("</body>", SCRIPT + "</body>")
+
 
 #: An answer that records every page it can see, through every channel a page has.
 SPY = """<html><body style="background:white"><p>spy</p><script>
@@ -43,9 +51,10 @@ try {
 } catch (e) {}
 </script></body></html>"""
 
-#: A later answer that shows whatever any channel kept (else it stays white).
+#: A later answer that shows whatever any channel kept (else it stays white). Its own source never
+#: holds the marker, so a surviving spy cannot overwrite its loot with this page.
 REPLAY = """<html><body style="background:white"><p>replay</p><script>
-const show = (h) => { if (h && h.includes('SECRET-')) { document.open(); document.write(h); document.close(); } };
+const show = (h) => { if (h && h.includes('SECRET' + '-')) { document.open(); document.write(h); document.close(); } };
 let h = window.__stash || window.name;
 try { h = h || localStorage.getItem('stash'); } catch (e) {}
 try { h = h || sessionStorage.getItem('stash'); } catch (e) {}
@@ -64,13 +73,15 @@ def _red(rgb) -> bool:
     return rgb[0] > 150 and rgb[1] < 80 and rgb[2] < 80
 
 
+@pytest.mark.parametrize("victim_scripts", [True, False], ids=["scripted", "script-free"])
 @pytest.mark.parametrize("victim", ["reference", "answer"])
-def test_answer_cannot_replay_a_page_rendered_before_it(browser_ready, tmp_path, victim):
+def test_answer_cannot_replay_a_page_rendered_before_it(browser_ready, tmp_path, victim, victim_scripts):
     """Spy renders, then the victim page (the task's reference, or another answer), then a replay
-    answer that shows whatever the spy recorded. One page in the pool: the worst case for reuse."""
+    answer that shows whatever the spy recorded. One page in the pool: the worst case for reuse.
+    A scripted victim runs with JavaScript on, so only the fresh document keeps the spy out."""
     with Renderer(pool_size=1, timeout=10, cache=ScreenshotCache(tmp_path / "shots")) as r:
         r.render(SPY)  # (whether the spy itself finishes loading in time does not matter)
-        ref = r.render(REFERENCE, cache=victim == "reference")
+        ref = r.render(scripted(REFERENCE) if victim_scripts else REFERENCE, cache=victim == "reference")
         assert ref.ok and _red(_px(ref, 5, 5))
         time.sleep(0.3)  # the spy's timers get every chance to run
         replay = r.render(REPLAY, dom=True)
@@ -110,20 +121,30 @@ async def _body_attributes(renderer):
     return await page.evaluate("() => document.body ? document.body.getAttributeNames() : []")
 
 
-def test_lingering_timer_cannot_poison_a_reference_or_its_cache(browser_ready, tmp_path):
+@pytest.mark.parametrize("reference_scripts", [True, False], ids=["scripted", "script-free"])
+def test_lingering_timer_cannot_poison_a_reference_or_its_cache(browser_ready, tmp_path, reference_scripts):
     """An answer whose timer repaints every page it finds must not touch the next reference,
-    and what goes to the on-disk reference cache must be the clean reference."""
+    and what goes to the on-disk reference cache must be the clean reference. A scripted reference
+    runs with JavaScript on, so only the fresh document keeps the timer away from it."""
     poison = """<html><body><script>
       setInterval(() => { document.documentElement.style.background = 'rgb(255,0,0)';
                           if (document.body) document.body.style.background = 'rgb(255,0,0)'; }, 1);
     </script></body></html>"""
     reference = '<html><body style="margin:0;background:rgb(0,0,150)"><p style="color:white">ref</p></body></html>'
+    if reference_scripts:
+        reference = scripted(reference)
     with Renderer(pool_size=1, timeout=10, cache=ScreenshotCache(tmp_path / "shots")) as r:
         assert r.render(poison).ok
         time.sleep(0.2)
         ref = r.render(reference, cache=True)
         assert ref.ok and _px(ref, 5, 5) == (0, 0, 150)
         key = r.cache_key(reference)
+        # nor the next answer on the poisoned page itself (one page in the pool): a scripted answer
+        # runs with JavaScript on, so only its fresh document keeps the timer out
+        assert r.render(poison).ok
+        time.sleep(0.2)
+        answer = r.render(scripted('<html><body style="margin:0;background:rgb(0,150,0)"><p>answer</p></body></html>'))
+        assert answer.ok and _px(answer, 5, 5) == (0, 150, 0)
     on_disk = ScreenshotCache(tmp_path / "shots").get(key)
     assert on_disk is not None and on_disk.image().getpixel((5, 5)) == (0, 0, 150)
 
