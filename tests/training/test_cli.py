@@ -84,3 +84,46 @@ def test_critic_resumes_from_checkpoint(tmp_path, traj_file, tiny_model_dir):
     assert (out / "checkpoint-1" / "trainer_state.json").stat().st_mtime_ns == stamp
     state = json.loads((out / "checkpoint-2" / "trainer_state.json").read_text())
     assert state["global_step"] == 2
+
+
+def _rewards_file(path, tasks, rewards) -> str:
+    """Every task with one trajectory per reward (file order = the order of ``rewards``)."""
+    from tests.training.conftest import make_traj
+
+    recs = []
+    for i, task in enumerate(tasks):
+        for j, r in enumerate(rewards):
+            rec = make_traj(task, r >= 1.0, r, variant=j)
+            if "test_cases" not in task:  # a frontend record: its answer is a page, no success flag
+                rec["answer"] = f"<html><body><p>{i}-{j}</p></body></html>"
+                del rec["success"]
+            recs.append(rec)
+    path.write_text("".join(json.dumps(r) + "\n" for r in recs))
+    return str(path)
+
+
+@pytest.mark.parametrize(("rule", "kind", "rewards", "per_task"), [
+    # two successes per task: the paper's rule pairs both (2 x 2), the release's the first one only (1 x 2)
+    ("release", "backend", [1.0, 0.0, 1.0, 0.5], 2),
+    ("success", "backend", [1.0, 0.0, 1.0, 0.5], 4),
+    # continuous rewards: every two samples at least 0.1 apart (0.9/0.85 and 0.6/0.55 are too close)
+    ("release-frontend", "frontend", [0.9, 0.85, 0.6, 0.55], 4),
+    ("top-bottom", "frontend", [0.9, 0.85, 0.6, 0.55], 1),
+])
+def test_critic_trains_on_the_pairs_of_its_pair_rule(tmp_path, tiny_model_dir, capsys, rule, kind, rewards, per_task):
+    from tests.training.conftest import make_task
+
+    tasks = [make_task(i) for i in range(3)]
+    if kind == "frontend":
+        tasks = [{"problem_description": f"A page for shop {i}.",
+                  "ground_truth": f"<html><body><h1>Shop {i}</h1></body></html>"} for i in range(3)]
+    data = _rewards_file(tmp_path / "trajs.jsonl", tasks, rewards)
+    out = tmp_path / "critic"
+    assert main(["train-critic", "--data", data, "--model", str(tiny_model_dir), "--output-dir", str(out),
+                 "--pair_rule", rule, "--eval-fraction", "0.34", *COMMON]) == 0
+    meta = json.loads((out / "sweet_critic.json").read_text())
+    assert meta["pair_rule"] == rule
+    assert (meta["train_pairs"], meta["heldout_pairs"]) == (2 * per_task, per_task)  # 2 train tasks, 1 held out
+    assert meta["heldout_pairs_scored"] == per_task
+    assert (f"{len(tasks) * len(rewards)} trajectories -> {2 * per_task} train / {per_task} held-out pairs "
+            f"(rule: {rule})") in capsys.readouterr().out
