@@ -54,6 +54,17 @@ if [ ! -f "$STAMPS/project-$key" ]; then
   rm -f "$STAMPS"/project-*; touch "$STAMPS/project-$key"
 fi
 
+# 3b. the OpenEnv hub package (hub/colbench_env, needs the serve extra): `AutoEnv.from_env("colbench")`
+# finds ColBench through it (tests/online/test_openenv_hub.py)
+if [ "$PROFILE" = full ]; then
+  key=$(hash_of hub/colbench_env/pyproject.toml)
+  if [ ! -f "$STAMPS/hub-$key" ]; then
+    say "installing the OpenEnv hub package hub/colbench_env (editable)"
+    "$PIP" install -q --no-deps -e hub/colbench_env
+    rm -f "$STAMPS"/hub-*; touch "$STAMPS/hub-$key"
+  fi
+fi
+
 # 4. Chromium for rendering (Debian's; Playwright's own browser download does not work offline)
 if ! command -v chromium >/dev/null 2>&1 && ! command -v chromium-browser >/dev/null 2>&1; then
   if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then

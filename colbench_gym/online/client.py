@@ -11,19 +11,79 @@ local ``gym.make`` env, so training against a remote server changes one argument
 
 from __future__ import annotations
 
+import asyncio
+import json
 from typing import Any
 from urllib.parse import urlparse
 
 from openenv.core import EnvClient
 from openenv.core.client_types import StepResult
+from websockets.exceptions import ConnectionClosed
 
 from colbench_gym.online.server import PREFIXES, ColBenchAction, ColBenchObservation, ColBenchState
 from colbench_gym.online.tool_env import ColBenchToolEnv, tool_env_class
 
 
+class ServerCapacityError(ConnectionError):
+    """The server holds as many sessions as it allows (``--max-sessions``): no session for this client."""
+
+
 class ColBenchEnvClient(EnvClient[ColBenchAction, ColBenchObservation, ColBenchState]):
     """OpenEnv client of one ColBench env of ``colbench serve`` (``base_url`` = server + prefix,
-    e.g. ``http://host:8000/backend``)."""
+    e.g. ``http://host:8000/backend``).
+
+    ``reset(seed=..., task_index=...)`` picks the task: rollouts reset with the same row (the
+    same ``seed``, or ``task_index``) start from the same task with the same person, as the
+    completions of one GRPO group must. When the server refuses or ends the session (a full
+    server, a failed environment), the server's reason is raised — :class:`ServerCapacityError`
+    for ``CAPACITY_REACHED`` — instead of the bare ``ConnectionClosedOK`` of the closed socket.
+    """
+
+    async def _send_and_receive(self, message: dict[str, Any]) -> dict[str, Any]:
+        # EnvClient's own, except that a refused or closed session raises the server's reason.
+        try:
+            await self._send(message)
+            response = await self._receive()
+        except ConnectionClosed as exc:
+            reason = await self._reason_for_close()
+            await self._drop()  # the next call opens a new session (e.g. once the server has room)
+            raise self._closed_error(reason, exc) from exc
+        if response.get("type") == "error":
+            data = response.get("data") or {}
+            if data.get("code") == "CAPACITY_REACHED":  # the server closes this session next
+                await self._drop()
+                raise self._closed_error(data, None)
+            raise RuntimeError(f"Server error: {data.get('message', 'Unknown error')} "
+                               f"(code: {data.get('code', 'UNKNOWN')})")
+        return response
+
+    async def _drop(self) -> None:
+        ws, self._ws = self._ws, None
+        try:
+            await ws.close()
+        except Exception:  # noqa: BLE001 - already closed
+            pass
+
+    async def _reason_for_close(self) -> dict[str, Any] | None:
+        """The error the server sent before closing (OpenEnv sends one, then closes), if it arrived."""
+        try:
+            raw = await asyncio.wait_for(self._ws.recv(), timeout=1.0)
+            payload = json.loads(raw)
+        except Exception:  # noqa: BLE001 - nothing buffered or unreadable: no reason to report
+            return None
+        return payload.get("data") if isinstance(payload, dict) and payload.get("type") == "error" else None
+
+    def _closed_error(self, reason: dict[str, Any] | None, exc: ConnectionClosed | None) -> Exception:
+        url = self._ws_url
+        if reason is None:
+            return ConnectionError(f"the ColBench server at {url} closed the session ({exc}); check that it is "
+                                   "running and its log")
+        if reason.get("code") == "CAPACITY_REACHED":
+            return ServerCapacityError(
+                f"the ColBench server at {url} is full: {reason.get('active_sessions')}/{reason.get('max_sessions')} "
+                f"sessions in use ({reason.get('message')}). Close sessions you no longer need, retry later, or "
+                "start `colbench serve` with a larger --max-sessions (a trainer needs one session per rollout).")
+        return RuntimeError(f"Server error: {reason.get('message', 'unknown error')} (code: {reason.get('code')})")
 
     def _step_payload(self, action: ColBenchAction) -> dict[str, Any]:
         return {"message": action.message}

@@ -55,6 +55,19 @@ class ColBenchState(State):
     reward: float | None = None
 
 
+#: Why a step without a reset is refused: over HTTP it is the only thing a step can be.
+NO_EPISODE = (
+    "no episode to step: call reset first. OpenEnv's stateless HTTP routes (POST /reset, POST /step, "
+    "GET /state) build a fresh environment for every request, so an HTTP step never follows a reset: play "
+    "episodes over one WebSocket session, ws://HOST:PORT/<env>/ws (ColBenchEnvClient, RemoteColBenchEnv or "
+    "any OpenEnv EnvClient with base_url http://HOST:PORT/<env>). HTTP POST /reset only shows a task's "
+    "opening message.")
+
+
+class EpisodeNotStarted(RuntimeError):
+    """``step`` on an environment that was never reset (every HTTP ``/step``): answered with 409."""
+
+
 def _json_safe(info: dict[str, Any]) -> dict[str, Any]:
     return json.loads(json.dumps(info, default=str))
 
@@ -81,6 +94,7 @@ class ColBenchOpenEnv(Environment):
 
         self._env = gym.make(env_id, **make_kwargs)
         self._state = ColBenchState(kind=getattr(self._env.unwrapped, "kind", ""))
+        self._started = False
 
     def reset(self, seed: int | None = None, episode_id: str | None = None, task_index: int | None = None,
               task: dict[str, Any] | None = None, **kwargs: Any) -> ColBenchObservation:
@@ -92,12 +106,15 @@ class ColBenchOpenEnv(Environment):
         if task is not None:
             options["task"] = task
         text, info = self._env.reset(seed=seed, options=options or None)
+        self._started = True
         self._state = ColBenchState(episode_id=episode_id, step_count=0, kind=self._state.kind,
                                     task_id=info.get("task_id"), task_index=info.get("task_index"),
                                     turn=0, done=False, reward=None)
         return ColBenchObservation(text=text, info=_json_safe(info), done=False, reward=None)
 
     def step(self, action: ColBenchAction, timeout_s: float | None = None, **kwargs: Any) -> ColBenchObservation:
+        if not self._started:
+            raise EpisodeNotStarted(NO_EPISODE)
         text, reward, terminated, truncated, info = self._env.step(action.message)
         done = bool(terminated or truncated)
         self._state.step_count += 1
@@ -115,11 +132,24 @@ class ColBenchOpenEnv(Environment):
         self._env.close()
 
 
-def create_colbench_app(envs: dict[str, dict[str, Any]] | None = None, max_concurrent_envs: int = 16):
+def _refuse_step_without_episode(request: Any, exc: EpisodeNotStarted) -> Any:
+    from fastapi.responses import JSONResponse
+
+    return JSONResponse(status_code=409, content={"detail": str(exc)})
+
+
+def create_colbench_app(envs: dict[str, dict[str, Any]] | None = None, max_concurrent_envs: int = 16,
+                        root: str | None = None):
     """One FastAPI app serving each ColBench env under its prefix (see :data:`PREFIXES`).
 
     ``envs`` maps a prefix (``"backend"``, ``"frontend"``) to its ``gym.make`` options; default:
     both, with default options. ``max_concurrent_envs`` caps the WebSocket sessions per env.
+    ``root`` (one of the served prefixes) also serves that env at ``/`` (same sessions), where
+    OpenEnv's tools look for an environment (a Hugging Face Space, ``openenv validate --url``).
+
+    Which routes to use: the WebSocket session ``/<env>/ws`` plays episodes. The stateless HTTP
+    routes are OpenEnv's: ``POST /<env>/reset`` shows a task's opening message; ``POST /<env>/step``
+    has no episode to step and answers 409 with the reason (:data:`NO_EPISODE`).
     """
     from fastapi import FastAPI
 
@@ -129,17 +159,26 @@ def create_colbench_app(envs: dict[str, dict[str, Any]] | None = None, max_concu
         raise ValueError(f"unknown environment(s) {sorted(unknown)}; choose from {sorted(PREFIXES)}")
     if max_concurrent_envs < 1:
         raise ValueError(f"max_concurrent_envs must be >= 1, got {max_concurrent_envs}")
+    if root is not None and root not in envs:
+        raise ValueError(f"root={root!r} is not a served environment; choose from {sorted(envs)}")
+    # With a root env, /openapi.json and /docs are the root env's (OpenEnv's tools read them there).
+    docs = {} if root is None else {"openapi_url": None, "docs_url": None, "redoc_url": None}
     app = FastAPI(title="ColBench OpenEnv server",
-                  description="ColBench environments as OpenEnv environments, one per URL prefix.")
+                  description="ColBench environments as OpenEnv environments, one per URL prefix.", **docs)
+    subs: dict[str, Any] = {}
     for name, make_kwargs in envs.items():
         factory = functools.partial(ColBenchOpenEnv, PREFIXES[name], **make_kwargs)
         sub = create_fastapi_app(factory, ColBenchAction, ColBenchObservation, max_concurrent_envs=max_concurrent_envs)
+        sub.add_exception_handler(EpisodeNotStarted, _refuse_step_without_episode)
         app.mount(f"/{name}", sub)
+        subs[name] = sub
 
     @app.get("/")
     def index() -> dict[str, Any]:
         return {"environments": {f"/{name}": PREFIXES[name] for name in envs},
                 "websocket": {name: f"/{name}/ws" for name in envs},
-                "max_concurrent_envs": max_concurrent_envs}
+                "max_concurrent_envs": max_concurrent_envs, "root": root}
 
+    if root is not None:
+        app.mount("/", subs[root])  # after "/" itself (the index above): every other root path is the env's
     return app
