@@ -42,10 +42,27 @@ def test_every_subcommand_help_exits_zero(prog, words):
 
 @pytest.mark.parametrize("prog", ["colbench", "sweet-agent"])
 def test_top_level_help_and_bare_group(prog):
-    assert _cli(prog, "--help").returncode == 0
+    commands = COLBENCH_COMMANDS if prog == "colbench" else SWEET_COMMANDS
+    top = _cli(prog, "--help")
+    assert top.returncode == 0
+    assert top.stdout.startswith(f"usage: {prog} COMMAND [ARGS...]") and top.stderr == ""
+    for words, _, help_text in commands:  # every command, with what it does, one line each
+        assert any(line.split() == [*words, *help_text.split()] for line in top.stdout.splitlines()), words
+    bare = _cli(prog)  # no command at all: the same overview
+    assert bare.returncode == 0 and bare.stdout == top.stdout
+    unknown = _cli(prog, "no-such-command")
+    assert unknown.returncode == 2 and unknown.stdout == "" and "Traceback" not in unknown.stderr
+    assert unknown.stderr.startswith(f"{prog}: unknown command 'no-such-command'")
     if prog == "colbench":
-        proc = _cli(prog, "evaluate", "--help")
+        group = [" ".join(w) for w, _, _ in commands if w[0] == "evaluate"]
+        assert group == ["evaluate backend", "evaluate frontend"]
+        proc = _cli(prog, "evaluate", "--help")  # help on the group: its commands only
         assert proc.returncode == 0 and "evaluate backend" in proc.stdout
+        listed = [line.split()[:2] for line in proc.stdout.splitlines() if line.startswith("  ")]
+        assert [" ".join(words) for words in listed] == group
+        proc = _cli(prog, "evaluate")  # a bare group: a usage error that shows the group's commands
+        assert proc.returncode == 2 and proc.stdout == "" and "Traceback" not in proc.stderr
+        assert all(g in proc.stderr for g in group)
 
 
 def test_non_utf8_and_non_json_lines_name_file_and_line(tmp_path):
