@@ -16,6 +16,7 @@ replaced them (:data:`RENAMED_FLAGS`).
 
 from __future__ import annotations
 
+import importlib
 import json
 import os
 import sys
@@ -190,15 +191,18 @@ def preset_path(command: str, name: str) -> Path:
 class TrainingCommand:
     """One ``sweet-agent train-*`` command, TRL's script pattern written once: its name, its
     preset folder (``sweet_agent/configs/<presets>/``) and its dataclasses ``(script arguments,
-    config, trl.ModelConfig)``. A command module declares one and exposes ``parse_args`` (what
-    the ``sweet-agent`` dispatcher calls) and its ``run``, which uses :meth:`read_records` and
-    :meth:`train_and_save` around what is its own (the rows, the trainer).
+    config, trl.ModelConfig)``, every field a flag. A command module declares one, exposes its
+    ``dataclass_types`` and ``parse_args`` (what the ``sweet-agent`` dispatcher calls), and writes
+    only what is its own in ``run`` (the rows, the trainer) between :meth:`read_records` and
+    :meth:`train_policy` / :meth:`train_and_save`.
 
-    ``dataclass_types`` is a function, so that importing a command does not import trl."""
+    ``config`` is the config class or its ``"module:Name"``: a config derived from TRL's imports
+    trl, which a command module then loads only when it parses."""
 
     prog: str
     presets: str
-    dataclass_types: Callable[[], Sequence[type]]
+    script_arguments: type
+    config: type | str
     description: str | None = None
     require_output_dir: bool = True
 
@@ -206,6 +210,16 @@ class TrainingCommand:
     def name(self) -> str:
         """``train-critic`` of ``sweet-agent train-critic``: the prefix of the command's log lines."""
         return self.prog.split()[-1]
+
+    def dataclass_types(self) -> tuple[type, type, type]:
+        """``(script arguments, config, trl.ModelConfig)``, the dataclasses ``TrlParser`` reads."""
+        from trl import ModelConfig
+
+        config = self.config
+        if isinstance(config, str):
+            module, _, name = config.partition(":")
+            config = getattr(importlib.import_module(module), name)
+        return self.script_arguments, config, ModelConfig
 
     def parse_args(self, argv: Sequence[str], prog: str | None = None,
                    description: str | None = None) -> SimpleNamespace:
@@ -220,6 +234,16 @@ class TrainingCommand:
         from sweet_agent.training_data.records import load_records
 
         return load_records(require_data(self.prog, data_args.data))
+
+    def train_policy(self, make_trainer: Callable[..., Any], rows, cfg, model_args, model=None,
+                     tokenizer=None) -> None:
+        """Load ``--model_name_or_path`` (unless ``model`` and ``tokenizer`` are given), build its
+        trainer on ``rows`` (``make_trainer(model, tokenizer, rows, cfg, peft_config=...)``, LoRA
+        with ``--use_peft``), then :meth:`train_and_save`."""
+        if model is None:
+            model, tokenizer = load_model(model_args)
+        trainer = make_trainer(model, tokenizer, rows, cfg, peft_config=peft_config(model_args))
+        self.train_and_save(trainer, tokenizer, cfg, model_args)
 
     def train_and_save(self, trainer, tokenizer, cfg, model_args) -> None:
         """Train (resuming from ``--resume_from_checkpoint``, if any) and save the final model

@@ -18,7 +18,6 @@ from sweet_agent.training_setup import (
     check_run,
     load_model,
     nothing_to_train,
-    peft_config,
     read_jsonl,
     write_jsonl,
 )
@@ -41,16 +40,8 @@ class StepPairArguments(TrainingDataArguments):
     only_pairs: bool = field(default=False, metadata={"help": "build and write the pairs, do not train"})
 
 
-def dataclass_types() -> tuple[type, ...]:
-    from trl import ModelConfig
-
-    from sweet_agent.actor.config import ActorConfig
-
-    return StepPairArguments, ActorConfig, ModelConfig
-
-
-COMMAND = TrainingCommand(PROG, PRESETS, dataclass_types, __doc__)
-parse_args = COMMAND.parse_args
+COMMAND = TrainingCommand(PROG, PRESETS, StepPairArguments, "sweet_agent.actor.config:ActorConfig", __doc__)
+dataclass_types, parse_args = COMMAND.dataclass_types, COMMAND.parse_args
 
 
 def _load_critic(data_args: StepPairArguments, dtype: str | None, step_score: str = "critic-ref"):
@@ -118,8 +109,5 @@ def run(args: SimpleNamespace) -> int:
     if not rows:
         nothing_to_train(PROG, "no step pairs (every turn's candidates were identical, or no turns were selected)",
                          "raise --num_candidates, --temperature or --turn_fraction")
-    if policy is None:
-        policy, tok = load_model(model_args)
-    trainer = make_dpo_trainer(policy, tok, rows, cfg, peft_config=peft_config(model_args))
-    COMMAND.train_and_save(trainer, tok, cfg, model_args)
+    COMMAND.train_policy(make_dpo_trainer, rows, cfg, model_args, policy, tok)
     return 0

@@ -30,9 +30,7 @@ from sweet_agent.training_setup import (
     TrainingCommand,
     check_run,
     initial_copy,
-    load_model,
     nothing_to_train,
-    peft_config,
     resolve_machine_defaults,
 )
 
@@ -152,14 +150,8 @@ def make_mtdpo_trainer(model, tokenizer, rows, args, ref_model=None, peft_config
                                peft_config=peft_config, **kwargs)
 
 
-def dataclass_types() -> tuple[type, ...]:
-    from trl import ModelConfig
-
-    return PreferenceDataArguments, MTDPOConfig, ModelConfig
-
-
-COMMAND = TrainingCommand(PROG, PRESETS, dataclass_types, __doc__)
-parse_args = COMMAND.parse_args
+COMMAND = TrainingCommand(PROG, PRESETS, PreferenceDataArguments, MTDPOConfig, __doc__)
+dataclass_types, parse_args = COMMAND.dataclass_types, COMMAND.parse_args
 
 
 def run(args: SimpleNamespace) -> int:
@@ -173,7 +165,5 @@ def run(args: SimpleNamespace) -> int:
                          "collect several samples per task, lower --success_threshold, or use --pair_rule reward "
                          "/ top-bottom")
     print(f"[train-mtdpo] {len(rows)} trajectory pairs from {len(records)} trajectories")
-    model, tok = load_model(model_args)
-    trainer = make_mtdpo_trainer(model, tok, rows, cfg, peft_config=peft_config(model_args))
-    COMMAND.train_and_save(trainer, tok, cfg, model_args)
+    COMMAND.train_policy(make_mtdpo_trainer, rows, cfg, model_args)
     return 0

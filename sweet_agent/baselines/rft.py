@@ -20,9 +20,7 @@ from sweet_agent.training_setup import (
     PreferenceDataArguments,
     TrainingCommand,
     check_run,
-    load_model,
     nothing_to_train,
-    peft_config,
     resolve_machine_defaults,
 )
 
@@ -80,14 +78,8 @@ def make_rft_trainer(model, tokenizer, rows, args, peft_config=None, **kwargs):
                       peft_config=peft_config, **kwargs)
 
 
-def dataclass_types() -> tuple[type, ...]:
-    from trl import ModelConfig
-
-    return PreferenceDataArguments, RFTConfig, ModelConfig
-
-
-COMMAND = TrainingCommand(PROG, PRESETS, dataclass_types, __doc__)
-parse_args = COMMAND.parse_args
+COMMAND = TrainingCommand(PROG, PRESETS, PreferenceDataArguments, RFTConfig, __doc__)
+dataclass_types, parse_args = COMMAND.dataclass_types, COMMAND.parse_args
 
 
 def run(args: SimpleNamespace) -> int:
@@ -100,7 +92,5 @@ def run(args: SimpleNamespace) -> int:
                          "collect more rollouts, lower --success_threshold, or use --pair_rule best / top-bottom "
                          "(each task's best samples)")
     print(f"[train-rft] fine-tuning on {len(rows)} of {len(records)} trajectories (rule: {data_args.pair_rule})")
-    model, tok = load_model(model_args)
-    trainer = make_rft_trainer(model, tok, rows, cfg, peft_config=peft_config(model_args))
-    COMMAND.train_and_save(trainer, tok, cfg, model_args)
+    COMMAND.train_policy(make_rft_trainer, rows, cfg, model_args)
     return 0

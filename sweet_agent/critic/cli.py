@@ -31,16 +31,8 @@ class CriticDataArguments(PreferenceDataArguments):
             raise ValueError(f"--eval_fraction must be in [0, 1), got {self.eval_fraction}")
 
 
-def dataclass_types() -> tuple[type, ...]:
-    from trl import ModelConfig
-
-    from sweet_agent.critic.config import CriticConfig
-
-    return CriticDataArguments, CriticConfig, ModelConfig
-
-
-COMMAND = TrainingCommand(PROG, PRESETS, dataclass_types, __doc__)
-parse_args = COMMAND.parse_args
+COMMAND = TrainingCommand(PROG, PRESETS, CriticDataArguments, "sweet_agent.critic.config:CriticConfig", __doc__)
+dataclass_types, parse_args = COMMAND.dataclass_types, COMMAND.parse_args
 
 
 def run(args: SimpleNamespace) -> int:

@@ -22,6 +22,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from sweet_agent.grpo.config import ColBenchGRPOConfig, GRPOScriptArguments
 from sweet_agent.training_setup import TrainingCommand, check_run, load_model, peft_config
 
 PROG = "sweet-agent train-grpo"
@@ -31,17 +32,10 @@ STEP_KEYS = ("reward", "reward_std", "tools/call_frequency", "colbench/questions
              "colbench/turns", "colbench/submitted", "colbench/success", "completions/mean_length")
 
 
-def dataclass_types() -> tuple[type, ...]:
-    from trl import ModelConfig
-
-    from sweet_agent.grpo.config import ColBenchGRPOConfig, GRPOScriptArguments
-
-    return GRPOScriptArguments, ColBenchGRPOConfig, ModelConfig
-
-
 # No --output_dir required: GRPOConfig has its own default (and the presets name one).
-COMMAND = TrainingCommand(PROG, PRESETS, dataclass_types, __doc__.splitlines()[0], require_output_dir=False)
-parse_args = COMMAND.parse_args
+COMMAND = TrainingCommand(PROG, PRESETS, GRPOScriptArguments, ColBenchGRPOConfig, __doc__.splitlines()[0],
+                          require_output_dir=False)
+dataclass_types, parse_args = COMMAND.dataclass_types, COMMAND.parse_args
 
 
 def make_environment_factory(script) -> Any:
