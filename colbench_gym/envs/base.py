@@ -16,6 +16,7 @@ import gymnasium as gym
 
 from colbench_gym.protocol import MAX_TURNS, Messages, ParsedAction, parse_action, truncate
 from colbench_gym.simulators import HumanSimulator, make_simulator
+from colbench_gym.simulators.leak_guard import ensure_guarded
 from colbench_gym.spaces import UnicodeText
 from colbench_gym.tasks.kinds import EnvKind, env_kind
 from colbench_gym.tasks.records import BackendTask, FrontendTask
@@ -76,6 +77,7 @@ class ColBenchEnv(gym.Env[str, str]):
         self._visible: Messages = []  # simulator's view: thought removed
         self._turn = 0
         self._done = True
+        self._leaks_blocked = self._replies_refused = 0  # simulator replies withheld by the leak guard
 
     # ----------------------------------------------------------------- hooks for subclasses
     @abstractmethod
@@ -116,6 +118,7 @@ class ColBenchEnv(gym.Env[str, str]):
         self.simulator.reset(self.task, seed=int(self.np_random.integers(2**31 - 1)))
         self._turn = 0
         self._done = False
+        self._leaks_blocked = self._replies_refused = 0
         first = {"role": "user", "content": self.task.problem_description}
         self._messages = [dict(first)]
         self._visible = [dict(first)]
@@ -152,7 +155,13 @@ class ColBenchEnv(gym.Env[str, str]):
             self._turn -= 1
             del self._messages[-1], self._visible[-1]
             raise
-        reply = truncate(str(reply), self.reply_chars)
+        # Every reply passed the leak guard in the simulator (HumanSimulator wraps respond); a
+        # reply that did not (a respond set on an instance) is checked here, never passed on raw.
+        guarded = ensure_guarded(reply, self.task, self._visible)
+        self._leaks_blocked += len(guarded.blocked)
+        self._replies_refused += guarded.refused
+        extra["leak_guard"] = {"blocked": list(guarded.blocked), "refused": guarded.refused}
+        reply = truncate(str(guarded), self.reply_chars)
         self._messages.append({"role": "user", "content": reply})
         self._visible.append({"role": "user", "content": reply})
         if self.render_mode == "human":
@@ -192,5 +201,8 @@ class ColBenchEnv(gym.Env[str, str]):
             "max_turns": self.max_turns,
             "task_id": self.task.task_id,
             "task_index": self.task_index,
+            # simulator replies the leak guard withheld this episode (each regenerated or refused)
+            "simulator_leaks_blocked": self._leaks_blocked,
+            "simulator_replies_refused": self._replies_refused,
             **extra,
         }

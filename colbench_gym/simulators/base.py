@@ -12,6 +12,7 @@ from abc import ABC, abstractmethod
 from typing import Any
 
 from colbench_gym.protocol import Messages
+from colbench_gym.simulators.leak_guard import guard_respond
 from colbench_gym.tasks.records import BackendTask, FrontendTask
 
 Task = BackendTask | FrontendTask
@@ -26,10 +27,23 @@ class SimulatorError(RuntimeError):
 
 
 class HumanSimulator(ABC):
-    """Base class: override :meth:`respond`; :meth:`reset` and :meth:`close` are optional."""
+    """Base class: override :meth:`respond`; :meth:`reset` and :meth:`close` are optional.
+
+    Every subclass's ``respond`` is wrapped by the leak guard
+    (:mod:`colbench_gym.simulators.leak_guard`), whoever calls it: a reply that would hand the
+    agent the hidden reference, its tests or inputs (or, frontend, HTML of the page) is asked
+    for again (``context`` then carries ``leak_retry`` and ``leak_reason``) and otherwise
+    replaced by a refusal. ``respond`` therefore returns a
+    :class:`~colbench_gym.simulators.leak_guard.GuardedReply` (a ``str`` saying what was blocked).
+    """
 
     #: ``"backend"``, ``"frontend"`` or ``"any"``: which environments the simulator can serve.
     kind: str = "any"
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if "respond" in cls.__dict__ and not getattr(cls.__dict__["respond"], "__isabstractmethod__", False):
+            cls.respond = guard_respond(cls.__dict__["respond"])  # type: ignore[method-assign]
 
     def reset(self, task: Task, *, seed: int | None = None) -> None:  # noqa: B027 - optional hook
         """Start a new episode on ``task`` (seeded so replies are reproducible)."""

@@ -6,6 +6,7 @@ import os
 from typing import Any
 
 from colbench_gym.simulators.base import Dialogue, HumanSimulator, SimulatorError
+from colbench_gym.simulators.leak_guard import retry_note
 from colbench_gym.simulators.openai_resilience import GarbageResponse, call_sync, shared_limits, sync_http_client
 from colbench_gym.simulators.prompts import BACKEND_SYSTEM_PROMPT, simulator_messages
 from colbench_gym.tasks.records import BackendTask
@@ -77,14 +78,16 @@ class OpenAIChatSimulator(HumanSimulator):
     def reset(self, task, *, seed: int | None = None) -> None:
         self._episode_seed = seed if self.seed is None else self.seed
 
-    def _chat(self, messages: list[dict[str, Any]]) -> str:
+    def _chat(self, messages: list[dict[str, Any]], retry: int = 0) -> str:
         import openai  # noqa: PLC0415
 
         client = self._client
         control, _ = shared_limits(self.base_url, self.concurrency)
+        # a reply asked for again by the leak guard is sampled with another seed
+        seed = None if self._episode_seed is None else self._episode_seed + retry
 
         def request():
-            return client.chat.completions.create(model=self.model, messages=messages, seed=self._episode_seed,
+            return client.chat.completions.create(model=self.model, messages=messages, seed=seed,
                                                   extra_body=self.extra_body or None, **self.sampling)
 
         try:
@@ -124,4 +127,8 @@ class OpenAIBackendSimulator(OpenAIChatSimulator):
     def respond(self, task: BackendTask, dialogue: Dialogue, **context: Any) -> str:
         system = BACKEND_SYSTEM_PROMPT.format(problem_description=task.problem_description,
                                               ground_truth=task.ground_truth)
-        return self._chat(simulator_messages(system, dialogue))
+        messages = simulator_messages(system, dialogue)
+        note = retry_note(context, "backend")  # the leak guard withheld the previous reply
+        if note:
+            messages.append({"role": "system", "content": note})
+        return self._chat(messages, retry=int(context.get("leak_retry") or 0))

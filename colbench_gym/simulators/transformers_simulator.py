@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from colbench_gym.simulators.base import Dialogue, HumanSimulator, SimulatorError
+from colbench_gym.simulators.leak_guard import retry_note
 from colbench_gym.simulators.prompts import BACKEND_SYSTEM_PROMPT, simulator_messages
 from colbench_gym.tasks.records import BackendTask
 
@@ -71,12 +72,16 @@ class TransformersBackendSimulator(HumanSimulator):
         torch = self._torch
         system = BACKEND_SYSTEM_PROMPT.format(problem_description=task.problem_description,
                                               ground_truth=task.ground_truth)
+        messages = simulator_messages(system, dialogue)
+        note = retry_note(context, "backend")  # the leak guard withheld the previous reply
+        if note:
+            messages.append({"role": "system", "content": note})
         ids = self.tokenizer.apply_chat_template(
-            simulator_messages(system, dialogue), add_generation_prompt=True, return_tensors="pt", return_dict=True
+            messages, add_generation_prompt=True, return_tensors="pt", return_dict=True
         )
         ids = {k: v.to(self.model.device) for k, v in ids.items()}
         if self._seed is not None:
-            torch.manual_seed(self._seed + len(dialogue))
+            torch.manual_seed(self._seed + len(dialogue) + 1000 * int(context.get("leak_retry") or 0))
         sample = self.temperature > 0
         with torch.no_grad():
             out = self.model.generate(

@@ -249,7 +249,10 @@ class _Episode:
             reward = float(env_reward)
         success = info.get("success")
         meta = {**self._meta(info), "ended_by": info.get("ended_by"), "tests_passed": info.get("tests_passed"),
-                "tests_total": info.get("tests_total"), "grade_error": info.get("grade_error")}
+                "tests_total": info.get("tests_total"), "grade_error": info.get("grade_error"),
+                # simulator replies the leak guard withheld (each regenerated or refused)
+                "simulator_leaks_blocked": info.get("simulator_leaks_blocked", 0),
+                "simulator_replies_refused": info.get("simulator_replies_refused", 0)}
         if self.prefilled:  # behaviour policy != target policy on these turns (policies.exploration)
             meta["exploration"] = {"prefilled_turns": self.prefilled}
         return make_record(task, self.messages, answer=str(info.get("answer", "")), reward=reward,

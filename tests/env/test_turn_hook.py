@@ -35,13 +35,19 @@ def test_turn_evidence_reaches_simulator_and_info_of_that_step_only():
     env.close()
 
 
+#: Keys of every step's info that other features may add (cost accounting); the hook adds none.
+OTHER_INFO = {"simulator_model", "simulator_usage"}
+
+
 def test_base_hook_adds_nothing_and_subclasses_keep_no_side_channel():
     sim = ContextSimulator()
     env = ColBenchBackendEnv(tasks=[TASK], simulator=sim)
     env.reset(options={"task": TASK})
     _, _, _, _, info = env.step("Which numbers?")
-    assert sim.contexts == [{}] and set(info) == {"messages", "turn", "max_turns", "task_id", "task_index",
-                                                   "action_truncated"}
+    # the base env's own keys (the leak guard's included); the hook adds none
+    assert sim.contexts == [{}] and set(info) - OTHER_INFO == {
+        "messages", "turn", "max_turns", "task_id", "task_index", "action_truncated", "leak_guard",
+        "simulator_leaks_blocked", "simulator_replies_refused"}
     env.close()
     # The frontend env reports rendering through the hook's return value, not per-turn attributes.
     from colbench_gym.envs.frontend import ColBenchFrontendEnv
