@@ -49,7 +49,8 @@ def test_every_contract_is_kept() -> None:
 def test_the_contracts_say_what_the_issue_asks() -> None:
     by_id = {c["id"]: c for c in _contracts()}
     layers = by_id["colbench-layers"]
-    assert layers["exhaustive"] and layers["layers"].index("envs") < layers["layers"].index("tasks")
+    row = {name.strip(): i for i, layer in enumerate(layers["layers"]) for name in layer.split("|")}
+    assert layers["exhaustive"] and row["envs"] < row["tasks"]
     assert "simulators | grading | rendering | scoring" in layers["layers"]
     assert by_id["colbench-standalone"]["forbidden_modules"] == ["sweet_agent"]
     assert {"torch", "transformers", "trl"} <= set(by_id["colbench-no-ml-stack"]["forbidden_modules"])
