@@ -22,7 +22,7 @@ def test_non_finite_reward_is_refused_with_its_line_number(tmp_path, bad):
     lines = [json.dumps(_record(1.0)), json.dumps(_record(0.5)).replace("0.5", bad), json.dumps(_record(0.0))]
     path.write_text("\n".join(lines) + "\n")
     assert bad in path.read_text()
-    with pytest.raises(TrajectoryFormatError, match=rf"t\.jsonl:2: 'reward' must be a finite number"):
+    with pytest.raises(TrajectoryFormatError, match=r"t\.jsonl:2: 'reward' must be a finite number"):
         read_trajectories(path)
 
 
