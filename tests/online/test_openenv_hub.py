@@ -40,8 +40,10 @@ def server():
     """The hub package's server app (`colbench_env.server.app:app`, what its container runs) on a real port."""
     import uvicorn
 
-    os.environ.update(COLBENCH_MAX_SESSIONS=str(MAX_SESSIONS), COLBENCH_SCORER="fallback")
-    from colbench_env.server.app import app
+    with pytest.MonkeyPatch.context() as env:  # the app reads its configuration when imported
+        env.setenv("COLBENCH_MAX_SESSIONS", str(MAX_SESSIONS))
+        env.setenv("COLBENCH_SCORER", "fallback")
+        from colbench_env.server.app import app
 
     port = _free_port()
     srv = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
