@@ -145,12 +145,58 @@ def test_current_hyphen_spellings_are_silent(capsys):
     assert "deprecated" not in capsys.readouterr().err
 
 
+LOGGERS = ("trackio", "tensorboard", "wandb")
+
+
 def test_report_to_accepts_trackio_tensorboard_wandb():
     from sweet_agent.critic.cli import dataclass_types
 
-    for logger in ("trackio", "tensorboard", "wandb"):
+    for logger in LOGGERS:
         _, cfg, _ = parse_command("t", "critic", dataclass_types(), ["--report_to", logger, "--output_dir", "o"])
         assert cfg.report_to == [logger]
+
+
+@pytest.mark.parametrize("command", ["train-critic", "train-rft", "train-mtdpo"])
+def test_report_to_reaches_the_trainers_callbacks(command, tmp_path, tiny_model_dir, toy_records, monkeypatch):
+    """--report_to trackio tensorboard wandb: the trainer the command builds carries each logger's
+    callback, and each one sees the run begin and its loss logged. The loggers' packages need not be
+    installed: each integration's callback is replaced by a recorder (its own real class would
+    import the package), and the package check before training (tested above) is lifted."""
+    import json
+
+    from transformers import TrainerCallback
+    from transformers.integrations import integration_utils
+
+    from sweet_agent import training_setup
+    from sweet_agent.cli import main
+
+    made: list[TrainerCallback] = []
+
+    class Recorder(TrainerCallback):
+        def __init__(self):
+            self.events: list[str] = []
+            made.append(self)
+
+        def on_train_begin(self, args, state, control, **kwargs):
+            self.events.append("begin")
+
+        def on_log(self, args, state, control, logs=None, **kwargs):
+            if logs and "loss" in logs:
+                self.events.append("loss")
+
+    recorders = {name: type(f"{name}_recorder", (Recorder,), {}) for name in LOGGERS}
+    for name, cls in recorders.items():
+        monkeypatch.setitem(integration_utils.INTEGRATION_TO_CALLBACK, name, cls)
+    monkeypatch.setattr(training_setup, "_TRACKERS", {})
+    data = tmp_path / "trajs.jsonl"
+    data.write_text("".join(json.dumps(r) + "\n" for r in toy_records))
+    config = tmp_path / "loggers.yaml"  # the flag takes one logger; a config file takes the list
+    config.write_text(yaml.safe_dump({"report_to": list(LOGGERS)}))
+    assert main([command, "--config", str(config), "--data", str(data), "--model_name_or_path", str(tiny_model_dir),
+                 "--output_dir", str(tmp_path / "out"), "--max_steps", "1", "--logging_steps", "1",
+                 "--per_device_train_batch_size", "2", "--max_length", "256"]) == 0
+    assert sorted(type(cb).__name__ for cb in made) == sorted(f"{n}_recorder" for n in LOGGERS)
+    assert all(cb.events[:1] == ["begin"] and "loss" in cb.events for cb in made), [cb.events for cb in made]
 
 
 def test_report_to_a_missing_logger_is_one_line(tmp_path):
@@ -183,6 +229,30 @@ def test_help_lists_config_flags(capsys):
     assert "--config FILE.yaml | cpu | paper" in " ".join(out.split())
 
 
-def test_presets_ship_as_package_data():
-    text = (Path(__file__).resolve().parents[2] / "pyproject.toml").read_text()
+def test_presets_ship_as_package_data(tmp_path):
+    """Build the wheel (from a copy of the sources, offline, no dependencies) and list its YAML files:
+    every preset and launch config of sweet_agent/configs is in it, at the same path."""
+    import shutil
+    import subprocess
+    import sys
+    import zipfile
+
+    root = Path(__file__).resolve().parents[2]
+    text = (root / "pyproject.toml").read_text()
     assert '"configs/*/*.yaml"' in text
+    src = tmp_path / "src"  # a copy: building in the working tree would leave build/ and egg-info behind
+    src.mkdir()
+    for name in ("pyproject.toml", "README.md"):
+        shutil.copy(root / name, src / name)
+    for package in ("colbench_gym", "sweet_agent"):
+        shutil.copytree(root / package, src / package, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+    proc = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "--no-index",
+                           "-q", "-w", str(tmp_path / "dist"), str(src)], capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr
+    (wheel,) = (tmp_path / "dist").glob("colbench_gym-*.whl")
+    with zipfile.ZipFile(wheel) as zf:
+        shipped = sorted(n for n in zf.namelist() if n.endswith((".yaml", ".yml")))
+    expected = sorted(p.relative_to(root).as_posix() for p in (root / "sweet_agent" / "configs").rglob("*.y*ml"))
+    assert shipped == expected
+    assert {f"sweet_agent/configs/{d}/{preset}.yaml" for d in ("critic", "actor", "rft", "mtdpo", "grpo")
+            for preset in ("cpu", "paper")} <= set(shipped)
