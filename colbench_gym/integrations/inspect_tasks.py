@@ -25,21 +25,25 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from inspect_ai import Task, task
-from inspect_ai.dataset import MemoryDataset, Sample
-from inspect_ai.model import (
-    ChatMessage,
-    ChatMessageAssistant,
-    ChatMessageSystem,
-    ChatMessageUser,
-    ContentImage,
-    ContentText,
-    Model,
-    get_model,
-    model_roles,
-)
-from inspect_ai.scorer import Score, Target, mean, scorer, stderr
-from inspect_ai.solver import Generate, TaskState, solver
+try:
+    from inspect_ai import Task, task
+    from inspect_ai.dataset import MemoryDataset, Sample
+    from inspect_ai.model import (
+        ChatMessage,
+        ChatMessageAssistant,
+        ChatMessageSystem,
+        ChatMessageUser,
+        ContentImage,
+        ContentText,
+        Model,
+        get_model,
+        model_roles,
+    )
+    from inspect_ai.scorer import Score, Target, mean, scorer, stderr
+    from inspect_ai.solver import Generate, TaskState, solver
+except ImportError as exc:  # pragma: no cover - the extra is missing
+    raise ImportError(f"the ColBench Inspect tasks need Inspect AI ({exc.name} is missing): "
+                      "pip install 'colbench-gym[inspect]'") from exc
 
 from colbench_gym.instructions import instructions
 from colbench_gym.integrations.conversation import Conversation, check_kind, grade_backend, score_frontend

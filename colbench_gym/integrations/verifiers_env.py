@@ -66,6 +66,15 @@ def row_task(kind: str, problem: str, reference: str, info: dict[str, Any]) -> B
     return env_kind(kind).task_cls.from_record(record, where="row")
 
 
+def _verifiers() -> Any:
+    try:
+        import verifiers
+    except ImportError as exc:
+        raise ImportError(f"the ColBench verifiers environment needs verifiers ({exc.name} is missing): "
+                          "pip install 'colbench-gym[verifiers]'") from exc
+    return verifiers
+
+
 def _text(message: Any) -> str:
     content = message.get("content") if isinstance(message, dict) else getattr(message, "content", "")
     if isinstance(content, list):
@@ -76,7 +85,7 @@ def _text(message: Any) -> str:
 @functools.cache
 def environment_class() -> type:
     """``ColBenchEnv``, the verifiers ``MultiTurnEnv`` (built on first use: verifiers imports lazily)."""
-    import verifiers as vf
+    vf = _verifiers()
 
     class ColBenchEnv(vf.MultiTurnEnv):
         """A ColBench dialogue per rollout; the person answers in ``env_response``."""
@@ -119,7 +128,7 @@ def environment_class() -> type:
 
 
 def _rubric(kind: str, reward_mode: str, scorer: str) -> Any:
-    import verifiers as vf
+    vf = _verifiers()
 
     async def outcome(state: Any) -> dict[str, Any]:
         if "colbench_result" not in state:
@@ -175,6 +184,7 @@ def load_environment(kind: str = "backend", tasks: str = "embedded:test", num_ta
             the same task with the same person).
         **kwargs: further ``vf.Environment`` options (e.g. ``sampling_args``).
     """
+    _verifiers()  # a clear message when the extra is missing (it brings datasets too)
     from datasets import Dataset
 
     check_kind(kind)
