@@ -14,6 +14,13 @@ differs, so a file can be checked independently of the run that wrote it.
 Every per-episode number (success, tests passed, similarity, agent turns, whether the episode
 failed) is measured by :func:`sweet_agent.metrics.episode_metrics`, the one implementation the
 viewer and the learning benchmark use too; this module only adds the file-level report.
+
+The report also says why the episodes ended and what they cost
+(:mod:`colbench_gym.tasks.accounting`): the count per end reason; infrastructure failures
+(the agent's endpoint, the simulator, the grader, the renderer, the task: not the agent's
+doing) apart, left out of the rates and with the success counting them as failures beside it;
+the agent's and the simulator's prompt/completion tokens per model, the episodes' wall time, and
+with ``--prices FILE`` (``{model: {"prompt": $ per 1M, "completion": $ per 1M}}``) the cost.
 """
 
 from __future__ import annotations
@@ -27,6 +34,17 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from colbench_gym.evaluation.metrics import win_rate as _win_rate
+from colbench_gym.tasks.accounting import (
+    Prices,
+    PriceTableError,
+    RunCost,
+    count_end_reasons,
+    format_end_reasons,
+    is_infrastructure,
+    load_prices,
+    run_cost,
+    usage,
+)
 from colbench_gym.tasks.identity import task_identity
 from sweet_agent.metrics import episode_metrics, mean, metric_values
 from sweet_agent.trajectories import Record, read_trajectories
@@ -50,8 +68,22 @@ class Summary:
     regraded: int = 0
     mismatches: list[str] = field(default_factory=list)
     ungraded: int = 0  # records without a stored reward (graded only with --regrade)
-    failed: int = 0  # episodes recorded as failed (``error`` set: endpoint gave up); not in the metrics above
     policies: list[str] = field(default_factory=list)  # who played (``meta.policy``), in file order
+    #: episodes per end reason (colbench_gym.tasks.accounting.END_REASONS; "unrecorded": the record does not say)
+    end_reasons: dict[str, int] = field(default_factory=dict)
+    #: failures that are not the agent's (endpoint, simulator, grader, renderer, task): not in the rates above
+    infrastructure_failures: int = 0
+    agent_errors: int = 0  # the policy produced no usable turn: in the rates above, as failures
+    #: success over every episode, infrastructure failures counted as failures (a lower bound)
+    success_all: float | None = None
+    #: cost: prompt/completion tokens of the agent and of the simulated person, per model; wall time
+    agent_tokens: dict[str, int] = field(default_factory=dict)
+    simulator_tokens: dict[str, int] = field(default_factory=dict)
+    tokens_by_model: dict[str, dict[str, int]] = field(default_factory=dict)
+    wall_time_s: float | None = None  # summed over the episodes that recorded it
+    cost_usd: float | None = None  # with --prices: the total
+    cost_by_model: dict[str, float] = field(default_factory=dict)
+    unpriced_models: list[str] = field(default_factory=list)  # used tokens, not in the price table
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -86,13 +118,27 @@ def win_rate(ours: Iterable[Record], reference: Iterable[Record]) -> tuple[float
     return _win_rate((a[k], b[k]) for k in common), len(common)
 
 
-def summarize(records: list[Record], *, reference: list[Record] | None = None, regrade: bool = False) -> Summary:
-    """The paper's metrics for one file's records."""
+def add_costs(s: Summary, records: list[Record], prices: Prices | None = None) -> RunCost:
+    """Sum the records' tokens per model and wall time into ``s`` (the one sum,
+    :func:`colbench_gym.tasks.accounting.run_cost`); price them with ``prices``."""
+    rc = run_cost(records)
+    s.agent_tokens, s.simulator_tokens, s.tokens_by_model, s.wall_time_s = rc.agent, rc.simulator, rc.by_model, rc.wall_time_s
+    if prices is not None:
+        s.cost_usd, s.cost_by_model, s.unpriced_models = rc.price(prices)
+    return rc
+
+
+def summarize(records: list[Record], *, reference: list[Record] | None = None, regrade: bool = False,
+              prices: Prices | None = None) -> Summary:
+    """The paper's metrics for one file's records, with why the episodes ended and what they cost."""
     s = Summary(episodes=len(records))
     episodes = [episode_metrics(r, i) for i, r in enumerate(records)]
-    s.failed = sum(e.failed for e in episodes)
+    s.end_reasons = count_end_reasons(e.end_reason for e in episodes)
+    s.infrastructure_failures = sum(e.failed for e in episodes)
+    s.agent_errors = s.end_reasons.get("agent_error", 0)
     s.policies = list(dict.fromkeys(str(p) for r in records if (p := (r.get("meta") or {}).get("policy"))))
-    # failed episodes have no score: counted apart
+    add_costs(s, records, prices)
+    # infrastructure failures have no score: counted apart (the rule of colbench_gym.tasks.accounting)
     records = [r for r, e in zip(records, episodes) if not e.failed]
     episodes = [e for e in episodes if not e.failed]
     if not records:
@@ -118,6 +164,9 @@ def summarize(records: list[Record], *, reference: list[Record] | None = None, r
         else:
             s.tests_passed = mean(metric_values(episodes, "tests_passed"))
             s.success = mean(metric_values(episodes, "success"))
+        if s.success is not None and s.infrastructure_failures:
+            scored = len(metric_values(episodes, "success")) if not regrade else len(records)
+            s.success_all = s.success * scored / (scored + s.infrastructure_failures)
     elif s.kind == "frontend":
         s.similarity = mean(metric_values(episodes, "similarity"))
     if reference is not None:
@@ -150,14 +199,25 @@ def format_summary(s: Summary, title: str = "") -> str:
         lines.append(f"agent turns     {s.mean_turns:.2f} per episode")
     if s.answered is not None:
         lines.append(f"answered        {_pct(s.answered)} (rest hit the turn limit)")
-    if s.failed:
-        lines.append(f"failed          {s.failed} episodes not scored (each record's 'error' says why; "
-                     "the metrics above leave them out)")
+    if s.end_reasons:
+        lines.append(f"end reasons     {format_end_reasons(s.end_reasons)}")
+    if s.infrastructure_failures:
+        infra = ", ".join(f"{n} {c}" for n, c in s.end_reasons.items() if is_infrastructure(n))
+        lines.append(f"infrastructure  {s.infrastructure_failures} episodes failed, not by the agent ({infra}): left "
+                     "out of the rates above (each record's 'error' says why; rerun them)"
+                     + (f"; counted as failures, success {_pct(s.success_all)}" if s.success_all is not None else ""))
+    lines += format_costs(s)
     if s.regraded:
         lines.append(f"regraded        {s.regraded} answers, {len(s.mismatches)} differ from the stored scores"
                      + (f" ({s.ungraded} had none)" if s.ungraded else ""))
         lines += [f"  ! {m}" for m in s.mismatches[:10]]
     return "\n".join(lines)
+
+
+def format_costs(s: Summary) -> list[str]:
+    """The report's token, time and cost lines (:meth:`RunCost.lines`)."""
+    rc = RunCost(s.agent_tokens or usage(), s.simulator_tokens or usage(), s.tokens_by_model, s.wall_time_s, s.episodes)
+    return rc.lines(None if s.cost_usd is None else (s.cost_usd, s.cost_by_model, s.unpriced_models))
 
 
 # ---------------------------------------------------------------- `sweet-agent evaluate`
@@ -169,23 +229,28 @@ def add_arguments(parser: argparse.ArgumentParser, files_required: bool = True) 
     parser.add_argument("--regrade", action="store_true",
                         help="grade backend answers again in the sandbox instead of trusting stored rewards")
     parser.add_argument("--json", action="store_true", help="print one JSON object per file")
+    parser.add_argument("--prices", metavar="FILE", default=None,
+                        help='price table for the cost line: JSON {"MODEL": {"prompt": USD_PER_1M_TOKENS, '
+                             '"completion": USD_PER_1M_TOKENS}} (models as meta.agent_model / meta.simulator_model name them)')
 
 
 def run(args: argparse.Namespace) -> int:
     from sweet_agent.trajectories import TrajectoryFormatError
 
     try:
+        prices = load_prices(args.prices) if getattr(args, "prices", None) else None
         reference = read_trajectories(args.reference, require_reward=False) if args.reference else None
         status = 0
         for path in args.files:
             # Ungraded files (the release's backend rollouts carry no reward) load too: --regrade
             # grades them; without it their success / tests passed read n/a.
-            s = summarize(read_trajectories(path, require_reward=False), reference=reference, regrade=args.regrade)
+            s = summarize(read_trajectories(path, require_reward=False), reference=reference, regrade=args.regrade,
+                          prices=prices)
             if s.mismatches:
                 status = 1
             print(json.dumps({"file": path, **s.to_dict()}) if args.json else format_summary(s, path))
         return status
-    except (FileNotFoundError, TrajectoryFormatError) as exc:
+    except (FileNotFoundError, TrajectoryFormatError, PriceTableError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
 

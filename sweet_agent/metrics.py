@@ -13,8 +13,11 @@ place and a plot in another can never disagree about what "a question" or "a suc
   episode that hit the turn limit counts like any other. A frontend draft without one is a
   *draft*. (Until this module served the learning benchmark, its tables counted the agent turns
   *before the last* containing ``?``: see docs/training.md, "Statistics".)
-- **A failed episode** (``error`` set on the record or in its ``meta``: the endpoint gave up) has
-  no score and is left out of every metric.
+- **A failed episode** is an *infrastructure* failure (``meta.end_reason`` one of
+  :data:`colbench_gym.tasks.accounting.INFRASTRUCTURE`: the agent's endpoint, the simulator, the
+  grader ... gave up; records written before end reasons existed: ``error`` set): it has no score
+  and is left out of every metric, by the reporting rule of
+  :mod:`colbench_gym.tasks.accounting`. An ``agent_error`` is the agent's failure and scores 0.
 
 Pairs of runs match episodes by a key: ``(task identity, sample index)`` (same task, same seed)
 in the viewer, the episode id in the learning benchmark; a pair is won, tied or lost by the one
@@ -29,6 +32,7 @@ from typing import Any, TypeVar
 
 from colbench_gym.evaluation.metrics import TIE_TOLERANCE, win_value
 from colbench_gym.protocol import parse_action
+from colbench_gym.tasks.accounting import is_infrastructure, record_end_reason
 from colbench_gym.tasks.identity import task_identity
 from colbench_gym.tasks.records import record_success
 
@@ -86,16 +90,17 @@ class EpisodeMetrics:
     similarity: float | None  # frontend: the reward
     turns: int  # agent turns
     questions: int  # agent turns that are questions (see agent_turn_kinds)
-    failed: bool  # the episode itself failed (endpoint error, ...) rather than scored low
+    failed: bool  # an infrastructure failure (endpoint, simulator, grader ...), not the agent's: no score
+    end_reason: str | None = None  # why it ended (colbench_gym.tasks.accounting); None: the record does not say
 
 
 def episode_metrics(rec: Mapping[str, Any], position: int = 0) -> EpisodeMetrics:
     """Measure one trajectory record (ours or the release's shape)."""
     kind = record_kind(rec)
-    meta = rec.get("meta") or {}
     reward = rec.get("reward")
     reward = float(reward) if isinstance(reward, (int, float)) and not isinstance(reward, bool) else None
     kinds = agent_turn_kinds(rec)
+    end = record_end_reason(rec)
     success = tests = sim = None
     if kind == "backend":
         tests = reward
@@ -106,7 +111,7 @@ def episode_metrics(rec: Mapping[str, Any], position: int = 0) -> EpisodeMetrics
     return EpisodeMetrics(
         task_id=task_identity(rec.get("task") or {}), sample=episode_sample(rec, position), kind=kind,
         reward=reward, success=success, tests_passed=tests, similarity=sim, turns=len(kinds),
-        questions=kinds.count("question"), failed=bool(rec.get("error") or meta.get("error")))
+        questions=kinds.count("question"), failed=is_infrastructure(end), end_reason=end)
 
 
 @dataclass(frozen=True)
@@ -215,3 +220,76 @@ def paired_comparison(a: Sequence[EpisodeMetrics], b: Sequence[EpisodeMetrics], 
     return PairedComparison(pairs=len(keys), wins=scores.count(1.0), losses=scores.count(0.0),
                             ties=scores.count(0.5), difference=paired_difference(ea, eb, "reward", seed=seed),
                             per_task=per_task)
+
+
+# ------------------------------------------------------------------ several training seeds
+def seed_values(runs: Mapping[Hashable, Mapping[K, EpisodeMetrics]], metric: str) -> dict[Hashable, dict[K, float]]:
+    """One metric per (training seed, episode key): ``{seed: {key: value}}``, failed episodes and
+    episodes without the metric left out (as :func:`metric_values`)."""
+    return {s: {k: v[0] for k, e in eps.items() if (v := metric_values([e], metric))} for s, eps in runs.items()}
+
+
+def _common_keys(arms: Sequence[Mapping[Hashable, Mapping[K, float]]]) -> list[K]:
+    keys: set | None = None
+    for runs in arms:
+        for vals in runs.values():
+            keys = set(vals) if keys is None else keys & set(vals)
+    return sorted(keys or ())
+
+
+def _hierarchical(arms: Sequence[tuple[float, Mapping[Hashable, Mapping[K, float]]]], samples: int, seed: int,
+                  level: float) -> Estimate:
+    """``sum(sign * arm mean)`` with a two-level percentile bootstrap (see :func:`hierarchical_bootstrap`)."""
+    import numpy as np
+
+    if any(not runs for _, runs in arms):
+        return Estimate(None, None, None, 0)
+    keys = _common_keys([runs for _, runs in arms])
+    if not keys:
+        return Estimate(None, None, None, 0)
+    mats = [(sign, np.asarray([[vals[k] for k in keys] for vals in runs.values()], dtype=np.float64))
+            for sign, runs in arms]
+    # the point estimate: each seed's plain mean over the tasks, then the mean over seeds
+    point = sum(sign * mean([mean(row.tolist()) for row in m]) for sign, m in mats)
+    n, widest = len(keys), max(m.shape[0] for _, m in mats)
+    rng = np.random.default_rng(seed)
+    chunk = max(1, min(samples, (4 << 20) // (n * widest)))
+    reps = []
+    for start in range(0, samples, chunk):
+        c = min(chunk, samples - start)
+        tasks = rng.integers(0, n, size=(c, n))  # tasks: drawn once per replicate, for every seed of every arm
+        total = np.zeros(c)
+        for sign, m in mats:
+            per_seed = m[:, tasks].mean(axis=2).T  # (c, seeds): each seed's mean over the drawn tasks
+            if m.shape[0] > 1:  # seeds: drawn with replacement, per arm
+                per_seed = np.take_along_axis(per_seed, rng.integers(0, m.shape[0], size=(c, m.shape[0])), axis=1)
+            total += sign * per_seed.mean(axis=1)
+        reps.append(total)
+    alpha = (1.0 - level) / 2
+    low, high = np.quantile(np.concatenate(reps), [alpha, 1 - alpha])
+    return Estimate(point, float(low), float(high), n)
+
+
+def hierarchical_bootstrap(runs: Mapping[Hashable, Mapping[K, float]], *, samples: int = BOOTSTRAP_SAMPLES,
+                           seed: int = 0, level: float = 0.95) -> Estimate:
+    """Mean over training seeds of each seed's mean over tasks, with a hierarchical bootstrap
+    interval that includes the variance between training seeds.
+
+    ``runs`` maps a training seed to ``{episode key: value}`` (:func:`seed_values`). Every
+    replicate resamples the seeds (with replacement), then the tasks within them; the tasks are
+    drawn once per replicate and used for every seed, because every seed plays the same tasks (a
+    crossed design: drawing them per seed would average the task variance away). Only the keys
+    every seed holds are used (``n`` of them). With one seed this is :func:`bootstrap_ci` of its
+    values, resample for resample.
+    """
+    return _hierarchical([(1.0, runs)], samples, seed, level)
+
+
+def hierarchical_difference(a: Mapping[Hashable, Mapping[K, float]], b: Mapping[Hashable, Mapping[K, float]], *,
+                            samples: int = BOOTSTRAP_SAMPLES, seed: int = 0, level: float = 0.95) -> Estimate:
+    """B − A over the same tasks, each side a mean over its own training seeds (as
+    :func:`hierarchical_bootstrap`), with an interval from resampling each side's seeds
+    independently (two methods' seeds are separate training runs: seed 1 of one has nothing to do
+    with seed 1 of the other) and the tasks jointly (paired by episode key: same task, same
+    episode seed). A side with one run (zero-shot) contributes only its task variance."""
+    return _hierarchical([(-1.0, a), (1.0, b)], samples, seed, level)

@@ -97,6 +97,8 @@ def validate_record(rec: Any, where: str = "record", *, require_reward: bool = F
     validator, :func:`colbench_gym.tasks.records.check_trajectory_record`). ``reward`` is optional
     unless ``require_reward``; a missing one then names the command that adds it."""
     check_trajectory_record(rec, where, REQUIRED_KEYS, error=TrajectoryFormatError)
+    if rec.get("meta") is not None and not isinstance(rec["meta"], Mapping):
+        raise TrajectoryFormatError(f"{where}: 'meta' must be a JSON object, got {type(rec['meta']).__name__}")
     if require_reward and rec.get("reward") is None and not rec.get("error"):
         raise TrajectoryFormatError(f"{where}: {missing_reward_hint(rec, where)}")
 
@@ -107,6 +109,78 @@ def missing_reward_hint(rec: Mapping[str, Any], where: str = "record") -> str:
     env = kind_of_task(rec.get("task"), f"{where} task", error=TrajectoryFormatError).name
     return (f"no 'reward' (ungraded {env} trajectories, e.g. the release's rollouts); "
             f"grade first: colbench evaluate {env} IN --output OUT, then train on OUT")
+
+
+# --------------------------------------------------------------------------- the rollout record schema
+#: Every key of a rollout record's ``meta`` with its type, in order: one schema for every run,
+#: whatever its options. WHY: ``datasets.load_dataset("json", data_files=[run1, run2])`` infers
+#: an Arrow schema per file and casts every other file to the first file's, so a key present in
+#: one run only (``exploration`` with ``--explore-rate``), a value null in one run and a string in
+#: the other (``grade_error``), or an int in one and a float in the other, fails the load. So
+#: every key is always present with its type, and "none" is ``""``, ``0`` or ``False``, never
+#: null. (Lists have one entry per agent turn, so they are empty only for an episode that failed
+#: before its first turn.) The record's top-level ``error`` is ``""`` when the episode did not fail.
+TOKENS = {"prompt_tokens": int, "completion_tokens": int}
+ROLLOUT_META: dict[str, Any] = {
+    # what the run was made with (the --resume identity)
+    "env": str, "tasks": str, "seed": int, "k": int, "policy": str, "simulator": str,
+    # which episode
+    "episode_id": str, "task_index": int, "sample": int, "task_id": str, "env_seed": int,
+    # how it ended (colbench_gym.tasks.accounting): ended_by is "" when the episode failed first
+    "turns": int, "max_turns": int, "ended_by": str, "end_reason": str, "infrastructure_failure": bool,
+    "failed": bool, "error": str,
+    # the grade (backend; 0 / "" for frontend and for failed episodes)
+    "tests_passed": int, "tests_total": int, "tests_unpassable": int, "grade_error": str,
+    # simulator replies the leak guard withheld (colbench_gym.simulators.leak_guard): regenerated or refused
+    "simulator_leaks_blocked": int, "simulator_replies_refused": int,
+    # cost: the agent's and the simulated person's models and tokens, the episode's wall time
+    "agent_model": str, "simulator_model": str, "agent_usage": TOKENS, "simulator_usage": TOKENS,
+    "wall_time_s": float, "completion_tokens": int, "length_truncated_turns": int,
+    # how the agent was run
+    "sampling": {"temperature": float, "top_p": float, "top_k": int, "max_new_tokens": int},
+    "system_prompt": str,
+    # question exploration (sweet_agent.policies.exploration): per agent turn the opener forced on
+    # it, "" where the policy wrote the whole turn; ``prefilled`` counts the forced ones
+    "exploration": {"prefilled": int, "openers": [str]},
+}
+
+
+def _conform(value: Any, kind: Any, where: str) -> Any:
+    if isinstance(kind, dict):
+        if not isinstance(value, Mapping):
+            raise TrajectoryFormatError(f"meta.{where}: expected an object, got {type(value).__name__}")
+        extra = set(value) - set(kind)
+        if extra:
+            raise TrajectoryFormatError(f"meta.{where}: unknown keys {sorted(extra)} (the schema: ROLLOUT_META)")
+        return {k: _conform(value.get(k), t, f"{where}.{k}") for k, t in kind.items()}
+    if isinstance(kind, list):
+        return [_conform(v, kind[0], f"{where}[]") for v in (value or [])]
+    if value is None:
+        return kind()  # "none" in the type's own terms: "", 0, 0.0, False
+    if kind is bool:
+        return bool(value)
+    if kind in (int, float) and (isinstance(value, bool) or not isinstance(value, (int, float))):
+        raise TrajectoryFormatError(f"meta.{where}: expected a number, got {value!r:.60}")
+    return kind(value)
+
+
+def rollout_meta(**values: Any) -> dict[str, Any]:
+    """A rollout record's ``meta`` in the one schema (:data:`ROLLOUT_META`): every key present,
+    in order, with its type; a missing or null value becomes the type's "none" (``""``, ``0``,
+    ``False``). An unknown key is an error (add it to the schema, for every run)."""
+    return _conform(values, ROLLOUT_META, "")
+
+
+def record_prefilled_turns(rec: Mapping[str, Any]) -> int:
+    """How many agent turns of a record a behaviour policy started (exploration openers), in the
+    current schema or the older one (``meta.exploration.prefilled_turns``, a list, present only
+    on explored records)."""
+    exp = (rec.get("meta") or {}).get("exploration") if isinstance(rec.get("meta"), Mapping) else None
+    if not isinstance(exp, Mapping):
+        return 0
+    if isinstance(exp.get("prefilled"), int):
+        return exp["prefilled"]
+    return len(exp.get("prefilled_turns") or [])
 
 
 def record_episode_id(rec: Mapping[str, Any]) -> str | None:
@@ -239,9 +313,32 @@ def iter_trajectories(path: str | os.PathLike[str], *, validate: bool = True,
         raise FileNotFoundError(f"{path}: no such trajectory file (collect one with `sweet-agent rollout`)")
     with path.open("rb") as fh:  # streamed (the paper's file is hundreds of MB), decoded per line
         for lineno, rec in parse_jsonl_lines(fh, str(path), torn_tail=True, error=TrajectoryFormatError):
+            rec = from_json_columns(rec, f"{path}:{lineno}")
             if validate:
                 validate_record(rec, f"{path}:{lineno}", require_reward=require_reward)
             yield rec
+
+
+def from_json_columns(rec: Record, where: str = "record") -> Record:
+    """A record whose ``meta`` is a JSON string — a row of :func:`to_hf_dataset` written out with
+    ``Dataset.to_json`` (``task.test_cases``, ``meta`` and ``extra`` as JSON strings), or any
+    file that stores ``meta`` that way — back in the official shape; other records unchanged.
+    A ``meta`` string that is not a JSON object is an error naming ``where``."""
+    meta = rec.get("meta")
+    if not isinstance(meta, str):
+        return rec
+    task = rec.get("task")
+    try:
+        if isinstance(rec.get("extra"), str) and isinstance(task, dict) and "extra" in task:
+            return from_hf_row(rec)  # the to_hf_dataset layout: invert it whole
+        parsed = json.loads(meta) if meta.strip() else {}
+    except (ValueError, TypeError, AttributeError, KeyError) as exc:
+        raise TrajectoryFormatError(f"{where}: 'meta' is a string that is not a JSON object ({exc}); "
+                                    "write meta as an object (or as the JSON text of one)") from None
+    if not isinstance(parsed, dict):
+        raise TrajectoryFormatError(f"{where}: 'meta' is a JSON string holding {type(parsed).__name__}, "
+                                    "not an object")
+    return {**rec, "meta": parsed}
 
 
 def read_trajectories(path: str | os.PathLike[str], *, validate: bool = True,
@@ -426,8 +523,9 @@ def load_paper_offline(path: str | os.PathLike[str]) -> list[Record]:
 
 
 __all__ = [
-    "OFFICIAL_KEYS", "Record", "TrajectoryFormatError", "TrajectoryWriter", "agent_turns", "clean_paper_record",
-    "dialogue_history", "episode_id", "from_hf_row", "iter_paper_offline", "iter_trajectories", "load_paper_offline", "make_record",
-    "parse_llama3_prompt", "read_trajectories", "record_episode_id", "to_hf_dataset", "validate_record",
+    "OFFICIAL_KEYS", "ROLLOUT_META", "Record", "TrajectoryFormatError", "TrajectoryWriter", "agent_turns", "clean_paper_record",
+    "dialogue_history", "episode_id", "from_hf_row", "from_json_columns", "iter_paper_offline", "iter_trajectories", "load_paper_offline", "make_record",
+    "parse_llama3_prompt", "read_trajectories", "record_episode_id", "record_prefilled_turns", "rollout_meta",
+    "to_hf_dataset", "validate_record",
     "write_jsonl_atomic",
 ]

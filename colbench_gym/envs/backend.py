@@ -7,6 +7,7 @@ from typing import Any, Literal
 from colbench_gym.envs.base import ColBenchEnv
 from colbench_gym.protocol import MAX_TURNS, extract_code
 from colbench_gym.simulators import HumanSimulator
+from colbench_gym.tasks.accounting import grading_failure
 
 
 class ColBenchBackendEnv(ColBenchEnv):
@@ -44,7 +45,10 @@ class ColBenchBackendEnv(ColBenchEnv):
     ## Episode End
     Terminates when the agent writes `I WANT TO ANSWER:` or on its 10th turn (that turn counts
     as the answer, as in the paper). There is no truncation. The final `info` holds
-    `tests_passed`, `tests_total`, `success`, `answer`, `ended_by` and `grade_error`.
+    `tests_passed`, `tests_total`, `success`, `answer`, `ended_by`, `grade_error` and `end_reason`
+    (`ended_by`, or `grading_error` / `task_error` when the score is not the answer's own: see
+    `colbench_gym.tasks.accounting`). Every `info` holds `simulator_model` and `simulator_usage`
+    (the person's prompt/completion tokens this episode).
     Calling `step` after the end raises `EpisodeOverError`.
 
     ## Arguments
@@ -105,4 +109,6 @@ class ColBenchBackendEnv(ColBenchEnv):
             # tests no answer can pass (the reference gave no usable result, e.g. an exception of
             # the sandbox); counted in tests_total, reported so that an evaluator can see them
             "tests_unpassable": len(result.unpassable),
+            # set when the score is not the answer's own (grading_error, task_error)
+            "end_reason": grading_failure(result.error, result.total, len(result.unpassable)),
         }

@@ -18,6 +18,7 @@ from colbench_gym.protocol import MAX_TURNS, Messages, ParsedAction, parse_actio
 from colbench_gym.simulators import HumanSimulator, make_simulator
 from colbench_gym.simulators.leak_guard import ensure_guarded
 from colbench_gym.spaces import UnicodeText
+from colbench_gym.tasks.accounting import usage
 from colbench_gym.tasks.kinds import EnvKind, env_kind
 from colbench_gym.tasks.records import BackendTask, FrontendTask
 from colbench_gym.tasks.sources import TaskSource, resolve_task_source
@@ -78,6 +79,7 @@ class ColBenchEnv(gym.Env[str, str]):
         self._turn = 0
         self._done = True
         self._leaks_blocked = self._replies_refused = 0  # simulator replies withheld by the leak guard
+        self._tokens_at_reset = usage()
 
     # ----------------------------------------------------------------- hooks for subclasses
     @abstractmethod
@@ -116,6 +118,7 @@ class ColBenchEnv(gym.Env[str, str]):
         else:
             self.task_index, self.task = self.task_source.sample(self.np_random)
         self.simulator.reset(self.task, seed=int(self.np_random.integers(2**31 - 1)))
+        self._tokens_at_reset = self.simulator.token_usage()
         self._turn = 0
         self._done = False
         self._leaks_blocked = self._replies_refused = 0
@@ -143,7 +146,11 @@ class ColBenchEnv(gym.Env[str, str]):
             answer = parsed.answer if parsed.is_answer else parsed.message
             self._done = True
             reward, score_info = self._score(answer)
-            extra.update(score_info, answer=answer, ended_by="answer" if parsed.is_answer else "turn_limit")
+            ended_by = "answer" if parsed.is_answer else "turn_limit"
+            # end_reason: ended_by, unless scoring hit an infrastructure failure (the grader's
+            # own error, a reference page that did not render): see colbench_gym.tasks.accounting
+            extra.update(score_info, answer=answer, ended_by=ended_by,
+                         end_reason=score_info.get("end_reason") or ended_by)
             return "", float(reward), True, False, self._info(**extra)
         evidence = self._turn_evidence(parsed)
         extra.update(evidence.info)
@@ -204,5 +211,14 @@ class ColBenchEnv(gym.Env[str, str]):
             # simulator replies the leak guard withheld this episode (each regenerated or refused)
             "simulator_leaks_blocked": self._leaks_blocked,
             "simulator_replies_refused": self._replies_refused,
+            # what the simulated person cost this episode so far (0 tokens: no model runs)
+            "simulator_model": self.simulator.model_name,
+            "simulator_usage": self.simulator_usage,
             **extra,
         }
+
+    @property
+    def simulator_usage(self) -> dict[str, int]:
+        """The simulated person's tokens in this episode (since the last ``reset``)."""
+        now, then = self.simulator.token_usage(), self._tokens_at_reset
+        return usage(now["prompt_tokens"] - then["prompt_tokens"], now["completion_tokens"] - then["completion_tokens"])

@@ -51,8 +51,10 @@ class ColBenchFrontendEnv(ColBenchEnv):
     ## Episode End
     Terminates when the agent writes `I WANT TO ANSWER:` or on its 10th turn (that turn counts
     as the answer, as in the paper). There is no truncation. The final `info` holds
-    `similarity`, `scorer`, `scorer_is_clip`, `html_found`, `render_error`, `answer` and
-    `ended_by`; every turn's `info` says whether a draft was `rendered` (and `render_error`).
+    `similarity`, `scorer`, `scorer_is_clip`, `html_found`, `render_error`, `answer`, `ended_by`
+    and `end_reason` (`ended_by`, or `rendering_error` when the reference page did not render);
+    every turn's `info` says whether a draft was `rendered` (and `render_error`), and holds
+    `simulator_model` and `simulator_usage` (the person's tokens this episode).
     Calling `step` after the end raises `EpisodeOverError`.
 
     ## Arguments
@@ -150,6 +152,9 @@ class ColBenchFrontendEnv(ColBenchEnv):
         self._last_draft = final
         sim = float(scorer.similarity(final.image(), self._reference.image()))
         info.update(similarity=sim, render_error=final.error)
+        if self._reference.error and not self._reference.dom:
+            # the reference page itself did not render: the similarity measures nothing
+            info["end_reason"] = "rendering_error"
         return sim, info
 
     def render(self):

@@ -8,7 +8,15 @@ order, with ``reward`` (fraction of hidden tests passed), ``success`` (all passe
 sandbox; counted as failed, and summed per task in the report) set; every other field is kept.
 OUT is written atomically (temporary file + rename). With ``--k K`` the summary also reports
 best-of-k like the paper's release: records are grouped by task (in file order), the first K
-of each task count, and a task scores its best record. A record whose task is invalid (a
+of each task count, and a task scores its best record.
+
+Each output record also gets ``end_reason`` and ``infrastructure_failure``
+(:mod:`colbench_gym.tasks.accounting`): the record's own (``meta.end_reason``, e.g. a rollout
+episode whose simulator endpoint failed), else ``grading_error`` / ``task_error`` when the grade
+is not the answer's own, else how the episode ended. The rates are over the records the agent is
+accountable for; infrastructure failures are counted apart, by reason, with the success rate
+that counts them as failures beside. The tokens and wall time the records carry are summed, and
+priced with ``--prices FILE``. A record whose task is invalid (a
 reference Python cannot parse) refuses the whole file with one ``IN:LINE`` error line;
 ``--skip-invalid`` leaves such records out instead, lists each on stderr and counts them in the
 summary.
@@ -28,6 +36,16 @@ from colbench_gym.evaluation.records import INPUT_ERRORS, input_error, load_answ
 from colbench_gym.jsonl import check_output_writable, write_jsonl_atomic
 from colbench_gym.protocol import extract_code
 from colbench_gym.tasks import BackendTask, TaskFormatError
+from colbench_gym.tasks.accounting import (
+    PriceTableError,
+    count_end_reasons,
+    format_end_reasons,
+    grading_failure,
+    is_infrastructure,
+    load_prices,
+    record_end_reason,
+    run_cost,
+)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -46,6 +64,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--semantics", choices=("ours", "release"), default="ours",
                         help="release: the paper release's grader (its answer checks, fences, scope, plain ==; "
                              "see docs/interop.md); rewards are the release's, ours are printed beside them")
+    parser.add_argument("--prices", metavar="FILE", default=None,
+                        help='price table for the cost line: JSON {"MODEL": {"prompt": USD_PER_1M_TOKENS, '
+                             '"completion": USD_PER_1M_TOKENS}}')
 
 
 def load_records(path: str | os.PathLike[str], skipped: list[str] | None = None
@@ -105,7 +126,10 @@ def run(args: argparse.Namespace) -> int:
         return input_error("--k and --workers must be >= 1")
     skipped: list[str] | None = [] if args.skip_invalid else None
     try:
+        prices = load_prices(args.prices) if args.prices else None
         items = load_records(args.input, skipped)
+    except PriceTableError as exc:
+        return input_error(exc)
     except INPUT_ERRORS as exc:
         hint = "; pass --skip-invalid to grade the other records" if isinstance(exc, TaskFormatError) else ""
         return input_error(f"{exc}{hint}")
@@ -145,28 +169,45 @@ def run(args: argparse.Namespace) -> int:
                    unpassable_tests=dict(res.unpassable))
         if release:
             rec.update(semantics="release", reward_ours=own.fraction, success_ours=own.success)
+        reason = record_end_reason(record)
+        if not is_infrastructure(reason):
+            reason = grading_failure(own.error, own.total, len(own.unpassable)) or reason
+        rec.update(end_reason=reason, infrastructure_failure=is_infrastructure(reason))
         out.append(rec)
     write_jsonl_atomic(args.output, out)
-    n = len(out)
-    succ = sum(r["success"] for r in out) / n if n else 0.0
-    tests = sum(r["reward"] for r in out) / n if n else 0.0
-    print(f"graded {n} answers -> {args.output}")
+    # the agent's rates are over the records it is accountable for (colbench_gym.tasks.accounting)
+    kept = [i for i, r in enumerate(out) if not r["infrastructure_failure"]]
+    n = len(kept)
+    succ = sum(out[i]["success"] for i in kept) / n if n else 0.0
+    tests = sum(out[i]["reward"] for i in kept) / n if n else 0.0
+    print(f"graded {len(out)} answers -> {args.output}")
     if skipped:
         print(f"skipped {len(skipped)} invalid record{'s' * (len(skipped) != 1)} (listed on stderr; not in the output "
               "or the rates below)")
     if release:
-        own_s = sum(r.success for r in ours) / n if n else 0.0
-        own_t = sum(r.fraction for r in ours) / n if n else 0.0
+        own_s = sum(ours[i].success for i in kept) / n if n else 0.0
+        own_t = sum(ours[i].fraction for i in kept) / n if n else 0.0
         print("semantics: release (the paper release's grader; our default semantics in brackets)")
         print(f"success rate: {100 * succ:.1f}% [ours {100 * own_s:.1f}%]   "
               f"tests passed: {100 * tests:.1f}% [ours {100 * own_t:.1f}%]")
     else:
         print(f"success rate: {100 * succ:.1f}%   tests passed: {100 * tests:.1f}%")
+    counts = count_end_reasons(r["end_reason"] for r in out)
+    print(f"end reasons: {format_end_reasons(counts)}")
+    infra = len(out) - n
+    if infra:
+        why = ", ".join(f"{k} {v}" for k, v in counts.items() if is_infrastructure(k))
+        print(f"infrastructure failures: {infra} of {len(out)} records ({why}), not the agent's: left out of the "
+              f"rates above; counted as failures, success rate: {100 * succ * n / len(out):.1f}%")
+    spent = run_cost(r for r, _, _ in items)
+    for line in spent.lines(None if prices is None else spent.price(prices), colon=True):
+        print(line)
     for line in unpassable_report(items, results):
         print(line)
     if args.k > 1:
-        s_k, t_k, n_tasks, short = best_of_k(((t.task_id, r.fraction, r.success) for (_, t, _), r
-                                              in zip(items, results)), args.k)
+        s_k, t_k, n_tasks, short = best_of_k(((t.task_id, r.fraction, r.success) for i, ((_, t, _), r)
+                                              in enumerate(zip(items, results)) if not out[i]["infrastructure_failure"]),
+                                             args.k)
         note = f" ({short} tasks have fewer than {args.k} answers)" if short else ""
         print(f"best-of-{args.k} over {n_tasks} tasks: success rate: {100 * s_k:.1f}%   "
               f"tests passed: {100 * t_k:.1f}%{note}")

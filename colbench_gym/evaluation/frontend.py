@@ -14,6 +14,11 @@ gets ``reference_similarity`` and ``win`` (1 win, 0.5 tie, 0 loss; the rule and 
 live in :mod:`colbench_gym.evaluation.metrics`); the summary reports the win rate, the paper's
 frontend metric. Tasks are matched by content (``task_id``); the first reference record of a task
 is the one compared against.
+
+Each output record also gets ``end_reason`` and ``infrastructure_failure`` (the record's own,
+:mod:`colbench_gym.tasks.accounting`): the mean similarity and the win rate are over the records
+the agent is accountable for; infrastructure failures are counted apart, by reason. The tokens
+and wall time the records carry are summed, and priced with ``--prices FILE``.
 """
 
 from __future__ import annotations
@@ -29,6 +34,15 @@ from colbench_gym.evaluation.records import INPUT_ERRORS, input_error, load_answ
 from colbench_gym.jsonl import check_output_writable, write_jsonl_atomic
 from colbench_gym.protocol import extract_answer_html, extract_html
 from colbench_gym.tasks import FrontendTask
+from colbench_gym.tasks.accounting import (
+    PriceTableError,
+    count_end_reasons,
+    format_end_reasons,
+    is_infrastructure,
+    load_prices,
+    record_end_reason,
+    run_cost,
+)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -42,6 +56,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--pool-size", type=int, default=2, help="browser pages rendering at once")
     parser.add_argument("--timeout", type=float, default=10.0, help="seconds a page may take to load")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
+    parser.add_argument("--prices", metavar="FILE", default=None,
+                        help='price table for the cost line: JSON {"MODEL": {"prompt": USD_PER_1M_TOKENS, '
+                             '"completion": USD_PER_1M_TOKENS}}')
 
 
 def load_records(path: str) -> list[tuple[dict[str, Any], FrontendTask, str]]:
@@ -127,8 +144,11 @@ def run(args: argparse.Namespace) -> int:
     if args.batch_size < 1 or args.pool_size < 1:
         return input_error("--batch-size and --pool-size must be >= 1")
     try:
+        prices = load_prices(args.prices) if args.prices else None
         items = load_records(args.input)
         ref_items = load_records(args.reference_run) if args.reference_run else []
+    except PriceTableError as exc:
+        return input_error(exc)
     except INPUT_ERRORS as exc:
         return input_error(exc)
     check_output_writable(args.output)  # before any grading: a bad --output must not cost the run
@@ -172,6 +192,8 @@ def run(args: argparse.Namespace) -> int:
                    html_found=s["html_found"], render_error=s["render_error"], answer_source=s["answer_source"])
         if s.get("kept_stored"):
             rec.update(scorer=None, similarity=None)  # not scored here: the stored reward stays
+        reason = record_end_reason(record)
+        rec.update(end_reason=reason, infrastructure_failure=is_infrastructure(reason))
         if args.reference_run:
             theirs = ref_sim.get(task.task_id)
             if theirs is None:
@@ -179,20 +201,31 @@ def run(args: argparse.Namespace) -> int:
                 rec.update(reference_similarity=None, win=None)
             else:
                 w = win_value(s["similarity"], theirs)
-                wins.append(w)
+                if not rec["infrastructure_failure"]:  # the agent's rates leave those out
+                    wins.append(w)
                 rec.update(reference_similarity=theirs, win=w)
         out.append(rec)
     write_jsonl_atomic(args.output, out)
-    n = len(out)
-    mean = sum(r["reward"] for r in out) / n if n else 0.0
-    print(f"scored {n} answers -> {args.output}")
+    kept = [r for r in out if not r["infrastructure_failure"]]
+    n = len(kept)
+    mean = sum(r["reward"] for r in kept) / n if n else 0.0
+    print(f"scored {len(out)} answers -> {args.output}")
     from_images = sum(r["answer_source"] == "image" for r in out)
     from_dialogue = sum(r["answer_source"] == "dialogue" for r in out)
     if from_images or from_dialogue or kept:
         print(f"answers scored from their screenshot: {from_images}, from the last HTML in the dialogue: "
               f"{from_dialogue}; nothing to score, stored reward kept: {kept}")
     print(f"scorer: {scorer.name}" + ("" if scorer.is_clip else "  (NOT CLIP: not comparable with the paper's numbers)"))
-    print(f"mean similarity: {mean:.4f}   answers with HTML: {sum(r['html_found'] for r in out)}/{n}")
+    print(f"mean similarity: {mean:.4f}   answers with HTML: {sum(r['html_found'] for r in kept)}/{n}")
+    counts = count_end_reasons(r["end_reason"] for r in out)
+    print(f"end reasons: {format_end_reasons(counts)}")
+    if len(out) > n:
+        why = ", ".join(f"{k} {v}" for k, v in counts.items() if is_infrastructure(k))
+        print(f"infrastructure failures: {len(out) - n} of {len(out)} records ({why}), not the agent's: left out of "
+              "the similarity and win rate")
+    spent = run_cost(r for r, _, _ in items)
+    for line in spent.lines(None if prices is None else spent.price(prices), colon=True):
+        print(line)
     if args.reference_run:
         rate = sum(wins) / len(wins) if wins else 0.0
         note = f"   ({missing} answers have no reference-run record for their task)" if missing else ""

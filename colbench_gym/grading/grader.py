@@ -33,6 +33,7 @@ from colbench_gym.grading.pytest_driver import Case, PytestDriver
 from colbench_gym.grading.sandbox import Isolation, Worker, WorkerFailed, probe_isolation
 from colbench_gym.grading.wire import Outcome, WireError, decode, encode, parse_segments, safe_text
 from colbench_gym.tasks import BackendTask
+from colbench_gym.tasks.accounting import INTERNAL_GRADING_ERROR
 
 _log = logging.getLogger(__name__)
 
@@ -255,7 +256,8 @@ class BackendGrader:
             return self._grade(code if isinstance(code, str) else "", task, names)
         except Exception as exc:  # noqa: BLE001 - the catch-all the reward channel needs
             _log.exception("internal error while grading a submission")
-            why = safe_text(f"internal grading error: {type(exc).__name__}: {exc}")
+            # INTERNAL_GRADING_ERROR: how accounting tells this infrastructure failure from the answer's
+            why = safe_text(f"{INTERNAL_GRADING_ERROR}: {type(exc).__name__}: {exc}")
             return GradeResult(0, len(names), {n: False for n in names}, why, {n: why for n in names})
 
     def _grade(self, code: str, task: BackendTask, names: list[str]) -> GradeResult:

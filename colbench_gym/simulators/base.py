@@ -13,6 +13,7 @@ from typing import Any
 
 from colbench_gym.protocol import Messages
 from colbench_gym.simulators.leak_guard import guard_respond
+from colbench_gym.tasks.accounting import add_usage, usage
 from colbench_gym.tasks.records import BackendTask, FrontendTask
 
 Task = BackendTask | FrontendTask
@@ -24,6 +25,9 @@ Dialogue = Messages
 
 class SimulatorError(RuntimeError):
     """A simulator could not produce a reply (endpoint down, model missing, ...)."""
+
+    #: An episode this ends is an infrastructure failure (:mod:`colbench_gym.tasks.accounting`).
+    end_reason = "simulator_error"
 
 
 class HumanSimulator(ABC):
@@ -59,6 +63,23 @@ class HumanSimulator(ABC):
 
     def close(self) -> None:  # noqa: B027 - optional hook
         """Release connections, models or processes."""
+
+    # ------------------------------------------------------------------ cost accounting
+    @property
+    def model_name(self) -> str:
+        """The model that plays the person, as a price table names it ("" when no model runs)."""
+        model = getattr(self, "model", None)
+        return model if isinstance(model, str) else ""
+
+    def token_usage(self) -> dict[str, int]:
+        """Tokens the person's model used so far, summed over every call of this simulator
+        (``prompt_tokens``, ``completion_tokens``; 0 for a simulator that runs no model). The
+        environment reports each episode's share in ``info["simulator_usage"]``."""
+        return dict(getattr(self, "_tokens", None) or usage())
+
+    def _count_tokens(self, prompt_tokens: int, completion_tokens: int) -> None:
+        """Book one model call (subclasses that run a model call this)."""
+        self._tokens = add_usage(self.token_usage(), usage(prompt_tokens, completion_tokens))
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}()"

@@ -91,7 +91,7 @@ class OpenAIChatSimulator(HumanSimulator):
                                                   extra_body=self.extra_body or None, **self.sampling)
 
         try:
-            text, _, _ = call_sync(request, control, garbage_retries=self.max_retries)
+            text, _, response = call_sync(request, control, garbage_retries=self.max_retries)
         except openai.APITimeoutError as exc:
             raise SimulatorError(f"the simulator endpoint {self.base_url} timed out (no answer within {self.timeout:g} s, "
                                  f"{self.max_retries} retries); raise simulator_kwargs['timeout'] or check the "
@@ -108,6 +108,8 @@ class OpenAIChatSimulator(HumanSimulator):
             ) from exc
         except GarbageResponse as exc:
             raise SimulatorError(f"the simulator endpoint {self.base_url} sent an unreadable reply: {exc}") from exc
+        tokens = getattr(response, "usage", None)  # the OpenAI usage fields, when the server sends them
+        self._count_tokens(getattr(tokens, "prompt_tokens", 0) or 0, getattr(tokens, "completion_tokens", 0) or 0)
         return text.strip()
 
     def close(self) -> None:

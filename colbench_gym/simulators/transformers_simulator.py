@@ -33,6 +33,8 @@ class TransformersBackendSimulator(HumanSimulator):
                 "the 'transformers' simulator needs torch and transformers: pip install 'colbench-gym[agent]'"
             ) from exc
         self._torch = torch
+        self._model_name = model if isinstance(model, str) else str(getattr(getattr(model, "config", None),
+                                                                            "_name_or_path", "") or "")
         if isinstance(model, str):
             try:
                 self.tokenizer = tokenizer or AutoTokenizer.from_pretrained(model)
@@ -89,4 +91,10 @@ class TransformersBackendSimulator(HumanSimulator):
                 temperature=self.temperature if sample else None, top_p=self.top_p if sample else None,
                 pad_token_id=self.tokenizer.pad_token_id or self.tokenizer.eos_token_id,
             )
-        return self.tokenizer.decode(out[0, ids["input_ids"].shape[1]:], skip_special_tokens=True).strip()
+        prompt_len = ids["input_ids"].shape[1]
+        self._count_tokens(int(prompt_len), int(out.shape[1] - prompt_len))  # tokenizer counts: no usage fields
+        return self.tokenizer.decode(out[0, prompt_len:], skip_special_tokens=True).strip()
+
+    @property
+    def model_name(self) -> str:
+        return self._model_name

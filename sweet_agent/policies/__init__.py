@@ -10,6 +10,7 @@ import os
 from typing import Any
 
 from sweet_agent.policies.base import (
+    EndpointError,
     Generation,
     Messages,
     Policy,
@@ -44,4 +45,4 @@ def load_policy(spec: str | os.PathLike[str] | Policy | None = None, *, base_url
                                               quiet=quiet, **kwargs)
 
 
-__all__ = ["Generation", "Messages", "Policy", "PolicyError", "SamplingParams", "derive_seed", "load_policy"]
+__all__ = ["EndpointError", "Generation", "Messages", "Policy", "PolicyError", "SamplingParams", "derive_seed", "load_policy"]

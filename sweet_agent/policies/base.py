@@ -27,6 +27,14 @@ class PolicyError(RuntimeError):
     """A policy could not produce an action (model missing, endpoint down, bad output, ...)."""
 
 
+class EndpointError(PolicyError):
+    """The policy's model endpoint failed for good (HTTP error, timeout, unreachable, unreadable
+    replies) after its retries: an infrastructure failure, not the agent's
+    (:mod:`colbench_gym.tasks.accounting`)."""
+
+    end_reason = "endpoint_error"
+
+
 @dataclass(frozen=True)
 class SamplingParams:
     """How to sample one agent turn.
@@ -132,6 +140,12 @@ class Policy(ABC):  # noqa: B024 - either generate or agenerate is overridden
     prefers_async: bool = False
     #: True when :meth:`generate` accepts ``prefixes=`` (continue a forced start of the turn).
     supports_prefix: bool = False
+
+    @property
+    def model_name(self) -> str:
+        """The model behind this policy, as a price table names it (a wrapper's: its base's)."""
+        base = getattr(self, "base", None)
+        return base.model_name if isinstance(base, Policy) else self.name
 
     def close(self) -> None:  # noqa: B027 - optional hook
         """Release models, clients or connections."""

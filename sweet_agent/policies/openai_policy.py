@@ -20,6 +20,7 @@ from colbench_gym.simulators.openai_resilience import (
     call_async,
 )
 from sweet_agent.policies.base import (
+    EndpointError,
     Generation,
     Messages,
     Policy,
@@ -63,6 +64,10 @@ class OpenAIPolicy(Policy):
         self.extra_body = dict(extra_body or {})
         self._clients: dict[int, Any] = {}  # one async client per event loop (httpx pools are loop-bound)
 
+    @property
+    def model_name(self) -> str:
+        return self.model
+
     def _client(self):
         from openai import AsyncOpenAI
 
@@ -104,12 +109,13 @@ class OpenAIPolicy(Policy):
         try:
             text, choice, resp = await call_async(request, self.control, garbage_retries=self.max_retries)
         except openai.APITimeoutError as exc:
-            raise PolicyError(f"{where}: timed out (no answer within {self.timeout:g} s, {self.max_retries} retries); "
-                              "raise --request-timeout or lower --concurrency") from exc
+            raise EndpointError(f"{where}: timed out (no answer within {self.timeout:g} s, {self.max_retries} retries); "
+                                "raise --request-timeout or lower --concurrency") from exc
         except openai.APIStatusError as exc:
-            raise PolicyError(f"{where}: request failed: HTTP {exc.status_code}: {' '.join(str(exc).split())[:300]}") from exc
+            raise EndpointError(f"{where}: request failed: HTTP {exc.status_code}: "
+                                f"{' '.join(str(exc).split())[:300]}") from exc
         except (openai.APIError, GarbageResponse) as exc:
-            raise PolicyError(f"{where}: request failed: {' '.join(str(exc).split())[:300]}") from exc
+            raise EndpointError(f"{where}: request failed: {' '.join(str(exc).split())[:300]}") from exc
         text, cut = apply_stop(text, sampling.stop)
         usage = getattr(resp, "usage", None)
         finish = "stop" if cut else ("length" if choice.finish_reason == "length" else "stop")

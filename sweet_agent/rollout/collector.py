@@ -22,10 +22,16 @@ every episode of the new run failed (then the old file stays and :class:`Rollout
 
 Faults cost one episode at most: a simulator reply that fails is retried (the env leaves the
 agent's turn unconsumed), and an episode whose policy or simulator fails for good (after the
-client's retries) is written as a *failed* record — ``"error"`` set, ``reward``/``success``
-null, ``meta.failed`` true — while the other episodes go on. Only a run of
-``max_consecutive_failures`` failures in a row (the server is down, the model name is wrong)
-stops the run, with that error.
+client's retries) is written as a *failed* record — ``"error"`` set, ``meta.failed`` true,
+``meta.end_reason`` saying whose failure it was (:mod:`colbench_gym.tasks.accounting`): an
+infrastructure failure (the agent's endpoint, the simulator, ...) has ``reward``/``success``
+null and ``meta.infrastructure_failure`` true, an ``agent_error`` scores 0 — while the other
+episodes go on. Only a run of ``max_consecutive_failures`` failures in a row (the server is
+down, the model name is wrong) stops the run, with that error.
+
+Every record's ``meta`` has the one schema :data:`sweet_agent.trajectories.ROLLOUT_META` (every
+key always present, never null), including the cost of the episode: the agent's and the
+simulated person's models and prompt/completion tokens, and its wall time.
 """
 
 from __future__ import annotations
@@ -41,9 +47,17 @@ from pathlib import Path
 from typing import Any
 
 from colbench_gym.jsonl import check_output_writable
+from colbench_gym.tasks.accounting import add_usage, end_reason_of, is_infrastructure, usage
 from sweet_agent.policies.base import Generation, Policy, SamplingParams, derive_seed
 from sweet_agent.prompts import agent_messages, env_kind, system_prompt
-from sweet_agent.trajectories import Record, TrajectoryWriter, episode_id, iter_trajectories, make_record
+from sweet_agent.trajectories import (
+    Record,
+    TrajectoryWriter,
+    episode_id,
+    iter_trajectories,
+    make_record,
+    rollout_meta,
+)
 
 #: A failed simulator reply is retried this many times (with backoff) before the episode fails.
 SIMULATOR_RETRIES = 2
@@ -122,8 +136,14 @@ class RolloutResult:
         return [r for r in self.records if r.get("error")]
 
     @property
+    def infrastructure_failures(self) -> list[Record]:
+        """Failed episodes that are not the agent's doing (endpoint, simulator, ...: ``meta.end_reason``)."""
+        return [r for r in self.records if r["meta"]["infrastructure_failure"]]
+
+    @property
     def success_rate(self) -> float:
-        played = [r for r in self.records if not r.get("error")]
+        """Over the episodes the agent is accountable for (infrastructure failures left out)."""
+        played = [r for r in self.records if not r["meta"]["infrastructure_failure"]]
         return sum(bool(r.get("success")) for r in played) / max(1, len(played))
 
     @property
@@ -164,17 +184,22 @@ def plan_episodes(cfg: RolloutConfig, source_size: int) -> list[EpisodeSpec]:
 class _Episode:
     """One episode in flight: its env, the agent's view and the generation stats."""
 
-    def __init__(self, spec: EpisodeSpec, env: Any, cfg: RolloutConfig, policy_name: str):
-        self.spec, self.env, self.cfg, self.policy_name = spec, env, cfg, policy_name
+    def __init__(self, spec: EpisodeSpec, env: Any, cfg: RolloutConfig, policy: Policy):
+        self.spec, self.env, self.cfg, self.policy_name = spec, env, cfg, policy.name
+        self.agent_model = policy.model_name
         self.turn = 0
         self.messages: list[dict[str, str]] = []
         self.tokens = 0
+        self.agent_usage = usage()
+        self.simulator_usage = usage()
         self.truncated_turns = 0
-        self.prefilled: list[dict[str, Any]] = []  # exploration openers forced by a behaviour policy
+        self.openers: list[str] = []  # per agent turn: the exploration opener a behaviour policy forced, or ""
         self.record: Record | None = None
         self.env_seed = derive_seed(cfg.seed, "env", spec.task_index, spec.sample)
+        self.started = time.perf_counter()
 
     def reset(self) -> None:
+        self.started = time.perf_counter()
         _, info = self.env.reset(seed=self.env_seed, options={"task_index": self.spec.task_index})
         self.messages = info["messages"]
 
@@ -203,41 +228,66 @@ class _Episode:
                 time.sleep(backoff(attempt))
         self.turn += 1
         self.tokens += gen.completion_tokens
+        add_usage(self.agent_usage, usage(gen.prompt_tokens, gen.completion_tokens))
         self.truncated_turns += gen.finish_reason == "length"
-        if gen.prefix:
-            self.prefilled.append({"turn": self.turn - 1, "opener": gen.prefix})
+        self.openers.append(gen.prefix)
         self.messages = info["messages"]
+        self.simulator_usage = info.get("simulator_usage") or self.simulator_usage
         if terminated or truncated:
             self.record = self._finish(reward, info)
             return True
         return False
 
-    def fail(self, exc: BaseException) -> Record:
-        """Record this episode as failed: the dialogue so far, ``error``, reward and success null."""
+    def fail(self, exc: BaseException, default_reason: str = "environment_error") -> Record:
+        """Record this episode as failed: the dialogue so far, ``error``, and the end reason
+        (:func:`colbench_gym.tasks.accounting.end_reason_of`: the exception's own, else
+        ``default_reason``, what the caller was doing). An infrastructure failure has no score
+        (reward and success null: reports leave it out of the agent's rates); an ``agent_error``
+        is the agent's failure and scores 0."""
         error = f"{type(exc).__name__}: {' '.join(str(exc).split())}"[:2000]
+        reason = end_reason_of(exc, default_reason)
         try:
             task = self.env.unwrapped.task_source[self.spec.task_index].to_record()
         except Exception:  # the task itself may be what failed
             task = {"problem_description": f"<task {self.spec.task_index} could not be loaded>"}
-        meta = {**self._meta({}), "failed": True, "error": error}
+        meta = self._meta({}, end_reason=reason, failed=True, error=error)
+        infra = is_infrastructure(reason)
+        backend = getattr(self.env.unwrapped, "kind", "backend") == "backend"
         rec = make_record(task, self.messages or [{"role": "user", "content": task["problem_description"]}],
-                          answer="", reward=0.0, success=None, meta=meta)
-        rec["reward"] = None  # absent: a failed episode has no score (evaluate counts it apart)
+                          answer="", reward=0.0, success=None if infra or not backend else False, meta=meta)
+        if infra:
+            rec["reward"] = None  # absent: an infrastructure failure has no score (evaluate counts it apart)
         rec["error"] = error
         self.record = rec
         return rec
 
-    def _meta(self, info: dict[str, Any]) -> dict[str, Any]:
-        return {
+    def _meta(self, info: dict[str, Any], **values: Any) -> dict[str, Any]:
+        """The record's ``meta`` in the one rollout schema (:data:`sweet_agent.trajectories.ROLLOUT_META`)."""
+        reason = values.pop("end_reason")
+        try:
+            sim_model = self.env.unwrapped.simulator.model_name
+        except Exception:  # noqa: BLE001 - an env that failed to build its simulator
+            sim_model = ""
+        return rollout_meta(
             **self.cfg.identity(self.policy_name),
-            "episode_id": self.spec.id, "task_index": self.spec.task_index, "sample": self.spec.sample,
-            "task_id": info.get("task_id"), "env_seed": self.env_seed, "turns": self.turn,
-            "max_turns": self.cfg.max_turns, "completion_tokens": self.tokens,
-            "length_truncated_turns": self.truncated_turns,
-            "sampling": {"temperature": self.cfg.sampling.temperature, "top_p": self.cfg.sampling.top_p,
-                         "top_k": self.cfg.sampling.top_k, "max_new_tokens": self.cfg.sampling.max_new_tokens},
-            "system_prompt": self.cfg.prompt,
-        }
+            episode_id=self.spec.id, task_index=self.spec.task_index, sample=self.spec.sample,
+            task_id=info.get("task_id") or self._task_id(), env_seed=self.env_seed, turns=self.turn,
+            max_turns=self.cfg.max_turns, end_reason=reason, infrastructure_failure=is_infrastructure(reason),
+            agent_model=self.agent_model, simulator_model=sim_model, agent_usage=self.agent_usage,
+            simulator_usage=self.simulator_usage, wall_time_s=time.perf_counter() - self.started,
+            completion_tokens=self.tokens, length_truncated_turns=self.truncated_turns,
+            sampling={"temperature": self.cfg.sampling.temperature, "top_p": self.cfg.sampling.top_p,
+                      "top_k": self.cfg.sampling.top_k, "max_new_tokens": self.cfg.sampling.max_new_tokens},
+            system_prompt=self.cfg.prompt,
+            exploration={"prefilled": sum(bool(o) for o in self.openers), "openers": self.openers},
+            **values,
+        )
+
+    def _task_id(self) -> str:
+        try:
+            return self.env.unwrapped.task_source[self.spec.task_index].task_id
+        except Exception:  # noqa: BLE001 - the task itself may be what failed
+            return ""
 
     def _finish(self, env_reward: float, info: dict[str, Any]) -> Record:
         task = self.env.unwrapped.task.to_record()  # training-time only: the official record
@@ -248,15 +298,16 @@ class _Episode:
         else:
             reward = float(env_reward)
         success = info.get("success")
-        meta = {**self._meta(info), "ended_by": info.get("ended_by"), "tests_passed": info.get("tests_passed"),
-                "tests_total": info.get("tests_total"), "grade_error": info.get("grade_error"),
-                # simulator replies the leak guard withheld (each regenerated or refused)
-                "simulator_leaks_blocked": info.get("simulator_leaks_blocked", 0),
-                "simulator_replies_refused": info.get("simulator_replies_refused", 0)}
-        if self.prefilled:  # behaviour policy != target policy on these turns (policies.exploration)
-            meta["exploration"] = {"prefilled_turns": self.prefilled}
-        return make_record(task, self.messages, answer=str(info.get("answer", "")), reward=reward,
-                           success=None if success is None else bool(success), meta=meta)
+        meta = self._meta(info, end_reason=info.get("end_reason") or info.get("ended_by"), ended_by=info.get("ended_by"),
+                          tests_passed=info.get("tests_passed"), tests_total=info.get("tests_total"),
+                          tests_unpassable=info.get("tests_unpassable"), grade_error=info.get("grade_error"),
+                          # simulator replies the leak guard withheld (each regenerated or refused)
+                          simulator_leaks_blocked=info.get("simulator_leaks_blocked", 0),
+                          simulator_replies_refused=info.get("simulator_replies_refused", 0))
+        rec = make_record(task, self.messages, answer=str(info.get("answer", "")), reward=reward,
+                          success=None if success is None else bool(success), meta=meta)
+        rec["error"] = ""  # always present (one schema): "" = the episode did not fail
+        return rec
 
 
 def _progress(total: int, enabled: bool, desc: str):
@@ -391,7 +442,7 @@ def _run_batched(policy: Policy, cfg: RolloutConfig, todo: list[EpisodeSpec], en
             starting = []
             for i, ep in enumerate(slots):
                 if ep is None and queue:
-                    slots[i] = _Episode(queue.popleft(), envs[i], cfg, policy.name)
+                    slots[i] = _Episode(queue.popleft(), envs[i], cfg, policy)
                     starting.append(slots[i])
             for ep, end in zip(starting, list(pool.map(lambda e: _attempt(e, e.reset), starting))):
                 if end:
@@ -419,15 +470,18 @@ async def _run_async(policy: Policy, cfg: RolloutConfig, todo: list[EpisodeSpec]
         async def play(spec: EpisodeSpec) -> None:
             env = await free.get()
             try:
-                ep = _Episode(spec, env, cfg, policy.name)
+                ep = _Episode(spec, env, cfg, policy)
+                asking = False  # what failed: the policy (agent_error unless it names its cause) or the env
                 try:
                     await loop.run_in_executor(pool, ep.reset)
                     while True:
+                        asking = True
                         gen = (await policy.agenerate([ep.prompt()], cfg.sampling, [ep.seed()]))[0]
+                        asking = False
                         if await loop.run_in_executor(pool, ep.step, gen):
                             break
                 except Exception as exc:  # one bad reply costs this episode, never the run
-                    ep.fail(exc)
+                    ep.fail(exc, "agent_error" if asking else "environment_error")
                 finished(ep)
             finally:
                 free.put_nowait(env)

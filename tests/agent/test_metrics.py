@@ -74,7 +74,8 @@ def test_failed_episodes_are_left_out_of_every_metric():
     with pytest.raises(ValueError, match="unknown metric"):
         metric_values(eps, "question")
     s = summarize(recs)
-    assert s.failed == 1 and s.success == 1.0 and s.mean_turns == 2.0
+    assert s.infrastructure_failures == 1 and s.success == 1.0 and s.mean_turns == 2.0
+    assert s.end_reasons == {"unknown_error": 1, "unrecorded": 1}  # the old record shapes say no more
 
 
 def _load_bench():

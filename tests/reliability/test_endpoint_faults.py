@@ -104,15 +104,16 @@ def test_permanent_error_fails_one_episode_and_the_others_go_on(tmp_path):
     failed = recs["2:0"]
     assert failed["reward"] is None and failed["success"] is None and failed["meta"]["failed"] is True
     assert "HTTP 400" in failed["error"] and server.base_url in failed["error"]
+    assert failed["meta"]["end_reason"] == "endpoint_error" and failed["meta"]["infrastructure_failure"] is True
     for eid, rec in recs.items():
         _assert_alternating(rec)
         if eid != "2:0":
-            assert "error" not in rec and rec["reward"] is not None and rec["meta"]["ended_by"] == "answer"
+            assert rec["error"] == "" and rec["reward"] is not None and rec["meta"]["ended_by"] == "answer"
     assert len(result.failed) == 1
     # evaluate counts it apart and scores the rest
     s = summarize(list(recs.values()))
-    assert s.failed == 1 and s.episodes == 5 and s.tests_passed is not None
-    assert "failed          1 episodes not scored" in format_summary(s)
+    assert s.infrastructure_failures == 1 and s.episodes == 5 and s.tests_passed is not None
+    assert "infrastructure  1 episodes failed, not by the agent (endpoint_error 1)" in format_summary(s)
     assert to_hf_dataset(tmp_path / "run.jsonl").num_rows == 5  # a failed record still loads with datasets
 
 
@@ -188,4 +189,4 @@ def test_failed_record_shape_round_trips_through_json(tmp_path):
         policy = OpenAIPolicy("agent", base_url=server.base_url)
         collect(policy, _rollout_cfg(server, 1, max_consecutive_failures=0), tmp_path / "f.jsonl", progress=False)
     [rec] = read_trajectories(tmp_path / "f.jsonl")
-    assert json.loads(json.dumps(rec)) == rec and rec["error"].startswith("PolicyError")
+    assert json.loads(json.dumps(rec)) == rec and rec["error"].startswith("EndpointError")
