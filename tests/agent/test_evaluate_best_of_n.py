@@ -43,7 +43,18 @@ def noref_critic(tmp_path_factory, tiny_model_dir):
     return out
 
 
-def test_evaluate_plays_best_of_n_then_reports(tmp_path, tiny_model_dir, noref_critic, capsys):
+def test_evaluate_plays_best_of_n_then_reports(tmp_path, tiny_model_dir, noref_critic, capsys, monkeypatch):
+    from sweet_agent.actor import candidates
+
+    scored: list[tuple[list[str], list[float]]] = []  # every turn's candidates and the critic's scores
+    score = candidates.score_candidates
+
+    def recording(model, ref, tokenizer, conversation, texts, **kwargs):
+        scores = score(model, ref, tokenizer, conversation, texts, **kwargs)
+        scored.append((list(texts), list(scores)))
+        return scores
+
+    monkeypatch.setattr(candidates, "score_candidates", recording)
     out = tmp_path / "bon.jsonl"
     argv = ["evaluate", "--best-of", "2", "--critic", str(noref_critic), "--policy", str(tiny_model_dir),
             "--dtype", "float32", "--tasks", "collab:test", "--episodes", "2", "--max-turns", "2",
@@ -52,6 +63,14 @@ def test_evaluate_plays_best_of_n_then_reports(tmp_path, tiny_model_dir, noref_c
     text = capsys.readouterr().out
     recs = read_trajectories(out)
     assert len(recs) == 2 and all("+best-of-2(critic-noref)" in r["meta"]["policy"] for r in recs)
+    # the critic chose every turn: each agent turn played is the candidate it scored highest
+    turns = [t["content"] for r in recs for t in r["dialogue_history"] if t["role"] == "assistant"]
+    losers = [texts[min(range(2), key=lambda j: s[j])] for texts, s in scored]
+    assert len(scored) == len(turns) >= 2 and all(len(texts) == 2 for texts, _ in scored)
+    assert all(len(set(s)) == 2 for _, s in scored)  # no tie: the choice is the critic's, not the order
+    chosen = [texts[max(range(2), key=lambda j: s[j])] for texts, s in scored]
+    assert sorted(t.strip() for t in turns) == sorted(c.strip() for c in chosen)  # the env strips a turn
+    assert sorted(t.strip() for t in turns) != sorted(c.strip() for c in losers)
     assert "played 2 episodes" in text
     assert f"== {out}" in text and "episodes        2 (2 tasks, backend)" in text
     assert f"policy          {recs[0]['meta']['policy']}" in text
