@@ -2,7 +2,7 @@
 
 ``make_scorer("auto")`` uses CLIP ViT-B/32 with OpenAI's weights when torch, open_clip and the
 cached weights are all present; otherwise it warns once, saying why and how to get CLIP, and
-returns :class:`FallbackScorer`, whose name (``pixel-layout-fallback (not CLIP)``) travels in
+returns :class:`FallbackScorer`, whose name (``structure-fallback-v2 (not CLIP)``) travels in
 every ``info`` and output record. ``"clip"`` insists on CLIP (clear error without weights),
 ``"fallback"`` never loads a model. Nothing here imports torch until a CLIP scorer is built.
 """

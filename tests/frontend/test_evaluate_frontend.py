@@ -7,6 +7,7 @@ import json
 import pytest
 
 from colbench_gym.cli import main
+from colbench_gym.scoring import FALLBACK_NAME
 from colbench_gym.tasks.embedded import load_embedded
 
 pytestmark = pytest.mark.browser
@@ -37,7 +38,7 @@ def test_evaluate_with_reference_run(browser_ready, tmp_path, capsys):
     assert rows[1]["similarity"] == 0.0 and rows[1]["html_found"] is False and rows[1]["win"] == 0.0
     assert rows[2]["html_found"] and rows[2]["win"] == 0.5  # same page as the reference agent: a tie
     assert rows[3]["win"] is None and rows[3]["reference_similarity"] is None
-    assert all(r["scorer"] == "pixel-layout-fallback (not CLIP)" and r["reward"] == r["similarity"] for r in rows)
+    assert all(r["scorer"] == FALLBACK_NAME and r["reward"] == r["similarity"] for r in rows)
     printed = capsys.readouterr().out
     assert "win rate" in printed and "50.0% over 3 answers" in printed and "NOT CLIP" in printed
     assert [p.name for p in out.parent.iterdir()] == ["scored.jsonl"]  # no temporary file left behind

@@ -9,6 +9,7 @@ from gymnasium.utils.env_checker import check_env
 
 import colbench_gym  # noqa: F401 - registers the envs
 from colbench_gym.envs.base import EpisodeOverError
+from colbench_gym.scoring import FALLBACK_NAME
 from colbench_gym.simulators import HumanSimulator
 from tests.html_pages import V3
 
@@ -67,7 +68,7 @@ def test_episode_protocol_draft_rendering_and_reward(browser_ready):
     assert REF not in obs and REF not in str(info)
     obs, r, term, trunc, info = env.step("I WANT TO ANSWER: " + REF)
     assert term and obs == "" and r == pytest.approx(1.0, abs=1e-6) and info["similarity"] == r
-    assert info["scorer"] == "pixel-layout-fallback (not CLIP)" and info["scorer_is_clip"] is False
+    assert info["scorer"] == FALLBACK_NAME and info["scorer_is_clip"] is False
     with pytest.raises(EpisodeOverError):
         env.step("more")
     env.reset(options={"task": TASK})

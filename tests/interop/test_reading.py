@@ -58,8 +58,8 @@ def test_frontend_png_answers_are_scored_and_stored_rewards_kept(release_fronten
             "nothing to score, stored reward kept: 1") in r.stdout
     recs = read_jsonl(out)
     assert [x["answer_source"] for x in recs] == ["image", "image", "dialogue", None]
-    # the screenshot of a page in the reference's colours scores higher than the other one's
-    assert recs[0]["reward"] > 0.5 and recs[2]["reward"] > 0.5
+    # record 0's screenshot and record 2's dialogue HTML are the same page: the same score either way
+    assert recs[0]["reward"] > 0.3 and recs[0]["reward"] == pytest.approx(recs[2]["reward"], abs=0.02)
     assert recs[3]["reward"] == 0.25 and recs[3]["similarity"] is None  # stored reward never replaced by 0
     assert recs[0]["reward"] != 0.875  # the image was scored, not copied
     # each PNG was scored against its own task's reference: the reward is the scorer's similarity of

@@ -34,7 +34,8 @@ def test_fallback_is_declared_and_orders_similarity_sensibly():
     relaid = s.similarity(_page(cols=1), ref)
     blank = s.similarity(Image.new("RGB", (1280, 800), "white"), ref)
     assert same == pytest.approx(1.0, abs=1e-6)
-    assert same > near > max(recoloured, relaid) and min(recoloured, relaid) > blank
+    # a few pixels off, or other colours, cost less than another layout; an empty page gets ~nothing
+    assert same > max(near, recoloured) and min(near, recoloured) > relaid > 0.5 > 0.05 > blank
     # deterministic, batched == one by one, cached embeddings
     batch = s.similarities([_page(shift=6), _page(cols=1)], [ref, ref])
     assert np.allclose(batch, [near, relaid])
