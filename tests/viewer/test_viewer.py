@@ -160,6 +160,17 @@ def test_show_expected_reveals_reference_values(tmp_path, two_runs, playwright):
         tests = p.page.locator("#detail table").last.inner_text()
         assert "expected" in tests and "failed" in tests
         assert "12" in tests  # parking_cost(4, True) == 12 by the reference
+        table = p.page.locator("#detail table").last
+        headers = [h.strip() for h in table.locator("th").all_inner_texts()]
+        assert headers == ["test", "call", "verdict", "why", "expected"]
+        rows = [[c.strip() for c in row.locator("td").all_inner_texts()] for row in table.locator("tbody tr").all()]
+        # every row: its own test, the reference's value of that very call (computed here), and the
+        # failed verdict of the answer that returns 0
+        namespace: dict = {}
+        exec(REFERENCE, namespace)  # our own reference, not an answer
+        want = {name: (call, repr(eval(call, namespace))) for name, call in TASK["test_cases"].items()}
+        assert [(r[0], r[1], r[4]) for r in rows] == [(n, c, v) for n, (c, v) in want.items()]
+        assert [r[4] for r in rows] == ["2", "6", "6", "12", "10"] and all(r[2] == "failed" for r in rows)
     finally:
         p.browser.close()
 
