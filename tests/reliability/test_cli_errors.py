@@ -117,19 +117,48 @@ def test_rollout_unknown_simulator_and_policy_fail_before_work(tmp_path):
     assert not out.exists()
 
 
+def _read_only_bind(folder) -> list[str] | None:
+    """A command prefix that runs a program with ``folder`` bind-mounted read-only (bubblewrap, which
+    the base install ships): not even root can write there. None where bubblewrap cannot do it."""
+    from colbench_gym.grading.sandbox import _bwrap_candidates
+
+    for bwrap in _bwrap_candidates():
+        prefix = [bwrap, "--unshare-user", "--dev-bind", "/", "/", "--ro-bind", str(folder), str(folder), "--"]
+        try:
+            probe = subprocess.run([*prefix, "touch", str(folder / "probe")], capture_output=True, timeout=60)
+            works = subprocess.run([*prefix, "true"], capture_output=True, timeout=60).returncode == 0
+        except (OSError, subprocess.SubprocessError):
+            continue
+        if works and probe.returncode != 0 and not (folder / "probe").exists():
+            return prefix
+    return None
+
+
 def test_unwritable_output_fails_before_any_model_call(tmp_path):
+    """A read-only folder (permissions, for a user other than root) and a read-only bind mount
+    (bubblewrap; this is the case that runs as root, as CI does): one line naming it, no request."""
     from tests.local_openai_server import LocalOpenAIServer
 
     ro = tmp_path / "ro"
     ro.mkdir()
     ro.chmod(0o500)
-    if os.access(ro, os.W_OK):
-        pytest.skip("running as a user who can write anywhere (root)")
-    with LocalOpenAIServer(lambda body: "I WANT TO ANSWER: def f(): pass") as server:
-        proc = _cli("sweet-agent", "rollout", "--policy", "openai:m", "--base-url", server.base_url,
-                    "--episodes", "1", "--output", str(ro / "sub" / "o.jsonl"), "--no-progress")
-        _one_line_error(proc, str(ro))
-        assert server.requests == []
+    prefixes = [] if os.access(ro, os.W_OK) else [[]]  # root writes through permissions
+    bind = _read_only_bind(ro)
+    if bind is not None:
+        prefixes.append(bind)
+    if not prefixes:
+        pytest.skip("running as root without a bubblewrap that can bind-mount a folder read-only")
+    for prefix in prefixes:
+        with LocalOpenAIServer(lambda body: "I WANT TO ANSWER: def f(): pass") as server:
+            proc = subprocess.run([*prefix, sys.executable, "-m", "sweet_agent.cli", "rollout", "--policy", "openai:m",
+                                   "--base-url", server.base_url, "--episodes", "1",
+                                   "--output", str(ro / "sub" / "o.jsonl"), "--no-progress"],
+                                  capture_output=True, text=True, env=ENV, timeout=600)
+            line = _one_line_error(proc, str(ro))
+            assert server.requests == []
+            assert f"--output {ro / 'sub' / 'o.jsonl'}: cannot create its folder" in line  # the early check's words
+            assert "pick a writable --output" in line
+        assert not (ro / "sub").exists()
 
 
 def test_output_under_a_file_fails_before_any_model_call(tmp_path):
