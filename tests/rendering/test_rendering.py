@@ -177,48 +177,45 @@ async def _crash_one_page(renderer):
     return crashed
 
 
-def _chromium_pids():
-    """Chromium processes descending from this test process (we started them)."""
-    children: dict[int, list[int]] = {}
+def _group(pgid: int) -> list[int]:
+    """The live processes of process group ``pgid`` (from /proc: the group a renderer's browser leads)."""
+    out = []
     for d in os.listdir("/proc"):
         if d.isdigit():
             try:
-                stat = Path(f"/proc/{d}/stat").read_text().rsplit(")", 1)[1].split()
-                children.setdefault(int(stat[1]), []).append(int(d))
-            except (OSError, IndexError):
-                pass
-    out, stack = [], [os.getpid()]
-    while stack:
-        for c in children.get(stack.pop(), []):
-            stack.append(c)
-            try:
-                exe = Path(f"/proc/{c}/cmdline").read_bytes().split(b"\0")[0]
-            except OSError:
+                state, _, pgrp = Path(f"/proc/{d}/stat").read_text().rsplit(")", 1)[1].split()[:3]
+            except (OSError, ValueError):
                 continue
-            if b"chrom" in exe:
-                out.append(c)
+            if int(pgrp) == pgid and state != "Z":
+                out.append(int(d))
     return out
 
 
 @pytest.mark.slow
-def test_crashed_page_and_killed_browser_restart_transparently(browser_ready):
+def test_crashed_page_and_killed_browser_restart_transparently(browser_ready, renderer):
+    """Kills only the browser this test's renderer started (its process group), never a process
+    found by name: the session's shared renderer (``renderer``) keeps its browser throughout."""
     ok = page("", "", '<div style="background:#123456;height:200px"></div>')
+    renderer.start()
+    shared, restarts = renderer.browser_pid, renderer.restarts
+    assert shared is not None and _group(shared)
     with Renderer(pool_size=2, timeout=5) as r:
         assert r.render(ok).ok
         assert r._call(_crash_one_page(r)) is True
         assert r.page_replacements == 1
         assert all(res.ok and _px(res, 50, 50) == (18, 52, 86) for res in r.render_many([ok, ok, ok]))
-        pids = _chromium_pids()
-        assert pids, "expected Chromium processes under this test"
-        for pid in pids:
-            try:
-                os.kill(pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-        time.sleep(0.5)
+        old = r.browser_pid
+        assert old is not None and old != shared and os.getpgid(old) == old  # it leads its own group
+        pids = _group(old)
+        assert old in pids, "expected Chromium processes under this test"
+        os.killpg(old, signal.SIGKILL)
+        while _group(old):  # gone (the renderer reaps its browser), however loaded the machine
+            time.sleep(0.05)
         res = r.render(ok)
         assert res.ok and _px(res, 50, 50) == (18, 52, 86)
-        assert r.restarts == 1
+        assert r.restarts == 1 and r.browser_pid not in (None, old)
+    assert renderer.browser_pid == shared and shared in _group(shared)  # the other renderer's browser lives on
+    assert renderer.render(ok).ok and renderer.restarts == restarts
 
 
 def test_reference_cache_by_content_hash(browser_ready, tmp_path):
