@@ -18,6 +18,11 @@ Splits are disjoint by construction: every draw has a *structural key* (family, 
 hidden parameters, not the wording) and a hash of that key decides which split owns it; a split
 only keeps draws it owns. Task ``i`` of a split is a pure function of ``(split, i)``.
 
+A family set may also have *held-out-domain* splits (``collab:val``): drawn by their own family
+functions from hidden values the hashed splits can never produce (other rates, units, messages,
+formats), so their keys are disjoint from both hashed splits by construction, and adding one
+leaves every existing task byte for byte as it was (the hash divides the keys it always divided).
+
 WHY one spine (:class:`FamilySet`): drawing, keying, splitting and recording a task are the same
 for every set of backend families; a set only names its families, its task source, its version
 and its seeds. This module's set is the general one (``generated:train|test``); the
@@ -111,26 +116,37 @@ class FamilySet:
     families: Mapping[str, Callable[[random.Random], Draft]]
     seed: str
     key_salt: str = ""
+    #: Held-out-domain splits: split name -> its own family functions (same names), which draw
+    #: hidden values outside everything :attr:`families` can draw; no key hash filters them.
+    held_out: Mapping[str, Mapping[str, Callable[[random.Random], Draft]]] = field(default_factory=dict)
+
+    @property
+    def splits(self) -> tuple[str, ...]:
+        """Every split of the set: the two hashed ones, then the held-out-domain ones."""
+        return (*SPLITS, *self.held_out)
 
     def split_of(self, key: str) -> str:
+        """Which hashed split (``train``/``test``) owns a key drawn by :attr:`families`."""
         return split_of_key(key, self.key_salt)
 
     def spec(self, index: int, split: str = "train") -> GeneratedSpec:
         """Task ``index`` of ``split`` with its hidden details (see :class:`GeneratedSpec`).
 
         Deterministic: the RNG is seeded from ``(split, index, attempt)`` only. Draws whose
-        structural key belongs to the other split are skipped, so the two splits never share a task.
+        structural key belongs to the other split are skipped, so the two splits never share a task;
+        a held-out-domain split keeps every draw of its own families (see :attr:`held_out`).
         """
-        if split not in SPLITS:
-            raise ValueError(f"split must be one of {SPLITS}, got {split!r}")
+        if split not in self.splits:
+            raise ValueError(f"split must be one of {self.splits}, got {split!r}")
         if isinstance(index, bool) or not isinstance(index, int) or index < 0:
             raise ValueError(f"index must be a non-negative int, got {index!r}")
-        names = list(self.families)
+        families = self.held_out.get(split, self.families)
+        names = list(families)
         for attempt in range(_MAX_ATTEMPTS):
             rng = random.Random(f"{self.seed}:{split}:{index}:{attempt}")
             family = names[rng.randrange(len(names))]
-            draft = self.families[family](rng)
-            if self.split_of(structural_key(family, draft.variant, draft.hidden)) != split:
+            draft = families[family](rng)
+            if split in SPLITS and self.split_of(structural_key(family, draft.variant, draft.hidden)) != split:
                 continue
             source = "\n".join(draft.lines) + "\n"
             return GeneratedSpec(family, draft.variant, split, index, draft.function_name, draft.description, source,

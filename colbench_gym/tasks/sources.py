@@ -7,11 +7,13 @@ environments' ``tasks=`` argument:
 - ``"embedded:test"`` (default) / ``"embedded:train"``: hand-written tasks shipped in the package;
 - ``"generated:train"`` / ``"generated:test"``: the procedural generator (unbounded, seeded,
   disjoint splits) — unlimited offline training tasks;
-- ``"collab:train"`` / ``"collab:test"`` (backend only): simple tasks where one hidden detail
-  decides the answer, so asking pays (:mod:`colbench_gym.tasks.collab_generator`);
+- ``"collab:train"`` / ``"collab:val"`` / ``"collab:test"`` (backend only): simple tasks where one
+  hidden detail decides the answer, so asking pays (:mod:`colbench_gym.tasks.collab_generator`;
+  ``val`` is the learning benchmark's selection split, disjoint from both others);
 - a path to an official JSONL task file; a list of records or task objects.
 
-Which generators a kind has is its entry's ``generators`` in :mod:`colbench_gym.tasks.kinds`.
+Which generators a kind has is its entry's ``generators`` in :mod:`colbench_gym.tasks.kinds`; which
+splits a generator has is its module's ``SPLITS`` (``train`` and ``test`` when it names none).
 """
 
 from __future__ import annotations
@@ -75,8 +77,9 @@ class GeneratedTaskSource(TaskSource):
         if generator not in env_kind(kind).generators:
             having = [k.name for k in KINDS.values() if generator in k.generators]
             raise ValueError(f"{generator}:train / {generator}:test hold {' and '.join(having)} tasks only")
-        if split not in ("train", "test"):
-            raise ValueError(f"{generator} split must be 'train' or 'test', got {split!r}")
+        splits = generator_splits(kind, generator)
+        if split not in splits:
+            raise ValueError(f"{generator} split must be one of {', '.join(map(repr, splits))}, got {split!r}")
         self.kind, self.split, self.generator, self.name = kind, split, generator, f"{generator}:{split}"
 
     def __len__(self) -> int:
@@ -93,9 +96,26 @@ def _generate(kind: str, generator: str, split: str, index: int) -> BackendTask 
     return load(env_kind(kind).generators[generator])(index, split=split)
 
 
+def generator_splits(kind: str, generator: str) -> tuple[str, ...]:
+    """The splits of one of a kind's generators: its module's ``SPLITS`` (``collab``: train, test,
+    val), ``("train", "test")`` when the module names none."""
+    module = env_kind(kind).generators[generator].partition(":")[0]
+    try:
+        return tuple(load(f"{module}:SPLITS"))
+    except AttributeError:
+        return ("train", "test")
+
+
 def _generator_names() -> list[str]:
     """Every kind's generator spec prefixes, in table order (``generated``, ``collab``)."""
     return list(dict.fromkeys(name for kind in KINDS.values() for name in kind.generators))
+
+
+def _kind_with(generator: str, preferred: str) -> str:
+    """``preferred`` when it has the generator, else the first kind that does."""
+    if generator in env_kind(preferred).generators:
+        return preferred
+    return next(k.name for k in KINDS.values() if generator in k.generators)
 
 
 @lru_cache(maxsize=8)
@@ -123,7 +143,8 @@ def resolve_task_source(spec: Any, kind: str) -> TaskSource:
         if os.path.exists(text):
             from colbench_gym.tasks.loaders import load_tasks  # noqa: PLC0415
             return ListTaskSource(load_tasks(text, kind), kind, text)
-        specs = ["'embedded:test'", "'embedded:train'", *(f"'{g}:{s}'" for g in _generator_names() for s in ("train", "test"))]
+        specs = ["'embedded:test'", "'embedded:train'", *(f"'{g}:{s}'" for g in _generator_names()
+                                                          for s in generator_splits(_kind_with(g, kind), g))]
         raise ValueError(f"tasks={text!r} is neither a file nor one of {', '.join(specs)}")
     if isinstance(spec, Sequence):
         return ListTaskSource([task_cls.from_record(r, where=f"tasks[{i}]", check_python=True) for i, r in enumerate(spec)], kind)

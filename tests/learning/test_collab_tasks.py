@@ -1,8 +1,10 @@
-"""The collaboration-pays task source (``collab:train|test``): deterministic, disjoint splits, no
+"""The collaboration-pays task source (``collab:train|val|test``): deterministic, disjoint splits, no
 leaks in the request, and the offline simulator gives the decisive detail to a natural question."""
 
 from __future__ import annotations
 
+import hashlib
+import json
 import re
 
 import gymnasium as gym
@@ -10,7 +12,14 @@ import pytest
 
 import colbench_gym  # noqa: F401 - registers the environments
 from colbench_gym.simulators.offline_backend import OfflineBackendSimulator
-from colbench_gym.tasks.collab_generator import _UNITS, FAMILIES, generate_collab_spec, generate_collab_task
+from colbench_gym.tasks.collab_generator import (
+    _UNITS,
+    FAMILIES,
+    TRAIN_TEST,
+    VAL,
+    generate_collab_spec,
+    generate_collab_task,
+)
 from colbench_gym.tasks.sources import resolve_task_source
 
 N = 120
@@ -20,14 +29,52 @@ def specs(split: str, n: int = N):
     return [generate_collab_spec(i, split) for i in range(n)]
 
 
-def test_deterministic_and_every_family_in_both_splits():
+def test_deterministic_and_every_family_in_every_split():
     a, b = specs("train", 40), specs("train", 40)
     assert [s.source for s in a] == [s.source for s in b]
-    for split in ("train", "test"):
+    assert [s.source for s in specs("val", 40)] == [s.source for s in specs("val", 40)]
+    for split in ("train", "val", "test"):
         assert {s.family for s in specs(split)} == set(FAMILIES)
 
 
-def test_splits_are_disjoint():
+#: sha256 over the records of tasks 0..999 of collab:train and collab:test (generator version 2),
+#: taken before collab:val existed: adding the validation split moved no existing task.
+PINNED_1000 = {"train": "868281a56705f05f0c898132f54e64c11c49ce9a68437a7e56d5d330598261c6",
+               "test": "3c1b31a82460312758217f6aff9ffcb6c0d3138dbcc48860ec54b98d1c315551"}
+
+
+@pytest.mark.parametrize("split", ["train", "test"])
+def test_train_and_test_are_byte_identical_to_before_the_validation_split(split):
+    h = hashlib.sha256()
+    for i in range(1000):
+        h.update(json.dumps(generate_collab_task(i, split).to_record(), sort_keys=True).encode())
+    assert h.hexdigest() == PINNED_1000[split]
+
+
+def test_validation_split_is_disjoint_from_train_and_test():
+    """Pairwise disjoint by structural key and by task id over 500 tasks of each split; the val
+    domain shares no value of a key-making field with the train/test domain."""
+    n = 500
+    by_split = {split: specs(split, n) for split in ("train", "val", "test")}
+    keys = {split: {s.key for s in got} for split, got in by_split.items()}
+    ids = {split: {s.to_task().task_id for s in got} for split, got in by_split.items()}
+    for a, b in (("train", "val"), ("val", "test"), ("train", "test")):
+        assert not keys[a] & keys[b], (a, b)
+        assert not ids[a] & ids[b], (a, b)
+    assert len(keys["val"]) > 150  # not a handful of repeats
+    assert {s.to_task().to_record()["source"] for s in by_split["val"]} == {"collab:val"}
+    # the domains, field by field: disjoint values where the key is made
+    assert not {u for us in VAL.unit_table().values() for u in us} & {u for us in TRAIN_TEST.unit_table().values() for u in us}
+    assert not set(VAL.greetings) & set(TRAIN_TEST.greetings)
+    assert not set(VAL.prefixes) & set(TRAIN_TEST.prefixes)
+    assert not set(VAL.date_seps) & set(TRAIN_TEST.date_seps)
+    assert not {repr(v) for v in VAL.zero_values} & {repr(v) for v in TRAIN_TEST.zero_values}
+    assert not {v for v in VAL.zero_values if not isinstance(v, str)} & {0, -1}  # == compares across types
+    limits = lambda d: {x for t in d.thresholds for x in range(t[3], t[4] + 1)}  # noqa: E731
+    assert not limits(VAL) & limits(TRAIN_TEST)
+
+
+def test_train_and_test_are_disjoint():
     train = {s.key for s in specs("train", 300)}
     test = {s.key for s in specs("test", 300)}
     assert not train & test
@@ -35,7 +82,7 @@ def test_splits_are_disjoint():
 
 
 def test_requests_hide_the_details_and_tests_exercise_the_reference():
-    for s in specs("train") + specs("test"):
+    for s in specs("train") + specs("val") + specs("test"):
         assert not re.search(r"\d", s.description), s.description
         for word in s.hidden_strings:
             assert not re.search(rf"\b{re.escape(word.lower())}\b", s.description.lower()), (word, s.description)
@@ -50,6 +97,10 @@ def test_requests_hide_the_details_and_tests_exercise_the_reference():
 def test_task_source_spec_and_env():
     src = resolve_task_source("collab:test", "backend")
     assert src.name == "collab:test" and src[3].problem_description == generate_collab_task(3, "test").problem_description
+    val = resolve_task_source("collab:val", "backend")
+    assert val.name == "collab:val" and val[3].problem_description == generate_collab_task(3, "val").problem_description
+    with pytest.raises(ValueError, match="'train', 'test'"):
+        resolve_task_source("generated:val", "backend")  # only the collab set has a validation split
     with pytest.raises(ValueError, match="backend tasks only"):
         resolve_task_source("collab:train", "frontend")
     env = gym.make("ColBench-Backend-v0", tasks="collab:train", simulator="offline", max_turns=3)
@@ -76,7 +127,7 @@ NATURAL_QUESTION = {
 def test_offline_simulator_answers_the_natural_question_with_the_decisive_detail():
     sim = OfflineBackendSimulator(seed=0)
     seen: dict[str, int] = {}
-    for s in specs("train", 80) + specs("test", 80):
+    for s in specs("train", 80) + specs("val", 80) + specs("test", 80):
         question, must = NATURAL_QUESTION[s.family]
         task = s.to_task()
         sim.reset(task, seed=1)
@@ -101,8 +152,11 @@ def _from_scratch(s, body: str) -> str:
 
 
 _TYPICAL_LIMITS = {"can_join": (16, 18, 21), "passes_exam": (50, 60, 70), "needs_freight": (10, 20, 30),
-                   "is_fever": (375, 380, 385)}
-_UNIT_FACTORS = {f for units in _UNITS.values() for _, f in units}
+                   "is_fever": (375, 380, 385),
+                   # the validation domain's scenarios
+                   "is_speeding": (110, 120, 130), "needs_approval": (200, 250, 300), "is_tall_enough": (110, 120, 130),
+                   "is_heatwave": (300, 320, 350)}
+_UNIT_FACTORS = {f for units in _UNITS.values() for _, f in units}  # val tasks: the factors a trained model saw
 _TEMPLATES = ("Hello, {}!", "Welcome, {}!", "Hi {}!")
 _DATES = {("ymd", "-"): "f'{year}-{month:02d}-{day:02d}'", ("dmy", "/"): "f'{day:02d}/{month:02d}/{year}'",
           ("mdy", "/"): "f'{month:02d}/{day:02d}/{year}'"}
@@ -154,7 +208,7 @@ def test_every_family_fails_a_plausible_guess_and_passes_the_reference():
     while the reference passes all of them. Graded by the real sandboxed grader."""
     assert set(PLAUSIBLE_GUESSES) == set(FAMILIES)
     scores: dict[str, list[float]] = {f: [] for f in FAMILIES}
-    for s in specs("train", 60) + specs("test", 60):
+    for s in specs("train", 60) + specs("val", 30) + specs("test", 60):
         assert _grade(s.source, s) == 1.0, s
         for guess in PLAUSIBLE_GUESSES[s.family]:
             code = guess(s)
