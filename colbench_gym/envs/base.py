@@ -120,12 +120,13 @@ class ColBenchEnv(gym.Env[str, str]):
         self.simulator.reset(self.task, seed=int(self.np_random.integers(2**31 - 1)))
         self._tokens_at_reset = self.simulator.token_usage()
         self._turn = 0
-        self._done = False
+        self._done = True  # until _on_reset succeeds: a refused reset leaves no episode to step
         self._leaks_blocked = self._replies_refused = 0
         first = {"role": "user", "content": self.task.problem_description}
         self._messages = [dict(first)]
         self._visible = [dict(first)]
         self._on_reset()
+        self._done = False
         return self.task.problem_description, self._info()
 
     def step(self, action: str) -> tuple[str, float, bool, bool, dict[str, Any]]:

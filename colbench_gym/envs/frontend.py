@@ -46,7 +46,10 @@ class ColBenchFrontendEnv(ColBenchEnv):
     A task from the configured task source: ``options={"task": record}`` (official record shape
     ``{"problem_description", "ground_truth"}`` with HTML ground truth), ``options={"task_index":
     i}``, or a draw from the environment's seeded generator. The reference is rendered at reset
-    (cached by content hash, so only the first episode on a task pays for it).
+    (cached by content hash, so only the first episode on a task pays for it). A reference that
+    does not render, also when retried once, refuses the episode: `reset` raises
+    `ReferenceRenderError` (an infrastructure failure, `rendering_error`) and `step` cannot be
+    called until a reset succeeds — a failed reference is never scored against.
 
     ## Episode End
     Terminates when the agent writes `I WANT TO ANSWER:` or on its 10th turn (that turn counts
@@ -121,8 +124,10 @@ class ColBenchFrontendEnv(ColBenchEnv):
 
     # ----------------------------------------------------------------- hooks
     def _on_reset(self) -> None:
-        self._reference = self.renderer.render(self.task.ground_truth, dom=True, cache=True)
-        self._last_draft = None
+        # A reference that does not render (even when retried) refuses the episode with
+        # ReferenceRenderError: scored against, its blank image would reward a blank answer.
+        self._reference = self._last_draft = None
+        self._reference = self.renderer.render_reference(self.task.ground_truth, dom=True)
 
     def _turn_evidence(self, parsed: ParsedAction) -> TurnEvidence:
         """Render the turn's first HTML snippet (if any) for the person; say in ``info`` whether it was."""

@@ -102,7 +102,12 @@ def dialogue_html(record: dict[str, Any]) -> str | None:
 
 def score_answers(items: list[tuple[dict[str, Any], FrontendTask, str]], renderer, scorer, batch_size: int = 16,
                   progress=None, base_dir: str | os.PathLike[str] | None = None) -> list[dict[str, Any]]:
-    """``{similarity, html_found, render_error, answer_source}`` per item.
+    """``{similarity, html_found, render_error, answer_source, reference_error}`` per item.
+
+    A task whose reference page did not render (also when retried: see
+    :meth:`~colbench_gym.rendering.Renderer.render_many`) is not scored at all: its
+    ``reference_error`` says why and ``similarity`` is None (a failed reference is a blank page,
+    against which a blank answer would score 1).
 
     The answer is scored from, in order: its screenshot when it is an image path that exists (the
     release's shape), its HTML, the last HTML in the dialogue (the release's answer path may point
@@ -113,10 +118,15 @@ def score_answers(items: list[tuple[dict[str, Any], FrontendTask, str]], rendere
     for start in range(0, len(items), batch_size):
         chunk = items[start:start + batch_size]
         refs = renderer.render_many([t.ground_truth for _, t, _ in chunk], cache=True)
-        images = [answer_image(a, base_dir) for _, _, a in chunk]
+        ref_errors = [ref.error for ref in refs]
+        images = [None if err else answer_image(a, base_dir) for (_, _, a), err in zip(chunk, ref_errors)]
         htmls: list[str | None] = []
         sources: list[str | None] = []
-        for (record, _, a), img in zip(chunk, images):
+        for (record, _, a), img, err in zip(chunk, images, ref_errors):
+            if err:  # nothing is scored against a reference that did not render
+                htmls.append(None)
+                sources.append(None)
+                continue
             html = None if img is not None else extract_answer_html(a)
             source = "image" if img is not None else "answer" if html is not None else None
             if img is None and html is None:
@@ -134,7 +144,8 @@ def score_answers(items: list[tuple[dict[str, Any], FrontendTask, str]], rendere
         for i in range(len(chunk)):
             shot = by_shot.get(i)
             results.append({"similarity": float(by_i[i]) if i in by_i else None, "html_found": htmls[i] is not None,
-                            "render_error": shot.error if shot is not None else None, "answer_source": sources[i]})
+                            "render_error": shot.error if shot is not None else None, "answer_source": sources[i],
+                            "reference_error": ref_errors[i]})
         if progress is not None:
             progress.update(len(chunk))
     return results
@@ -179,12 +190,14 @@ def run(args: argparse.Namespace) -> int:
         return 1
     kept = 0
     for (record, _, _), s in zip([*items, *ref_list], [*scores, *ref_scores]):
+        if s["reference_error"]:  # a failed task: no score at all, and no stored reward passed off as ours
+            continue
         if s["similarity"] is None:  # nothing to score: keep a stored reward, never replace it by 0
             stored = record.get("reward")
             keep = isinstance(stored, (int, float)) and not isinstance(stored, bool)
             s["similarity"], s["kept_stored"] = (float(stored), True) if keep else (0.0, False)
             kept += keep
-    ref_sim = {item[1].task_id: s["similarity"] for item, s in zip(ref_list, ref_scores)}
+    ref_sim = {item[1].task_id: s["similarity"] for item, s in zip(ref_list, ref_scores) if not s["reference_error"]}
     out, wins, missing = [], [], 0
     for (record, task, _), s in zip(items, scores):
         rec = dict(record)
@@ -193,10 +206,14 @@ def run(args: argparse.Namespace) -> int:
         if s.get("kept_stored"):
             rec.update(scorer=None, similarity=None)  # not scored here: the stored reward stays
         reason = record_end_reason(record)
-        rec.update(end_reason=reason, infrastructure_failure=is_infrastructure(reason))
+        if s["reference_error"]:
+            reason = "rendering_error"  # the task failed here, whatever the producing run recorded
+            rec.update(reward=None, similarity=None)
+        rec.update(end_reason=reason, infrastructure_failure=is_infrastructure(reason),
+                   reference_error=s["reference_error"])
         if args.reference_run:
             theirs = ref_sim.get(task.task_id)
-            if theirs is None:
+            if theirs is None or s["reference_error"]:
                 missing += 1
                 rec.update(reference_similarity=None, win=None)
             else:
@@ -206,9 +223,9 @@ def run(args: argparse.Namespace) -> int:
                 rec.update(reference_similarity=theirs, win=w)
         out.append(rec)
     write_jsonl_atomic(args.output, out)
-    kept = [r for r in out if not r["infrastructure_failure"]]
-    n = len(kept)
-    mean = sum(r["reward"] for r in kept) / n if n else 0.0
+    accountable = [r for r in out if not r["infrastructure_failure"]]
+    n = len(accountable)
+    mean = sum(r["reward"] for r in accountable) / n if n else 0.0
     print(f"scored {len(out)} answers -> {args.output}")
     from_images = sum(r["answer_source"] == "image" for r in out)
     from_dialogue = sum(r["answer_source"] == "dialogue" for r in out)
@@ -216,7 +233,11 @@ def run(args: argparse.Namespace) -> int:
         print(f"answers scored from their screenshot: {from_images}, from the last HTML in the dialogue: "
               f"{from_dialogue}; nothing to score, stored reward kept: {kept}")
     print(f"scorer: {scorer.name}" + ("" if scorer.is_clip else "  (NOT CLIP: not comparable with the paper's numbers)"))
-    print(f"mean similarity: {mean:.4f}   answers with HTML: {sum(r['html_found'] for r in kept)}/{n}")
+    print(f"mean similarity: {mean:.4f}   answers with HTML: {sum(r['html_found'] for r in accountable)}/{n}")
+    failed_refs = sum(bool(r["reference_error"]) for r in out)
+    if failed_refs:
+        print(f"reference pages that did not render (also when retried): {failed_refs} records not scored "
+              "(reward null, reference_error says why); rerun them, e.g. with a larger --timeout")
     counts = count_end_reasons(r["end_reason"] for r in out)
     print(f"end reasons: {format_end_reasons(counts)}")
     if len(out) > n:

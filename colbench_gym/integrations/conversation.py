@@ -149,7 +149,9 @@ def grade_backend(answer: str, task: Any, grader: Any = None) -> dict[str, Any]:
 
 def score_frontend(answer: str, task: Any, scorer: Any = "auto", renderer: Any = None) -> dict[str, Any]:
     """Render a frontend answer and compare it with the reference page: ``similarity`` and the
-    scorer's name (CLIP, or the declared fallback — never silently called CLIP)."""
+    scorer's name (CLIP, or the declared fallback — never silently called CLIP). A reference page
+    that does not render raises :class:`~colbench_gym.rendering.ReferenceRenderError` instead of
+    scoring the answer against a blank page."""
     from colbench_gym.scoring import shared_scorer
 
     if renderer is None:
@@ -162,7 +164,7 @@ def score_frontend(answer: str, task: Any, scorer: Any = "auto", renderer: Any =
                             "render_error": None, "similarity": 0.0}
     if html is None:
         return info
-    reference = renderer.render(task.ground_truth, cache=True)
+    reference = renderer.render_reference(task.ground_truth)  # raises ReferenceRenderError: never scored
     final = renderer.render(html)
     info.update(similarity=float(scorer.similarity(final.image(), reference.image())), render_error=final.error)
     return info

@@ -5,6 +5,7 @@
 
 from colbench_gym.rendering.assets import WebAssets, WebAssetsMissing, locate
 from colbench_gym.rendering.renderer import (
+    ReferenceRenderError,
     Renderer,
     RendererError,
     RenderResult,
@@ -14,6 +15,6 @@ from colbench_gym.rendering.renderer import (
 )
 
 __all__ = [
-    "Renderer", "RendererError", "RenderResult", "ScreenshotCache", "WebAssets", "WebAssetsMissing",
+    "ReferenceRenderError", "Renderer", "RendererError", "RenderResult", "ScreenshotCache", "WebAssets", "WebAssetsMissing",
     "find_chromium", "locate", "shared_renderer",
 ]

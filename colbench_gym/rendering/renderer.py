@@ -50,7 +50,7 @@ from colbench_gym.rendering.process import (  # noqa: F401 - CHROMIUM_ARGS, find
     find_chromium,
     kill_browser,
 )
-from colbench_gym.rendering.result import RendererError, RenderResult
+from colbench_gym.rendering.result import ReferenceRenderError, RendererError, RenderResult
 
 #: Bumped when rendering changes in a way that invalidates cached screenshots.
 RENDER_VERSION = "3"  # 2: scripts stopped after the first frame, animations started by script cancelled;
@@ -58,6 +58,8 @@ RENDER_VERSION = "3"  # 2: scripts stopped after the first frame, animations sta
 AGENT, REFERENCE = "agent", "reference"
 #: Renders in a row that may share one document (each adds an isolated world to it).
 REUSE_LIMIT = 32
+#: A reference page that fails is rendered again this many times before its failure stands.
+REFERENCE_RETRIES = 1
 
 
 class Renderer:
@@ -413,13 +415,25 @@ class Renderer:
         looked up / stored in the reference cache."""
         return self.render_many([html], dom=dom, cache=cache)[0]
 
+    def render_reference(self, html: str, *, dom: bool = False) -> RenderResult:
+        """Render a task's reference page (reference pool, reference cache), or raise
+        :class:`ReferenceRenderError` when it failed, also when retried: a reference that did not
+        render must never be scored against (it would be a blank page)."""
+        result = self.render_many([html], dom=dom, cache=True)[0]
+        if result.error:
+            raise ReferenceRenderError(result.error, html)
+        return result
+
     def _page_bound(self) -> float:
         """Upper bound on one page's render, restarts included (used for the outer deadline)."""
         return 3 * (self.timeout * 5 + 15 + 60) + 60  # three attempts, each with a ping and a relaunch
 
     def render_many(self, htmls: list[str], *, dom: bool = False, cache: bool = False) -> list[RenderResult]:
         """Render several pages using the whole pool at once; results keep the input order.
-        ``cache=True``: the pages are references (reference pool, reference cache)."""
+        ``cache=True``: the pages are references (reference pool, reference cache); one that fails
+        is rendered again (:data:`REFERENCE_RETRIES`), and one that still fails comes back with its
+        ``error`` set and is never cached: the caller must refuse to score against it
+        (:meth:`render_reference` raises instead)."""
         for i, html in enumerate(htmls):
             if not isinstance(html, str):
                 raise TypeError(f"html[{i}] must be a str, got {type(html).__name__}")
@@ -437,6 +451,14 @@ class Renderer:
             domain = REFERENCE if cache else AGENT
             rendered = self._call(self._render_batch([htmls[i] for i in todo], dom, domain),
                                   timeout=self._page_bound() * (1 + len(todo) / self.pool_size))
+            for _ in range(REFERENCE_RETRIES if cache else 0):
+                failed = [k for k, res in enumerate(rendered) if res.error]
+                if not failed:
+                    break
+                again = self._call(self._render_batch([htmls[todo[k]] for k in failed], dom, domain),
+                                   timeout=self._page_bound() * (1 + len(failed) / self.pool_size))
+                for k, res in zip(failed, again):
+                    rendered[k] = res
             for i, res in zip(todo, rendered):
                 if cache:
                     res.key = self.cache_key(htmls[i])
@@ -645,5 +667,5 @@ def shared_renderer(**kwargs: Any) -> Renderer:
         return _shared
 
 
-__all__ = ["AGENT", "CHROMIUM_ARGS", "REFERENCE", "RENDER_VERSION", "RenderResult", "Renderer", "RendererError",
+__all__ = ["AGENT", "CHROMIUM_ARGS", "REFERENCE", "RENDER_VERSION", "ReferenceRenderError", "RenderResult", "Renderer", "RendererError",
            "ScreenshotCache", "default_cache_dir", "find_chromium", "shared_renderer"]

@@ -17,6 +17,24 @@ class RendererError(RuntimeError):
     """The browser could not be started or keeps failing."""
 
 
+class ReferenceRenderError(RuntimeError):
+    """A task's *reference* page did not render (timed out, crashed), even when retried.
+
+    The task cannot be scored then: a failed reference is a blank (or half-drawn) image, and
+    scoring against it would reward a blank answer. Environments refuse the episode with this
+    error and evaluators record the task as failed, with the reason, never as a score. It is an
+    infrastructure failure (``end_reason`` ``rendering_error``), not the agent's."""
+
+    end_reason = "rendering_error"
+
+    def __init__(self, reason: str, html: str = ""):
+        self.reason = reason
+        where = f" ({len(html)} characters of HTML beginning {html[:60]!r})" if html else ""
+        super().__init__(f"the reference page{where} did not render, also when retried: {reason}. "
+                         "The task cannot be scored; check the page (a script that never lets it load?) or "
+                         "raise the renderer's timeout on a loaded machine")
+
+
 @dataclass
 class RenderResult:
     """One screenshot. ``data`` is the encoded image (``format``: PNG, or JPEG when the renderer

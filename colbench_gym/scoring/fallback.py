@@ -165,7 +165,7 @@ def _structure(a: PageFeatures, b: PageFeatures, rows: int) -> list[float]:
     per_scale = []
     c1 = c2 = 1e-4
     area = float(_BLOCK * _BLOCK)
-    for s, radius, (xa, ma, sa), (xb, mb, _), (iy, iyy) in zip(_SCALES, _SHIFTS, a.levels, b.levels, b.integrals):
+    for s, radius, (xa, ma, sa), (xb, mb, sb), (iy, iyy) in zip(_SCALES, _SHIFTS, a.levels, b.levels, b.integrals):
         n, nb = rows // s, rows // (s * _BLOCK)
         x, y = _pad_rows(xa, n, 0.0), _pad_rows(xb, n, 0.0)
         mx, my = _pad_rows(ma, nb, 0.0), _pad_rows(mb, nb, 0.0)
@@ -181,12 +181,18 @@ def _structure(a: PageFeatures, b: PageFeatures, rows: int) -> list[float]:
         best = np.zeros_like(mx)
         for dy in range(-radius, radius + 1):
             for dx in range(-radius, radius + 1):
-                r0, c0 = radius - dy, radius - dx  # the reference's content moved by (dy, dx)
-                mys = _block_sums(iy, r0, c0, nb, wb) / area
-                vys = np.maximum(_block_sums(iyy, r0, c0, nb, wb) / area - mys * mys, 0)
-                cxy = _pool(x[: nb * _BLOCK, : wb * _BLOCK] * yp[r0: r0 + nb * _BLOCK, c0: c0 + wb * _BLOCK], _BLOCK) - mx * mys
+                if dy == 0 and dx == 0:  # in place: the same statistics as the reference's own
+                    mys, vys = my, np.maximum(_pad_rows(sb, nb, 0.0) - my * my, 0)
+                    cxy = _pool(x * y, _BLOCK) - mx * my
+                else:
+                    r0, c0 = radius - dy, radius - dx  # the reference's content moved by (dy, dx)
+                    mys = _block_sums(iy, r0, c0, nb, wb) / area
+                    vys = np.maximum(_block_sums(iyy, r0, c0, nb, wb) / area - mys * mys, 0)
+                    moved = yp[r0: r0 + nb * _BLOCK, c0: c0 + wb * _BLOCK]
+                    cxy = _pool(x[: nb * _BLOCK, : wb * _BLOCK] * moved, _BLOCK) - mx * mys
                 ssim = (2 * mx * mys + c1) * (2 * cxy + c2) / ((mx * mx + mys * mys + c1) * (vx + vys + c2))
-                ssim[np.maximum(mx, mys) < 1e-3] = 0.0
+                if dy or dx:  # moving the reference's content out of a block earns nothing
+                    ssim[np.maximum(mx, mys) < 1e-3] = 0.0
                 np.maximum(best, ssim, out=best)
         per_scale.append(max(0.0, float((best * weight).sum()) / total))
     return per_scale
@@ -274,7 +280,9 @@ class FallbackScorer(ImageScorer):
     def similarities(self, images: list[Any], references: list[Any]) -> np.ndarray:
         if len(images) != len(references):
             raise ValueError(f"{len(images)} images but {len(references)} references")
-        return np.asarray([self.parts(a, b)["score"] for a, b in zip(images, references)], dtype=np.float32)
+        # the same pixels score exactly 1 (two renders of one page are usually pixel-identical)
+        return np.asarray([1.0 if image_key(a) == image_key(b) else self.parts(a, b)["score"]
+                           for a, b in zip(images, references)], dtype=np.float32)
 
     def _embed_batch(self, images: list[Any]) -> np.ndarray:
         out = []
