@@ -1,37 +1,39 @@
-"""Learning benchmark: does training change the agent? Zero-shot, RFT, multi-turn DPO, SWEET-RL
-and critic-guided best-of-N on the same data, the same held-out tasks and the same seeds.
+"""Learning benchmark, the pre-registered protocol: does step-level credit (SWEET-RL) beat zero-shot,
+rejection fine-tuning, multi-turn DPO and critic-guided best-of-N, with selection on a validation
+split, three training seeds per method and intervals that include the seeds' variance?
 
-    make bench-learning                        # = python benchmarks/bench_learning.py
-    python benchmarks/bench_learning.py --run-dir runs/learning --jobs 2
-    python benchmarks/bench_learning.py --report-only      # tables + plot from what exists
+    make bench-learning                                  # = python benchmarks/bench_learning.py
+    python benchmarks/bench_learning.py --list           # stages, dependencies, which are done
+    python benchmarks/bench_learning.py --only select-rft
+    python benchmarks/bench_learning.py --report-only    # tables + plot from what exists
+    make bench-learning ARGS="--profile quick"           # every stage at toy size, in minutes
 
-WHY this shape:
+The protocol (docs/training.md, "Learning benchmark protocol") is this file; the variants tried
+while building it are the findings log there, not code here.
 
-- **Tasks where asking pays** (``collab:train`` / ``collab:test``,
-  :mod:`colbench_gym.tasks.collab_generator`): one hidden detail decides the answer and the code
-  is simple, so the default 0.5B model can solve a task once it asks. On the general generated
-  tasks it passes ~5 % of tests whatever it does and no method has anything to learn.
-- **Exploration** (:mod:`sweet_agent.policies.exploration`): the model never asks unprompted, so
-  the offline data is collected by a behaviour policy that prefills half of the first turns with
-  a question opener; the trajectories record it (``meta.exploration``).
-- **Learning signal in the fraction of tests passed** (binary success of a 0.5B model is rare:
-  zero-shot it solves none of the held-out tasks, docs/training.md): rollouts use
-  ``reward = tests passed / tests``, preference pairs are higher-vs-lower reward
-  (``--pair_rule reward``), RFT keeps each task's best samples (``best``); success is reported
-  beside.
-- **Stages** (a small DAG, ``--jobs`` at a time): each writes its output atomically (rollouts to
-  a ``.partial`` file resumed on restart then renamed; trainers into ``<dir>.tmp`` renamed at
-  the end) and is skipped when its output exists, so an interrupted run continues where it
-  stopped; a lock file per stage lets a second invocation (e.g. ``--only``) run beside the first.
-  After every finished stage the report (JSON, markdown, PNG) is rewritten from what exists.
-- **Statistics**: per method, success %, tests passed %, mean turns and questions per episode
-  with 95 % bootstrap CIs over episodes, and the *paired* difference to zero-shot (same episode
-  id: same task, same seed) with its bootstrap CI. Each episode is measured, and each interval
-  drawn, by :mod:`sweet_agent.metrics`, as in the viewer and ``sweet-agent evaluate`` (a question
-  is a non-answer agent turn containing ``?``).
-- **Best-of-N** uses the critic trained *without* the privileged reference: at test time the
-  agent has no reference solution, and a critic that reads it would leak the answer into the
-  choice (an oracle, not a decoder). See docs/training.md, "Learning benchmark".
+- **Splits**: offline data from ``collab:train`` (one data-collection seed); every choice is made
+  on ``collab:val`` (disjoint from train and test by structural key,
+  :mod:`colbench_gym.tasks.collab_generator`); ``collab:test`` tasks 1000.. (never evaluated
+  before this protocol) and ``embedded:test`` are played once per method and training seed, at
+  the end. The frontend arm plays ``generated:train|test`` frontend tasks with the offline
+  frontend simulator and the weight-free similarity score.
+- **Grid** (:data:`GRID`): the same number of settings for every method; each setting is trained
+  with training seed 0 and played on validation; :func:`select` picks one by the rule fixed
+  here (highest mean fraction of tests passed; ties: higher success; then the earlier, more
+  conservative setting) and reads validation files only (a record of any other split is an
+  error). The chosen setting is trained again with the other seeds.
+- **Statistics** (:mod:`sweet_agent.metrics`, the one implementation): success, % tests, turns
+  and questions per episode, the mean over training seeds with a hierarchical bootstrap interval
+  (seeds, then tasks); paired differences of every method against zero-shot and of SWEET-RL
+  against each baseline (:func:`sweet_agent.metrics.hierarchical_difference`).
+- **Stages** (a small DAG, ``--jobs`` at a time): each writes its output atomically (rollouts to a
+  ``.partial`` file resumed on restart then renamed; trainers into ``<dir>.tmp`` renamed at the
+  end; selections and reports through a temporary file) and is skipped when its output exists,
+  so an interrupted run continues where it stopped; a lock per stage lets a second invocation
+  (``--only``) run beside the first. Commands that depend on a selection are built when the
+  stage starts. After every finished stage the report is rewritten from what exists.
+- **Best-of-N** uses a critic trained *without* the privileged reference (at test time the
+  agent has no reference; a critic reading it would be an oracle, not a decoder).
 """
 
 from __future__ import annotations
@@ -45,6 +47,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -55,60 +58,75 @@ sys.path.insert(0, str(ROOT))
 
 from sweet_agent.metrics import (  # noqa: E402 - after the sys.path set-up above
     EpisodeMetrics,
-    bootstrap_ci,
+    agent_turn_kinds,
     episode_metrics,
+    hierarchical_bootstrap,
+    hierarchical_difference,
     mean,
     metric_values,
-    paired_difference,
+    seed_values,
 )
 
-#: Settings of a run; ``--profile quick`` shrinks everything for a smoke run.
+# ------------------------------------------------------------------------------ the protocol
+#: Methods in table order. zero-shot has nothing to tune and no training seed.
+METHODS = ("zero-shot", "rft", "mtdpo", "sweet", "best-of-n")
+LABELS = {"zero-shot": "zero-shot", "rft": "RFT", "mtdpo": "multi-turn DPO", "sweet": "SWEET-RL",
+          "best-of-n": "best-of-N (critic w/o reference)"}
+#: The baselines SWEET-RL is compared with, pair by pair.
+BASELINES = ("zero-shot", "rft", "mtdpo", "best-of-n")
+#: The frontend arm's methods (small scale: the settings chosen on the backend validation split).
+FRONTEND_METHODS = ("zero-shot", "rft", "sweet")
+
+#: Per tuned method: the setting each grid point changes, in order from the most conservative
+#: (smaller learning rate, fewer candidates); a tie in :func:`select` goes to the earlier one.
+#: Every method has the same number of points (checked), so no method gets more tuning.
+GRID: dict[str, dict[str, str]] = {"rft": {"learning_rate": "grid_lr"}, "mtdpo": {"learning_rate": "grid_lr"},
+                                   "sweet": {"learning_rate": "grid_lr"}, "best-of-n": {"best_of": "grid_best_of"}}
+
+#: Settings of a run; ``--profile quick`` shrinks every per-run size for a smoke run (never the
+#: shape: every method, the grid, the selection, every seed and split).
 PROFILES: dict[str, dict[str, Any]] = {
     "full": dict(  # noqa: C408 - a settings table
-        model="default", train_tasks="collab:train", train_episodes=16, k=3, explore_rate=0.5, explore_turns=1,
-        train_temperature=0.8, eval_tasks="collab:test", eval_episodes=40, eval_temperature=0.0,
-        embedded_tasks="embedded:test", embedded_episodes=30, max_turns=3, max_new_tokens=128,
-        max_steps=16, max_length=1024, actor_lr=1e-4, critic_lr=2e-4, num_candidates=2, turn_fraction=0.1,
-        candidate_tokens=96, best_of=4, concurrency=12, seed=0,
-        # trajectory-pair trainers cost ~210 s per step of 2 pairs here (4 sequences x policy + reference)
-        critic_steps=6, mtdpo_steps=6,
-        # step pairs cost ~130 s per turn with 4 candidates, as much with 2 at load 40: 2 on a tenth of the turns
-        sweet_steps=8,
-        # RFT at a LoRA learning rate 5x higher: at 1e-4 the model answered better but never asked greedily
-        rft_hi_lr=5e-4,
-        # half of a first turn's step-pair candidates start with a question opener: the target policy
-        # never asks, and with its own samples only none of 18 candidates was a question (last run)
-        explore_candidates=0.5,
-        # the same 5x for SWEET's actor (at 1e-4 neither RFT nor SWEET changed the greedy first turn)
-        sweet_hi_lr=5e-4,
-        # second SWEET attempt (third run): pairs on every trajectory's first agent turn only, where
-        # asking is decided (48 pairs, not 9 of which 3 offered a question), one epoch of them; once
-        # with the paper's NLL weight on the chosen turn (0.01) and once with weight 1, which keeps the
-        # chosen turn's opener (at 0.01 SWEET-5x learned "I WANT TO ANSWER: What is ...?")
-        first_turns=1, sweet_first_steps=24, sweet_nll_weight=1.0,
+        model="default", max_turns=3, max_new_tokens=128, max_length=1024, concurrency=12,
+        # offline data: one data-collection seed, the behaviour policy prefills half the first turns
+        train_tasks="collab:train", train_episodes=16, k=3, explore_rate=0.5, explore_turns=1, train_temperature=0.8,
+        data_seed=0,
+        # validation (all selection), test (once per method and seed, tasks never evaluated before)
+        val_tasks="collab:val", val_episodes=40, test_tasks="collab:test", test_start=1000, test_episodes=100,
+        embedded_tasks="embedded:test", embedded_episodes=30, eval_temperature=0.0, eval_seed=1000,
+        train_seeds="0,1,2",
+        # the grid: two points per method (GRID)
+        grid_lr="2.5e-4,5e-4", grid_best_of="2,4",
+        # per-method settings fixed in advance (the findings log in docs/training.md says where from)
+        rft_steps=16, mtdpo_steps=6, critic_steps=6, critic_lr=2e-4, sweet_steps=16, sweet_nll_weight=1.0,
+        num_candidates=2, candidate_tokens=96, explore_candidates=0.5, pair_turns=2,
+        # who samples step-pair candidates: "" = the policy in process, or "openai:MODEL" with
+        # candidates_base_url (a llama.cpp server with the same weights; train-actor --candidates_from)
+        candidates_from="", candidates_base_url="",
+        # who samples best-of-N's candidates: "" = the model in process, or "openai:MODEL" with
+        # best_of_base_url (the same weights on a llama.cpp server; the critic scores in process)
+        best_of_policy="", best_of_base_url="",
+        # the frontend arm (offline frontend simulator, weight-free similarity score)
+        frontend_train_tasks="generated:train", frontend_train_episodes=8, frontend_k=2,
+        frontend_test_tasks="generated:test", frontend_test_episodes=20, frontend_max_turns=2,
+        frontend_max_new_tokens=384, frontend_max_length=1536,
     ),
     "quick": dict(  # noqa: C408
-        model="default", train_tasks="collab:train", train_episodes=4, k=2, explore_rate=0.5, explore_turns=1,
-        train_temperature=0.8, eval_tasks="collab:test", eval_episodes=4, eval_temperature=0.0,
-        embedded_tasks="embedded:test", embedded_episodes=2, max_turns=2, max_new_tokens=96,
-        max_steps=2, max_length=768, actor_lr=5e-5, critic_lr=1e-4, num_candidates=2, turn_fraction=0.5,
-        candidate_tokens=48, best_of=2, concurrency=4, seed=0, critic_steps=2, mtdpo_steps=2, rft_hi_lr=5e-4, sweet_steps=2,
-        sweet_hi_lr=5e-4,
-        explore_candidates=0.5,
-        first_turns=1, sweet_first_steps=2, sweet_nll_weight=1.0,
+        model="default", max_turns=2, max_new_tokens=48, max_length=768, concurrency=4,
+        train_tasks="collab:train", train_episodes=3, k=2, explore_rate=0.5, explore_turns=1, train_temperature=0.8,
+        data_seed=0,
+        val_tasks="collab:val", val_episodes=2, test_tasks="collab:test", test_start=1000, test_episodes=2,
+        embedded_tasks="embedded:test", embedded_episodes=1, eval_temperature=0.0, eval_seed=1000,
+        train_seeds="0,1,2",
+        grid_lr="5e-5,1e-4", grid_best_of="2,3",
+        rft_steps=1, mtdpo_steps=1, critic_steps=1, critic_lr=1e-4, sweet_steps=1, sweet_nll_weight=1.0,
+        num_candidates=2, candidate_tokens=24, explore_candidates=0.5, pair_turns=2,
+        candidates_from="", candidates_base_url="", best_of_policy="", best_of_base_url="",
+        frontend_train_tasks="generated:train", frontend_train_episodes=1, frontend_k=2,
+        frontend_test_tasks="generated:test", frontend_test_episodes=1, frontend_max_turns=1,
+        frontend_max_new_tokens=64, frontend_max_length=768,
     ),
 }
-
-#: Methods in table order; ``policy`` names the model directory (or "base").
-METHODS = ("zero-shot", "rft", "rft-hi", "mtdpo", "mtdpo-hi", "sweet", "sweet-hi", "sweet-first", "sweet-nll", "sweet-two", "sweet-two-mid",
-           "best-of-n")
-LABELS = {"zero-shot": "zero-shot", "rft": "RFT", "rft-hi": "RFT (5x learning rate)", "mtdpo": "multi-turn DPO",
-          "mtdpo-hi": "multi-turn DPO (5x learning rate)", "sweet": "SWEET-RL", "sweet-hi": "SWEET-RL (5x learning rate)",
-          "sweet-first": "SWEET-RL (first-turn pairs, 5x lr)",
-          "sweet-nll": "SWEET-RL (first-turn pairs, 5x lr, NLL weight 1)",
-          "sweet-two": "SWEET-RL (turn 1 + 2 pairs, 5x lr, NLL weight 1)",
-          "sweet-two-mid": "SWEET-RL (turn 1 + 2 pairs, 2.5x lr, NLL weight 1)",
-          "best-of-n": "best-of-N (critic w/o reference)"}
 
 _print_lock = threading.Lock()
 
@@ -118,13 +136,86 @@ def say(msg: str) -> None:
         print(f"[{time.strftime('%H:%M:%S')}] {msg}", flush=True)
 
 
+def _floats(text: str) -> list[float]:
+    return [float(x) for x in str(text).split(",") if x.strip()]
+
+
+def seeds_of(s: Mapping[str, Any]) -> list[int]:
+    return [int(x) for x in str(s["train_seeds"]).split(",") if x.strip()]
+
+
+def grid_points(s: Mapping[str, Any], method: str) -> list[dict[str, float]]:
+    """The settings of ``method``'s grid, in order (see :data:`GRID`)."""
+    (name, key), = GRID[method].items()
+    return [{name: v} for v in _floats(s[key])]
+
+
+def check_grid(s: Mapping[str, Any]) -> None:
+    sizes = {m: len(grid_points(s, m)) for m in GRID}
+    if len(set(sizes.values())) != 1 or min(sizes.values()) < 1:
+        raise SystemExit(f"error: every method needs the same number of grid points, got {sizes}")
+
+
+# ------------------------------------------------------------------------------ selection
+class SelectionError(ValueError):
+    """Selection was given something other than validation results."""
+
+
+def record_splits(rec: Mapping[str, Any]) -> set[str]:
+    """The splits a trajectory record says it was played on: its task's ``source``
+    (``collab:val``) and its rollout's ``meta.tasks`` (``collab:val``, ``embedded:test``)."""
+    out = set()
+    for spec in ((rec.get("task") or {}).get("source"), (rec.get("meta") or {}).get("tasks")):
+        if isinstance(spec, str) and ":" in spec and not spec.endswith(".jsonl"):
+            out.add(spec.rpartition(":")[2])
+    return out
+
+
+def read_validation(path: Path) -> list[dict[str, Any]]:
+    """The records of a validation result file; :class:`SelectionError` (one line) when any record
+    is from another split or says none (selection never reads test results)."""
+    recs = []
+    for i, line in enumerate(Path(path).read_text(encoding="utf-8").splitlines()):
+        if not line.strip():
+            continue
+        rec = json.loads(line)
+        splits = record_splits(rec)
+        if splits != {"val"}:
+            raise SelectionError(f"{path}: record {i} is from split {'/'.join(sorted(splits)) or 'unknown'}, not val; "
+                                 "selection reads validation results only")
+        recs.append(rec)
+    return recs
+
+
+def select(val_files: Sequence[Path]) -> dict[str, Any]:
+    """The rule fixed in advance: the grid point whose validation episodes pass the highest mean
+    fraction of tests; ties -> higher success; then the earlier (more conservative) point.
+
+    Takes only validation result files, one per grid point in grid order; refuses any record that
+    is not from a validation split (:func:`read_validation`).
+    """
+    scores = []
+    for i, path in enumerate(val_files):
+        eps = [episode_metrics(r, j) for j, r in enumerate(read_validation(path))]
+        tests, success = mean(metric_values(eps, "tests_passed")), mean(metric_values(eps, "success"))
+        scores.append({"point": i, "file": str(path), "episodes": len(eps),
+                       "tests_passed": tests, "success": success})
+    if not scores:
+        raise SelectionError("no validation result files given")
+    best = max(scores, key=lambda r: (r["tests_passed"] if r["tests_passed"] is not None else -1.0,
+                                      r["success"] if r["success"] is not None else -1.0, -r["point"]))
+    return {"chosen": best["point"], "rule": "max val tests passed; ties: success, then earlier grid point",
+            "val": scores}
+
+
 # ------------------------------------------------------------------------------ stages
 @dataclass
 class Stage:
     name: str
     output: Path
     deps: tuple[str, ...]
-    cmd: list[str] | None = None  # a sweet-agent command; None = python callable
+    cmd: list[str] | Callable[[], list[str]] | None = None  # a command (built now or when the stage starts)
+    fn: Callable[[], None] | None = None  # or a python step that writes ``output`` atomically itself
     tmp: Path | None = None  # where the command writes; renamed to ``output`` on success
     resumable: bool = False  # a rollout: keep the partial file across restarts
     priority: int = 0
@@ -133,122 +224,215 @@ class Stage:
     def done(self) -> bool:
         return self.output.exists()
 
+    def command(self) -> list[str] | None:
+        return self.cmd() if callable(self.cmd) else self.cmd
+
 
 def _sa(*args: Any) -> list[str]:
     return [sys.executable, "-m", "sweet_agent.cli", *map(str, args)]
 
 
-def build_stages(s: dict[str, Any], run: Path) -> dict[str, Stage]:
-    data = run / "offline.jsonl"
-    models = run / "models"
-    ev = run / "eval"
-    stages: dict[str, Stage] = {}
+class Layout:
+    """Where every stage writes in a run directory."""
 
-    def rollout(name: str, out: Path, tasks: str, episodes: int, k: int, policy: str, temperature: float,
-                seed: int, deps: tuple[str, ...], priority: int, extra: list[str] = ()) -> None:
+    def __init__(self, run: Path):
+        self.run = run
+        self.data = run / "offline.jsonl"
+        self.frontend_data = run / "offline-frontend.jsonl"
+        self.models = run / "models"
+
+    def val(self, m: str, point: int | None = None) -> Path:
+        return self.run / "val" / (f"{m}.jsonl" if point is None else f"{m}-g{point}.jsonl")
+
+    def selection(self, m: str) -> Path:
+        return self.run / "selection" / f"{m}.json"
+
+    def result(self, split: str, m: str, seed: int | None) -> Path:
+        """``split``: test, embedded or frontend."""
+        return self.run / split / (f"{m}.jsonl" if seed is None else f"{m}-s{seed}.jsonl")
+
+    def chosen(self, m: str) -> int:
+        return int(json.loads(self.selection(m).read_text())["chosen"])
+
+
+def build_stages(s: dict[str, Any], run: Path) -> dict[str, Stage]:
+    L = Layout(run)
+    seeds = seeds_of(s)
+    first_seed = seeds[0]
+    stages: dict[str, Stage] = {}
+    test_indices = ",".join(str(i) for i in range(s["test_start"], s["test_start"] + s["test_episodes"]))
+
+    def rollout(name: str, out: Path, deps: tuple[str, ...], priority: int, *, tasks: str, policy: Any,
+                episodes: int | None = None, indices: str | None = None, k: int = 1, temperature: float | None = None,
+                seed: int | None = None, env: str = "ColBench-Backend-v0", frontend: bool = False,
+                extra: Callable[[], list[Any]] | list[Any] = ()) -> None:
         part = out.with_name(out.name + ".partial")
-        cmd = _sa("rollout", "--env", "ColBench-Backend-v0", "--tasks", tasks, "--episodes", episodes, "--k", k,
-                  "--policy", policy, "--simulator", "offline", "--max-turns", s["max_turns"],
-                  "--max-new-tokens", s["max_new_tokens"], "--temperature", temperature, "--seed", seed,
-                  "--concurrency", s["concurrency"], "--output", part, "--resume", "--no-progress", *extra)
+
+        def cmd() -> list[str]:
+            pol = policy() if callable(policy) else policy
+            where = ["--task-indices", indices] if indices else ["--episodes", episodes]
+            turns = s["frontend_max_turns"] if frontend else s["max_turns"]
+            tokens = s["frontend_max_new_tokens"] if frontend else s["max_new_tokens"]
+            return _sa("rollout", "--env", env, "--tasks", tasks, *where, "--k", k, "--policy", pol,
+                       "--simulator", "offline", "--max-turns", turns, "--max-new-tokens", tokens,
+                       "--temperature", s["eval_temperature"] if temperature is None else temperature,
+                       "--seed", s["eval_seed"] if seed is None else seed, "--concurrency", s["concurrency"],
+                       "--output", part, "--resume", "--no-progress", *(extra() if callable(extra) else extra))
         stages[name] = Stage(name, out, deps, cmd, tmp=part, resumable=True, priority=priority)
 
-    def train(name: str, command: str, out: Path, deps: tuple[str, ...], priority: int, *args: Any,
-              steps: int | None = None) -> None:
+    def train(name: str, command: str, out: Path, deps: tuple[str, ...], priority: int, seed: int,
+              args: Callable[[], list[Any]] | list[Any], *, steps: int, frontend: bool = False) -> None:
         tmp = out.with_name(out.name + ".tmp")
-        cmd = _sa(command, "--config", "cpu", "--output_dir", tmp, "--max_steps", steps or s["max_steps"],
-                  "--max_length", s["max_length"], "--save_strategy", "no", "--report_to", "none",
-                  "--seed", s["seed"], *args)
+
+        def cmd() -> list[str]:
+            return _sa(command, "--config", "cpu", "--output_dir", tmp, "--max_steps", steps,
+                       "--max_length", s["frontend_max_length"] if frontend else s["max_length"],
+                       "--save_strategy", "no", "--report_to", "none", "--seed", seed,
+                       *(args() if callable(args) else args))
         stages[name] = Stage(name, out, deps, cmd, tmp=tmp, priority=priority)
 
-    rollout("collect", data, s["train_tasks"], s["train_episodes"], s["k"], s["model"], s["train_temperature"],
-            s["seed"], (), 100, ["--explore-rate", s["explore_rate"], "--explore-turns", s["explore_turns"]])
-    eval_seed = s["seed"] + 1000
-    policies = {"zero-shot": s["model"], "rft": models / "rft", "rft-hi": models / "rft-hi", "mtdpo": models / "mtdpo",
-                "mtdpo-hi": models / "mtdpo-hi",
-                "sweet": models / "sweet", "sweet-hi": models / "sweet-hi", "sweet-first": models / "sweet-first",
-                "sweet-nll": models / "sweet-nll", "sweet-two": models / "sweet-two",
-                "sweet-two-mid": models / "sweet-two-mid"}
-    train("train-rft", "train-rft", models / "rft", ("collect",), 80, "--data", data, "--pair_rule", "best",
-          "--learning_rate", s["actor_lr"])
-    train("train-rft-hi", "train-rft", models / "rft-hi", ("collect",), 50, "--data", data, "--pair_rule", "best",
-          "--learning_rate", s["rft_hi_lr"])
-    train("train-critic", "train-critic", models / "critic", ("collect",), 70, "--data", data,
-          "--pair_rule", "reward", "--learning_rate", s["critic_lr"], steps=s["critic_steps"])
-    train("train-mtdpo", "train-mtdpo", models / "mtdpo", ("collect",), 60, "--data", data,
-          "--pair_rule", "reward", "--learning_rate", s["actor_lr"],
-          # one pair per forward (same effective batch): two pairs of full trajectories with policy and
-          # reference in float32 took 9 GB here and were OOM-killed beside the other stages
-          "--per_device_train_batch_size", 1, "--gradient_accumulation_steps", 2, steps=s["mtdpo_steps"])
-    # the baselines' 5x rate is RFT's (rft_hi_lr): every method compared at the rate that made RFT ask
-    train("train-mtdpo-hi", "train-mtdpo", models / "mtdpo-hi", ("collect",), 30, "--data", data,
-          "--pair_rule", "reward", "--learning_rate", s["rft_hi_lr"],
-          "--per_device_train_batch_size", 1, "--gradient_accumulation_steps", 2, steps=s["mtdpo_steps"])
-    pairs = run / "step_pairs.jsonl"
-    part = pairs.with_name(pairs.name + ".tmp")
-    stages["step-pairs"] = Stage("step-pairs", pairs, ("train-critic",), _sa(
-        "train-actor", "--config", "cpu", "--only_pairs", "--data", data, "--critic", models / "critic",
-        "--pairs_out", part, "--output_dir", run / "models" / "sweet.pairs-scratch",
-        "--num_candidates", s["num_candidates"], "--turn_fraction", s["turn_fraction"],
-        "--max_new_tokens", s["candidate_tokens"], "--seed", s["seed"],
-        "--explore_candidates", s["explore_candidates"], "--explore_turns", s["explore_turns"]), tmp=part, priority=65)
-    train("train-sweet", "train-actor", models / "sweet", ("step-pairs",), 64, "--pairs_in", pairs,
-          "--learning_rate", s["actor_lr"], steps=s.get("sweet_steps"))
-    train("train-sweet-hi", "train-actor", models / "sweet-hi", ("step-pairs",), 48, "--pairs_in", pairs,
-          "--learning_rate", s["sweet_hi_lr"], steps=s.get("sweet_steps"))
-    first = run / "step_pairs_first.jsonl"
-    part = first.with_name(first.name + ".tmp")
-    stages["step-pairs-first"] = Stage("step-pairs-first", first, ("train-critic",), _sa(
-        "train-actor", "--config", "cpu", "--only_pairs", "--data", data, "--critic", models / "critic",
-        "--pairs_out", part, "--output_dir", run / "models" / "sweet-first.pairs-scratch",
-        "--num_candidates", s["num_candidates"], "--first_turns", s["first_turns"], "--turn_fraction", 1.0,
-        "--max_new_tokens", s["candidate_tokens"], "--seed", s["seed"],
-        "--explore_candidates", s["explore_candidates"], "--explore_turns", s["explore_turns"]), tmp=part, priority=46)
-    train("train-sweet-first", "train-actor", models / "sweet-first", ("step-pairs-first",), 45, "--pairs_in", first,
-          "--learning_rate", s["sweet_hi_lr"], steps=s["sweet_first_steps"])
-    train("train-sweet-nll", "train-actor", models / "sweet-nll", ("step-pairs-first",), 44, "--pairs_in", first,
-          "--learning_rate", s["sweet_hi_lr"], "--loss_weights", 1.0, s["sweet_nll_weight"],
-          steps=s["sweet_first_steps"])
-    # third SWEET attempt: first-turn pairs alone taught "always ask" (both weights repeated their
-    # question at all 3 turns). Add pairs for the turn after the question from the policy's own
-    # candidates (answers; question candidates only at the first turn, as above: offered a question
-    # there too, the critic chose asking again in 24 of 28 pairs) and train with NLL weight 1, so the
-    # chosen answers teach answering once the person replied. Same settings, one turn further.
-    second = run / "step_pairs_second.jsonl"
-    part = second.with_name(second.name + ".tmp")
-    n = s["first_turns"]
-    stages["step-pairs-second"] = Stage("step-pairs-second", second, ("train-critic",), _sa(
-        "train-actor", "--config", "cpu", "--only_pairs", "--data", data, "--critic", models / "critic",
-        "--pairs_out", part, "--output_dir", run / "models" / "sweet-two.pairs-scratch",
-        "--num_candidates", s["num_candidates"], "--skip_turns", n, "--first_turns", n + 1, "--turn_fraction", 1.0,
-        "--max_new_tokens", s["candidate_tokens"], "--seed", s["seed"] + 1,
-        "--explore_candidates", s["explore_candidates"], "--explore_turns", s["explore_turns"]), tmp=part, priority=41)
-    train("train-sweet-two", "train-actor", models / "sweet-two", ("step-pairs-first", "step-pairs-second"), 40,
-          "--pairs_in", f"{first},{second}", "--learning_rate", s["sweet_hi_lr"],
-          "--loss_weights", 1.0, s["sweet_nll_weight"])
-    # at 5x it asked at every turn: the same pairs at half that rate
-    train("train-sweet-two-mid", "train-actor", models / "sweet-two-mid", ("step-pairs-first", "step-pairs-second"),
-          38, "--pairs_in", f"{first},{second}", "--learning_rate", s["sweet_hi_lr"] / 2,
-          "--loss_weights", 1.0, s["sweet_nll_weight"])
-    train("train-critic-noref", "train-critic", models / "critic-noref", ("collect",), 20, "--data", data,
-          "--pair_rule", "reward", "--learning_rate", s["critic_lr"], "--no_use_privileged_info",
-          steps=s["critic_steps"])
-    prio = {"zero-shot": 90, "rft": 75, "sweet": 63, "mtdpo": 55, "rft-hi": 49, "sweet-hi": 47, "sweet-nll": 43, "mtdpo-hi": 29,
-            "sweet-two": 39, "sweet-two-mid": 37,
-            "sweet-first": 42}
-    deps = {"zero-shot": (), "rft": ("train-rft",), "mtdpo": ("train-mtdpo",), "mtdpo-hi": ("train-mtdpo-hi",), "sweet": ("train-sweet",),
-            "rft-hi": ("train-rft-hi",), "sweet-hi": ("train-sweet-hi",), "sweet-first": ("train-sweet-first",),
-            "sweet-nll": ("train-sweet-nll",), "sweet-two": ("train-sweet-two",),
-            "sweet-two-mid": ("train-sweet-two-mid",)}
-    for m, pol in policies.items():
-        rollout(f"eval-{m}", ev / f"{m}.jsonl", s["eval_tasks"], s["eval_episodes"], 1, pol, s["eval_temperature"],
-                eval_seed, deps[m], prio[m])
-    rollout("eval-best-of-n", ev / "best-of-n.jsonl", s["eval_tasks"], s["eval_episodes"], 1, s["model"],
-            max(s["eval_temperature"], 0.7), eval_seed, ("train-critic-noref",), 15,
-            ["--best-of", s["best_of"], "--critic", models / "critic-noref"])
-    for m, pol in policies.items():
-        rollout(f"embedded-{m}", ev / f"embedded-{m}.jsonl", s["embedded_tasks"], s["embedded_episodes"], 1, pol,
-                s["eval_temperature"], eval_seed, deps[m], prio[m] - 50)
+    def pairs(name: str, out: Path, deps: tuple[str, ...], priority: int, seed: int, data: Path, critic: Path,
+              window: list[Any]) -> None:
+        tmp = out.with_name(out.name + ".tmp")
+        frm = ["--candidates_from", s["candidates_from"]] if s["candidates_from"] else []
+        if s["candidates_base_url"]:
+            frm += ["--candidates_base_url", s["candidates_base_url"]]
+        stages[name] = Stage(name, out, deps, _sa(
+            "train-actor", "--config", "cpu", "--only_pairs", "--data", data, "--critic", critic, "--pairs_out", tmp,
+            "--output_dir", out.with_name(out.name + ".scratch"), "--num_candidates", s["num_candidates"],
+            "--max_new_tokens", s["candidate_tokens"], "--seed", seed, *window, *frm), tmp=tmp, priority=priority)
+
+    # -- offline data (one data-collection seed) and zero-shot
+    rollout("collect", L.data, (), 100, tasks=s["train_tasks"], policy=s["model"], episodes=s["train_episodes"],
+            k=s["k"], temperature=s["train_temperature"], seed=s["data_seed"],
+            extra=["--explore-rate", s["explore_rate"], "--explore-turns", s["explore_turns"]])
+    rollout("val-zero-shot", L.val("zero-shot"), (), 95, tasks=s["val_tasks"], policy=s["model"],
+            episodes=s["val_episodes"])
+
+    # -- per seed: the critics and SWEET's step pairs (turn 1 with question candidates, then turn 2)
+    for sd in seeds:
+        critic, noref = L.models / "critic" / f"s{sd}", L.models / "critic-noref" / f"s{sd}"
+        train(f"train-critic-s{sd}", "train-critic", critic, ("collect",), 80 - sd, sd,
+              ["--data", L.data, "--pair_rule", "reward", "--learning_rate", s["critic_lr"]], steps=s["critic_steps"])
+        train(f"train-critic-noref-s{sd}", "train-critic", noref, ("collect",), 60 - sd, sd,
+              ["--data", L.data, "--pair_rule", "reward", "--learning_rate", s["critic_lr"], "--no_use_privileged_info"],
+              steps=s["critic_steps"])
+        explore = ["--explore_candidates", s["explore_candidates"], "--explore_turns", s["explore_turns"]]
+        pairs(f"pairs-first-s{sd}", run / "pairs" / f"first-s{sd}.jsonl", (f"train-critic-s{sd}",), 78 - sd, sd,
+              L.data, critic, ["--first_turns", 1, "--turn_fraction", 1.0, *explore])
+        if s["pair_turns"] > 1:  # later turns: the policy's own candidates (answers after a reply)
+            pairs(f"pairs-later-s{sd}", run / "pairs" / f"later-s{sd}.jsonl", (f"train-critic-s{sd}",), 77 - sd,
+                  sd + 100, L.data, critic, ["--skip_turns", 1, "--first_turns", s["pair_turns"], "--turn_fraction", 1.0,
+                                             *explore])
+
+    def pair_files(sd: int) -> tuple[tuple[str, ...], str]:
+        names = (f"pairs-first-s{sd}",) + ((f"pairs-later-s{sd}",) if s["pair_turns"] > 1 else ())
+        return names, ",".join(str(stages[n].output) for n in names)
+
+    def method_train(m: str, out: Path, sd: int, setting: Callable[[], dict[str, float]], deps: tuple[str, ...],
+                     prio: int) -> None:
+        def args() -> list[Any]:
+            lr = setting()["learning_rate"]
+            if m == "rft":
+                return ["--data", L.data, "--pair_rule", "best", "--learning_rate", lr]
+            if m == "mtdpo":  # one pair per forward (same effective batch): two full trajectories OOM-ed beside others
+                return ["--data", L.data, "--pair_rule", "reward", "--learning_rate", lr,
+                        "--per_device_train_batch_size", 1, "--gradient_accumulation_steps", 2]
+            return ["--pairs_in", pair_files(sd)[1], "--learning_rate", lr, "--loss_weights", 1.0, s["sweet_nll_weight"]]
+        command = {"rft": "train-rft", "mtdpo": "train-mtdpo", "sweet": "train-actor"}[m]
+        steps = {"rft": s["rft_steps"], "mtdpo": s["mtdpo_steps"], "sweet": s["sweet_steps"]}[m]
+        extra_deps = pair_files(sd)[0] if m == "sweet" else ("collect",)
+        train(f"train-{m}-{out.name}", command, out, deps + extra_deps, prio, sd, args, steps=steps)
+
+    bon_policy = s["best_of_policy"] or s["model"]
+    bon_url = ["--base-url", s["best_of_base_url"]] if s["best_of_base_url"] else []
+
+    # -- the grid (training seed `first_seed`), validation, selection; then the other seeds
+    prio = {"rft": 70, "mtdpo": 55, "sweet": 65, "best-of-n": 40}
+    for m in GRID:
+        points = grid_points(s, m)
+        for i, point in enumerate(points):
+            if m == "best-of-n":
+                rollout(f"val-{m}-g{i}", L.val(m, i), (f"train-critic-noref-s{first_seed}",), prio[m] - i,
+                        tasks=s["val_tasks"], policy=bon_policy, episodes=s["val_episodes"],
+                        temperature=max(s["eval_temperature"], 0.7),
+                        extra=["--best-of", int(point["best_of"]), "--critic", L.models / "critic-noref" / f"s{first_seed}",
+                               *bon_url])
+                continue
+            out = L.models / m / f"g{i}-s{first_seed}"
+            method_train(m, out, first_seed, lambda p=point: p, (), prio[m] - i)
+            rollout(f"val-{m}-g{i}", L.val(m, i), (f"train-{m}-{out.name}",), prio[m] - i, tasks=s["val_tasks"],
+                    policy=out, episodes=s["val_episodes"])
+        val_stages = tuple(f"val-{m}-g{i}" for i in range(len(points)))
+        stages[f"select-{m}"] = Stage(
+            f"select-{m}", L.selection(m), val_stages, priority=prio[m] + 5,
+            fn=lambda m=m, n=len(points): _write_atomic(L.selection(m), json.dumps(
+                select([L.val(m, i) for i in range(n)]), indent=2)))
+
+        def chosen(m: str = m) -> dict[str, float]:
+            return grid_points(s, m)[L.chosen(m)]
+
+        for sd in seeds[1:]:
+            if m != "best-of-n":
+                method_train(m, L.models / m / f"s{sd}", sd, chosen, (f"select-{m}",), prio[m] - 10)
+
+    def policy_of(m: str, sd: int) -> Callable[[], Path] | str:
+        if m == "best-of-n":
+            return bon_policy
+        if m == "zero-shot":
+            return s["model"]
+        return lambda: L.models / m / (f"g{L.chosen(m)}-s{sd}" if sd == first_seed else f"s{sd}")
+
+    def deps_of(m: str, sd: int) -> tuple[str, ...]:
+        if m == "zero-shot":
+            return ()
+        if m == "best-of-n":
+            return (f"select-{m}", f"train-critic-noref-s{sd}")
+        return (f"select-{m}",) + (() if sd == first_seed else (f"train-{m}-s{sd}",))
+
+    def bon_extra(sd: int) -> Callable[[], list[Any]]:
+        return lambda: ["--best-of", int(grid_points(s, "best-of-n")[L.chosen("best-of-n")]["best_of"]),
+                        "--critic", L.models / "critic-noref" / f"s{sd}", *bon_url]
+
+    # -- the end: test (tasks never evaluated before) and embedded, once per method and seed
+    for m in METHODS:
+        for sd in ([None] if m == "zero-shot" else seeds):
+            tag = m if sd is None else f"{m}-s{sd}"
+            kw: dict[str, Any] = dict(policy=policy_of(m, sd if sd is not None else first_seed))
+            if m == "best-of-n":
+                kw.update(temperature=max(s["eval_temperature"], 0.7), extra=bon_extra(sd))
+            deps = deps_of(m, sd if sd is not None else first_seed)
+            rollout(f"test-{tag}", L.result("test", m, sd), deps, 30, tasks=s["test_tasks"], indices=test_indices, **kw)
+            rollout(f"embedded-{tag}", L.result("embedded", m, sd), deps, 20, tasks=s["embedded_tasks"],
+                    episodes=s["embedded_episodes"], **kw)
+
+    # -- the frontend arm: settings chosen on the backend validation split, small scale
+    fe = "ColBench-Frontend-v0"
+    rollout("collect-frontend", L.frontend_data, (), 50, tasks=s["frontend_train_tasks"], policy=s["model"],
+            episodes=s["frontend_train_episodes"], k=s["frontend_k"], temperature=s["train_temperature"],
+            seed=s["data_seed"], env=fe, frontend=True)
+    for sd in seeds:
+        fm = L.models / "frontend"
+        train(f"train-frontend-rft-s{sd}", "train-rft", fm / "rft" / f"s{sd}", ("collect-frontend", "select-rft"), 12, sd,
+              lambda: ["--data", L.frontend_data, "--pair_rule", "best", "--learning_rate",
+                       grid_points(s, "rft")[L.chosen("rft")]["learning_rate"]], steps=s["rft_steps"], frontend=True)
+        train(f"train-frontend-critic-s{sd}", "train-critic", fm / "critic" / f"s{sd}", ("collect-frontend",), 12, sd,
+              ["--data", L.frontend_data, "--pair_rule", "reward", "--learning_rate", s["critic_lr"]],
+              steps=s["critic_steps"], frontend=True)
+        pairs(f"pairs-frontend-s{sd}", run / "pairs" / f"frontend-s{sd}.jsonl", (f"train-frontend-critic-s{sd}",), 11, sd,
+              L.frontend_data, fm / "critic" / f"s{sd}", ["--first_turns", s["pair_turns"], "--turn_fraction", 1.0])
+        train(f"train-frontend-sweet-s{sd}", "train-actor", fm / "sweet" / f"s{sd}",
+              (f"pairs-frontend-s{sd}", "select-sweet"), 10, sd,
+              lambda sd=sd: ["--pairs_in", run / "pairs" / f"frontend-s{sd}.jsonl", "--learning_rate",
+                             grid_points(s, "sweet")[L.chosen("sweet")]["learning_rate"],
+                             "--loss_weights", 1.0, s["sweet_nll_weight"]], steps=s["sweet_steps"], frontend=True)
+    for m in FRONTEND_METHODS:
+        for sd in ([None] if m == "zero-shot" else seeds):
+            deps = () if sd is None else (f"train-frontend-{m}-s{sd}",)
+            pol = s["model"] if sd is None else L.models / "frontend" / m / f"s{sd}"
+            rollout(f"frontend-{m if sd is None else f'{m}-s{sd}'}", L.result("frontend", m, sd), deps, 5,
+                    tasks=s["frontend_test_tasks"], policy=pol, episodes=s["frontend_test_episodes"], env=fe,
+                    frontend=True)
     return stages
 
 
@@ -280,6 +464,12 @@ def _threads_per_stage() -> int:
     return max(1, (os.cpu_count() or 1) // _JOBS)
 
 
+def _log_timing(run: Path, name: str, seconds: float) -> None:
+    with (run / "timings.jsonl").open("a", encoding="utf-8") as fh:
+        fh.write(json.dumps({"stage": name, "seconds": round(seconds, 1), "finished": time.strftime("%Y-%m-%dT%H:%M:%S"),
+                             "loadavg": [round(x, 2) for x in os.getloadavg()]}) + "\n")
+
+
 def run_stage(st: Stage, run: Path) -> bool:
     lock = _lock(run, st.name)
     if lock is None:
@@ -288,28 +478,39 @@ def run_stage(st: Stage, run: Path) -> bool:
     try:
         if st.done():
             return True
-        if st.tmp is not None and not st.resumable and st.tmp.exists():
-            shutil.rmtree(st.tmp) if st.tmp.is_dir() else st.tmp.unlink()
         log = run / "logs" / f"{st.name}.log"
         log.parent.mkdir(parents=True, exist_ok=True)
         st.output.parent.mkdir(parents=True, exist_ok=True)
-        say(f"> {st.name} (log: {log})")
         t0 = time.time()
+        if st.fn is not None:
+            say(f"> {st.name}")
+            try:
+                st.fn()
+            except Exception as exc:  # noqa: BLE001 - reported, the stage counts as failed
+                log.open("a", encoding="utf-8").write(f"{type(exc).__name__}: {exc}\n")
+                say(f"! {st.name} failed: {exc}")
+                return False
+            _log_timing(run, st.name, time.time() - t0)
+            say(f"= {st.name} done")
+            return True
+        if st.tmp is not None and not st.resumable and st.tmp.exists():
+            shutil.rmtree(st.tmp) if st.tmp.is_dir() else st.tmp.unlink()
+        cmd = st.command() or []
+        say(f"> {st.name} (log: {log})")
         env = {**os.environ, "HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false"}
         # stages run side by side on a small machine: one intra-op thread each (two torch threads
         # per process on an oversubscribed CPU mostly wait for each other)
         env.setdefault("OMP_NUM_THREADS", str(_threads_per_stage()))
         with open(log, "a", encoding="utf-8") as fh:
-            fh.write("$ " + " ".join(shlex.quote(c) for c in st.cmd or []) + "\n")
+            fh.write("$ " + " ".join(shlex.quote(str(c)) for c in cmd) + "\n")
             fh.flush()
-            proc = subprocess.run(st.cmd, cwd=ROOT, stdout=fh, stderr=subprocess.STDOUT, env=env, check=False)
+            proc = subprocess.run(cmd, cwd=ROOT, stdout=fh, stderr=subprocess.STDOUT, env=env, check=False)
         if proc.returncode != 0:
             say(f"! {st.name} failed (exit {proc.returncode}) after {time.time() - t0:.0f} s; see {log}")
             return False
         if st.tmp is not None:
             os.replace(st.tmp, st.output)
-        (run / "timings.jsonl").open("a").write(json.dumps({"stage": st.name, "seconds": round(time.time() - t0, 1),
-                                                             "finished": time.strftime("%Y-%m-%dT%H:%M:%S")}) + "\n")
+        _log_timing(run, st.name, time.time() - t0)
         say(f"= {st.name} done in {time.time() - t0:.0f} s")
         return True
     finally:
@@ -344,6 +545,7 @@ def run_all(stages: dict[str, Stage], run: Path, jobs: int, only: set[str] | Non
 #: The report's columns (the keys of results.json) -> the field of
 #: :class:`sweet_agent.metrics.EpisodeMetrics` each one averages.
 COLUMNS = {"success": "success", "tests": "tests_passed", "turns": "turns", "questions": "questions"}
+FRONTEND_COLUMNS = {"similarity": "similarity", "turns": "turns", "questions": "questions"}
 
 
 def _load(path: Path) -> dict[str, dict[str, Any]]:
@@ -352,38 +554,95 @@ def _load(path: Path) -> dict[str, dict[str, Any]]:
         for line in path.read_text(encoding="utf-8").splitlines():
             if line.strip():
                 rec = json.loads(line)
-                if rec.get("error"):
-                    continue
                 out[rec["meta"]["episode_id"]] = rec
     return out
 
 
 def _measure(recs: dict[str, dict[str, Any]]) -> dict[str, EpisodeMetrics]:
-    return {eid: episode_metrics(rec) for eid, rec in recs.items()}
+    return {eid: episode_metrics(rec, i) for i, (eid, rec) in enumerate(recs.items())}
 
 
-def method_table(run: Path, prefix: str = "") -> list[dict[str, Any]]:
+def runs_of(run: Path, split: str, m: str) -> dict[Any, dict[str, EpisodeMetrics]]:
+    """``{training seed: {episode id: metrics}}`` of one method on one result split (zero-shot: one run)."""
+    d = run / split
+    if m == "zero-shot":
+        got = _measure(_load(d / "zero-shot.jsonl"))
+        return {"-": got} if got else {}
+    out = {}
+    for f in sorted(d.glob(f"{m}-s*.jsonl")):
+        seed = f.stem.rpartition("-s")[2]
+        if seed.isdigit() and (got := _measure(_load(f))):
+            out[int(seed)] = got
+    return out
+
+
+def _cell(est: Any) -> dict[str, Any]:
+    return {"mean": est.mean, "ci95": [est.low, est.high], "tasks": est.n}
+
+
+def method_table(run: Path, split: str = "test", methods: Sequence[str] = METHODS,
+                 columns: Mapping[str, str] = COLUMNS) -> list[dict[str, Any]]:
+    """Per method: the mean over its training seeds with a hierarchical interval, the paired
+    difference to zero-shot, and (SWEET-RL) to each baseline; all from :mod:`sweet_agent.metrics`."""
+    all_runs = {m: runs_of(run, split, m) for m in methods}
     rows = []
-    base = _measure(_load(run / "eval" / f"{prefix}zero-shot.jsonl"))
-    for m in METHODS:
-        stats = _measure(_load(run / "eval" / f"{prefix}{m}.jsonl"))
-        if not stats:
+    for m in methods:
+        runs = all_runs[m]
+        if not runs:
             continue
-        row: dict[str, Any] = {"method": m, "label": LABELS[m], "episodes": len(stats)}
-        for key, metric in COLUMNS.items():
-            est = bootstrap_ci(metric_values(stats.values(), metric))
-            row[key] = {"mean": est.mean, "ci95": [est.low, est.high]}
-            if m != "zero-shot" and base:
-                d = paired_difference(base, stats, metric, seed=1)
-                row[key]["paired_diff_vs_zero_shot"] = {"mean": d.mean, "ci95": [d.low, d.high], "episodes": d.n}
-        row["asked_rate"] = sum(st.questions > 0 for st in stats.values()) / len(stats)
+        row: dict[str, Any] = {"method": m, "label": LABELS[m], "seeds": len(runs),
+                               "episodes": sum(len(r) for r in runs.values())}
+        for key, metric in columns.items():
+            vals = seed_values(runs, metric)
+            row[key] = _cell(hierarchical_bootstrap(vals))
+            others = [b for b in (("zero-shot",) if m != "sweet" else BASELINES) if b != m and all_runs.get(b)]
+            for b in others:
+                d = hierarchical_difference(seed_values(all_runs[b], metric), vals, seed=1)
+                row[key].setdefault("vs", {})[b] = _cell(d)
+        eps = [e for r in runs.values() for e in r.values() if not e.failed]
+        row["asked_rate"] = sum(e.questions > 0 for e in eps) / len(eps) if eps else None
         rows.append(row)
     return rows
 
 
-def offline_summary(run: Path) -> dict[str, Any] | None:
+def validation_table(run: Path, s: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """The grid, what each point scored on validation, and what was chosen."""
+    L = Layout(run)
+    out = []
+    for m in GRID:
+        sel = json.loads(L.selection(m).read_text()) if L.selection(m).exists() else None
+        for i, point in enumerate(grid_points(s, m)):
+            eps = list(_measure(_load(L.val(m, i))).values())
+            out.append({"method": m, "point": i, "setting": point, "episodes": len(eps),
+                        "tests_passed": mean(metric_values(eps, "tests_passed")),
+                        "success": mean(metric_values(eps, "success")),
+                        "questions": mean(metric_values(eps, "questions")),
+                        "chosen": None if sel is None else sel["chosen"] == i})
+    return out
+
+
+def critic_choices(run: Path) -> list[dict[str, Any]]:
+    """Per pair file and agent turn: pairs, and how often the critic chose a question over an answer."""
+    out = []
+    for f in sorted((run / "pairs").glob("*.jsonl")):
+        per: dict[int, dict[str, int]] = {}
+        for line in f.read_text(encoding="utf-8").splitlines():
+            if not line.strip():
+                continue
+            row = json.loads(line)
+            kinds = [agent_turn_kinds({"dialogue_history": row[side]})[0] for side in ("chosen", "rejected")]
+            c = per.setdefault(int(row.get("turn_index", -1)), {"pairs": 0, "question_vs_answer": 0, "chose_question": 0})
+            c["pairs"] += 1
+            if set(kinds) == {"question", "answer"}:
+                c["question_vs_answer"] += 1
+                c["chose_question"] += kinds[0] == "question"
+        out += [{"file": f.name, "turn_index": t, **c} for t, c in sorted(per.items())]
+    return out
+
+
+def offline_summary(path: Path) -> dict[str, Any] | None:
     """What the behaviour policy collected: episodes with a prefilled question vs without."""
-    recs = list(_load(run / "offline.jsonl").values())
+    recs = list(_load(path).values())
     if not recs:
         return None
     out: dict[str, Any] = {"episodes": len(recs)}
@@ -395,28 +654,45 @@ def offline_summary(run: Path) -> dict[str, Any] | None:
     return out
 
 
-def _fmt(cell: dict[str, Any], pct: bool) -> str:
+def _fmt_num(x: float | None, pct: bool) -> str:
+    return "n/a" if x is None else ("{:.1f}" if pct else "{:.2f}").format((100 if pct else 1) * x)
+
+
+def _fmt(cell: dict[str, Any], pct: bool, vs: str | None = "zero-shot") -> str:
     if cell["mean"] is None:  # no episode has this metric (e.g. ungraded)
         return "n/a"
-    k = 100 if pct else 1
-    f = "{:.1f}" if pct else "{:.2f}"
-    text = f"{f.format(k * cell['mean'])} [{f.format(k * cell['ci95'][0])}, {f.format(k * cell['ci95'][1])}]"
-    d = cell.get("paired_diff_vs_zero_shot")
+    text = f"{_fmt_num(cell['mean'], pct)} [{_fmt_num(cell['ci95'][0], pct)}, {_fmt_num(cell['ci95'][1], pct)}]"
+    d = (cell.get("vs") or {}).get(vs) if vs else None
     if d and d["mean"] is not None:
         sig = "*" if d["ci95"][0] > 0 or d["ci95"][1] < 0 else ""
-        text += f" (Δ {'+' if d['mean'] >= 0 else ''}{f.format(k * d['mean'])}{sig})"
+        text += f" (Δ {'+' if d['mean'] >= 0 else ''}{_fmt_num(d['mean'], pct)}{sig})"
     return text
 
 
-def markdown(rows: list[dict[str, Any]], title: str) -> str:
-    lines = [f"### {title}", "",
-             "| method | episodes | success % | tests passed % | turns | questions / episode |",
-             "|---|---|---|---|---|---|"]
+_HEAD = {"success": ("success %", True), "tests": ("tests passed %", True), "similarity": ("similarity", False),
+         "turns": ("turns", False), "questions": ("questions / episode", False)}
+
+
+def markdown(rows: list[dict[str, Any]], title: str, columns: Mapping[str, str] = COLUMNS) -> str:
+    lines = [f"### {title}", "", "| method | seeds | episodes | " + " | ".join(_HEAD[c][0] for c in columns) + " |",
+             "|---" * (3 + len(columns)) + "|"]
     for r in rows:
-        lines.append(f"| {r['label']} | {r['episodes']} | {_fmt(r['success'], True)} | {_fmt(r['tests'], True)} | "
-                     f"{_fmt(r['turns'], False)} | {_fmt(r['questions'], False)} |")
-    lines += ["", "Mean [95 % bootstrap CI]; (Δ paired difference to zero-shot on the same tasks and seeds, "
-              "* = its 95 % CI excludes 0)."]
+        lines.append(f"| {r['label']} | {r['seeds']} | {r['episodes']} | "
+                     + " | ".join(_fmt(r[c], _HEAD[c][1]) for c in columns) + " |")
+    lines += ["", "Mean over training seeds [95 % hierarchical bootstrap CI: seeds, then tasks]; (Δ paired "
+              "difference to zero-shot on the same tasks, * = its 95 % CI excludes 0)."]
+    sweet = next((r for r in rows if r["method"] == "sweet"), None)
+    if sweet and any(sweet[c].get("vs") for c in columns):
+        lines += ["", "SWEET-RL minus each baseline (same tasks; each side's seeds resampled):", "",
+                  "| baseline | " + " | ".join(_HEAD[c][0] for c in columns) + " |", "|---" * (1 + len(columns)) + "|"]
+        for b in BASELINES:
+            cells = [(sweet[c].get("vs") or {}).get(b) for c in columns]
+            if any(cells):
+                lines.append(f"| {LABELS[b]} | " + " | ".join(
+                    "n/a" if not d or d["mean"] is None else
+                    f"{_fmt_num(d['mean'], _HEAD[c][1])} [{_fmt_num(d['ci95'][0], _HEAD[c][1])}, "
+                    f"{_fmt_num(d['ci95'][1], _HEAD[c][1])}]" + ("*" if d["ci95"][0] > 0 or d["ci95"][1] < 0 else "")
+                    for c, d in zip(columns, cells)) + " |")
     return "\n".join(lines)
 
 
@@ -430,8 +706,9 @@ def plot(rows: list[dict[str, Any]], path: Path, title: str) -> None:
     names = [r["label"] for r in rows]
     for ax, (key, lab, k) in zip(axes, [("tests", "tests passed %", 100), ("success", "success %", 100),
                                          ("questions", "questions / episode", 1)]):
-        means = [k * r[key]["mean"] for r in rows]
-        err = [[k * (r[key]["mean"] - r[key]["ci95"][0]) for r in rows], [k * (r[key]["ci95"][1] - r[key]["mean"]) for r in rows]]
+        means = [k * (r[key]["mean"] or 0) for r in rows]
+        err = [[k * ((r[key]["mean"] or 0) - (r[key]["ci95"][0] or 0)) for r in rows],
+               [k * ((r[key]["ci95"][1] or 0) - (r[key]["mean"] or 0)) for r in rows]]
         ax.bar(range(len(rows)), means, yerr=err, capsize=4, color="#4c72b0")
         ax.set_xticks(range(len(rows)), names, rotation=30, ha="right", fontsize=8)
         ax.set_title(lab)
@@ -444,35 +721,56 @@ def plot(rows: list[dict[str, Any]], path: Path, title: str) -> None:
 
 
 def _write_atomic(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(path.name + ".tmp")
     tmp.write_text(text, encoding="utf-8")
     os.replace(tmp, path)
 
 
 def write_report(run: Path, settings: dict) -> dict[str, Any]:
-    held = method_table(run)
-    emb = method_table(run, "embedded-")
+    test = method_table(run, "test")
+    emb = method_table(run, "embedded")
+    front = method_table(run, "frontend", FRONTEND_METHODS, FRONTEND_COLUMNS)
+    val = validation_table(run, settings)
     timings = [json.loads(x) for x in (run / "timings.jsonl").read_text().splitlines()] if (run / "timings.jsonl").exists() else []
     load = os.getloadavg()
-    offline = offline_summary(run)
-    report = {"settings": settings, "offline_data": offline, "held_out": held, "embedded": emb, "timings": timings,
-              "loadavg_at_report": [round(x, 2) for x in load], "written": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
+    offline = offline_summary(run / "offline.jsonl")
+    choices = critic_choices(run)
+    report = {"settings": settings, "grid": {m: grid_points(settings, m) for m in GRID}, "validation": val,
+              "offline_data": offline, "test": test, "embedded": emb, "frontend": front, "critic_choices": choices,
+              "timings": timings, "loadavg_at_report": [round(x, 2) for x in load],
+              "written": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
     _write_atomic(run / "results.json", json.dumps(report, indent=2, default=str))
-    md = [markdown(held, f"Held-out {settings['eval_tasks']} ({settings['eval_episodes']} tasks x 1, seed "
-                         f"{settings['seed'] + 1000})")]
+    s = settings
+    md = [markdown(test, f"Test {s['test_tasks']} (tasks {s['test_start']}–{s['test_start'] + s['test_episodes'] - 1}, "
+                         f"training seeds {s['train_seeds']})")]
     if emb:
-        md.append(markdown(emb, f"Embedded ColBench {settings['embedded_tasks']} ({settings['embedded_episodes']} tasks)"))
+        md.append(markdown(emb, f"Embedded ColBench {s['embedded_tasks']} ({s['embedded_episodes']} tasks)"))
+    if front:
+        md.append(markdown(front, f"Frontend arm {s['frontend_test_tasks']} ({s['frontend_test_episodes']} tasks, "
+                                  "offline frontend simulator, weight-free similarity)", FRONTEND_COLUMNS))
+    if val:
+        md.append("### Validation (" + s["val_tasks"] + f", {s['val_episodes']} tasks, training seed "
+                  f"{seeds_of(s)[0]}): the grid and the choice\n\n| method | setting | episodes | tests passed % | "
+                  "success % | questions / episode | chosen |\n|---|---|---|---|---|---|---|\n" + "\n".join(
+                      f"| {LABELS[v['method']]} | {', '.join(f'{k}={x:g}' for k, x in v['setting'].items())} | "
+                      f"{v['episodes']} | {_fmt_num(v['tests_passed'], True)} | {_fmt_num(v['success'], True)} | "
+                      f"{_fmt_num(v['questions'], False)} | {'yes' if v['chosen'] else ''} |" for v in val))
+    if choices:
+        md.append("Critic's choices (step pairs offering a question against an answer): " + "; ".join(
+            f"{c['file']} turn {c['turn_index']}: chose the question in {c['chose_question']} of "
+            f"{c['question_vs_answer']} ({c['pairs']} pairs)" for c in choices) + ".")
     if offline:
         md.append("Offline data (behaviour policy, " + f"{offline['episodes']} episodes): " + "; ".join(
             f"{name} turns ({offline[name]['episodes']} episodes): tests passed {100 * offline[name]['tests']:.1f} %, "
             f"success {100 * offline[name]['success']:.1f} %" for name in ("explored", "own")
             if offline[name]["episodes"]) + " (explored = first turn prefilled with a question opener).")
     md.append("Stage times (s): " + ", ".join(f"{t['stage']} {t['seconds']:.0f}" for t in timings))
-    md.append(f"Load average when written: {load[0]:.1f} / {load[1]:.1f} / {load[2]:.1f} (2 cores).")
+    md.append(f"Load average when written: {load[0]:.1f} / {load[1]:.1f} / {load[2]:.1f} ({os.cpu_count()} cores).")
     _write_atomic(run / "results.md", "\n\n".join(md) + "\n")
-    if held:
+    if test:
         try:
-            plot(held, run / "results.png", f"held-out {settings['eval_tasks']}: mean and 95 % bootstrap CI")
+            plot(test, run / "results.png", f"test {s['test_tasks']}: mean over seeds and 95 % hierarchical CI")
         except Exception as exc:  # noqa: BLE001 - a plot must not stop the benchmark
             say(f"! plot failed: {exc}")
     return report
@@ -493,6 +791,7 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     s = dict(PROFILES[args.profile])
     s.update({k: getattr(args, k) for k in s if getattr(args, k, None) is not None})
+    check_grid(s)
     run = Path(args.run_dir or ("runs/learning" if args.profile == "full" else f"runs/learning-{args.profile}"))
     run.mkdir(parents=True, exist_ok=True)
     settings_file = run / "settings.json"
@@ -507,7 +806,7 @@ def main(argv: list[str] | None = None) -> int:
     stages = build_stages(s, run)
     if args.list:
         for st in sorted(stages.values(), key=lambda x: -x.priority):
-            print(f"{'done' if st.done() else '    '}  {st.name:<22} <- {', '.join(st.deps) or '-'}")
+            print(f"{'done' if st.done() else '    '}  {st.name:<28} <- {', '.join(st.deps) or '-'}")
         return 0
     if not args.report_only:
         only = set(args.only.split(",")) if args.only else None
@@ -519,7 +818,7 @@ def main(argv: list[str] | None = None) -> int:
         run_all(stages, run, _JOBS, only, s)
     report = write_report(run, s)
     print((run / "results.md").read_text())
-    return 0 if report["held_out"] else 1
+    return 0 if report["test"] else 1
 
 
 if __name__ == "__main__":

@@ -1,0 +1,188 @@
+"""The learning benchmark's protocol (``benchmarks/bench_learning.py``), without a model: every
+method, the grid, the validation selection and every seed are stages; the selection reads
+validation results only; the seed-aware statistics equal a hand computation."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+from sweet_agent.metrics import bootstrap_ci, hierarchical_bootstrap, hierarchical_difference
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture(scope="module")
+def bench():
+    spec = importlib.util.spec_from_file_location("bench_learning", ROOT / "benchmarks" / "bench_learning.py")
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules["bench_learning"] = mod  # its dataclasses look their module up
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def _rec(split: str, reward: float, eid: str, *, meta_tasks: str | None = None) -> dict:
+    task = {"problem_description": "p", "ground_truth": "def f():\n    return 1\n", "test_cases": {"t": "f()"},
+            "source": split}
+    text = "What rate?" if reward else "I WANT TO ANSWER: def f(): return 0"
+    return {"task": task, "dialogue_history": [{"role": "user", "content": "p"}, {"role": "assistant", "content": text}],
+            "reward": reward, "success": reward == 1.0,
+            "meta": {"episode_id": eid, "tasks": meta_tasks or split, "sample": 0}}
+
+
+def _write(path: Path, recs: list[dict]) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("".join(json.dumps(r) + "\n" for r in recs))
+    return path
+
+
+def test_quick_profile_has_every_method_the_grid_the_selection_and_every_seed(bench, tmp_path):
+    s = dict(bench.PROFILES["quick"])
+    stages = bench.build_stages(s, tmp_path)
+    seeds = bench.seeds_of(s)
+    assert len(seeds) == 3 and bench.seeds_of(bench.PROFILES["full"]) == seeds  # quick shrinks sizes, not seeds
+    assert set(bench.METHODS) == {"zero-shot", "rft", "mtdpo", "sweet", "best-of-n"}
+    sizes = {m: len(bench.grid_points(s, m)) for m in bench.GRID}
+    assert set(bench.GRID) == set(bench.METHODS) - {"zero-shot"} and len(set(sizes.values())) == 1
+    for profile in bench.PROFILES.values():
+        assert len({len(bench.grid_points(profile, m)) for m in bench.GRID}) == 1
+    assert bench.PROFILES["full"]["test_episodes"] >= 100
+    for m in bench.GRID:
+        assert f"select-{m}" in stages
+        assert set(stages[f"select-{m}"].deps) == {f"val-{m}-g{i}" for i in range(sizes[m])}
+        for sd in seeds:
+            assert f"test-{m}-s{sd}" in stages and f"embedded-{m}-s{sd}" in stages
+            assert f"select-{m}" in stages[f"test-{m}-s{sd}"].deps  # test runs only after the choice
+    assert {"collect", "val-zero-shot", "test-zero-shot", "embedded-zero-shot", "collect-frontend"} <= set(stages)
+    for m in bench.FRONTEND_METHODS:
+        assert any(n.startswith(f"frontend-{m}") for n in stages)
+    for st in stages.values():  # the DAG is closed
+        assert set(st.deps) <= set(stages), st.name
+    # nothing before the selection looks at a test or embedded result
+    upstream = {d for m in bench.GRID for d in _ancestors(stages, f"select-{m}")}
+    assert not {n for n in upstream if n.startswith(("test-", "embedded-", "frontend-"))}
+
+
+def _ancestors(stages, name):
+    seen, todo = set(), [name]
+    while todo:
+        for d in stages[todo.pop()].deps:
+            if d not in seen:
+                seen.add(d)
+                todo.append(d)
+    return seen
+
+
+def test_commands_after_the_selection_use_the_chosen_setting(bench, tmp_path):
+    s = dict(bench.PROFILES["quick"])
+    stages = bench.build_stages(s, tmp_path)
+    bench._write_atomic(tmp_path / "selection" / "rft.json", json.dumps({"chosen": 1}))
+    lr = bench.grid_points(s, "rft")[1]["learning_rate"]
+    train = stages["train-rft-s1"].command()
+    assert train[train.index("--learning_rate") + 1] == str(lr)
+    test0 = stages["test-rft-s0"].command()
+    assert test0[test0.index("--policy") + 1] == str(tmp_path / "models" / "rft" / "g1-s0")
+    test1 = stages["test-rft-s1"].command()
+    assert test1[test1.index("--policy") + 1] == str(tmp_path / "models" / "rft" / "s1")
+    indices = test1[test1.index("--task-indices") + 1].split(",")
+    assert indices[0] == str(s["test_start"]) and len(indices) == s["test_episodes"]
+
+
+def test_selection_reads_validation_results_only(bench, tmp_path):
+    val0 = _write(tmp_path / "val" / "rft-g0.jsonl", [_rec("collab:val", 0.5, "0:0"), _rec("collab:val", 0.5, "1:0")])
+    val1 = _write(tmp_path / "val" / "rft-g1.jsonl", [_rec("collab:val", 1.0, "0:0"), _rec("collab:val", 0.0, "1:0")])
+    got = bench.select([val0, val1])
+    # equal mean tests passed (0.5); the tie goes to higher success (0 vs 0.5)
+    assert got["chosen"] == 1 and [v["tests_passed"] for v in got["val"]] == [0.5, 0.5]
+    assert bench.select([val0, val0])["chosen"] == 0  # a full tie: the earlier, more conservative point
+    test = _write(tmp_path / "test" / "rft-s0.jsonl", [_rec("collab:test", 1.0, "0:0")])
+    with pytest.raises(bench.SelectionError, match="split test, not val"):
+        bench.select([val0, test])
+    mixed = _write(tmp_path / "val" / "mixed.jsonl", [_rec("collab:val", 0.5, "0:0"), _rec("collab:test", 1.0, "1:0")])
+    with pytest.raises(bench.SelectionError, match="record 1 is from split test"):
+        bench.select([mixed])
+    embedded = _write(tmp_path / "e.jsonl", [_rec("", 1.0, "0:0", meta_tasks="embedded:test")])
+    with pytest.raises(bench.SelectionError, match="split test"):
+        bench.select([embedded])
+    unknown = _write(tmp_path / "u.jsonl", [_rec("", 1.0, "0:0", meta_tasks="x.jsonl")])
+    with pytest.raises(bench.SelectionError, match="split unknown"):
+        bench.select([unknown])
+
+
+def test_selection_stage_runs_and_refuses_a_test_file_in_place(bench, tmp_path):
+    s = dict(bench.PROFILES["quick"])
+    stages = bench.build_stages(s, tmp_path)
+    for i in range(2):
+        _write(tmp_path / "val" / f"mtdpo-g{i}.jsonl", [_rec("collab:val", 0.25 * (i + 1), "0:0")])
+    assert bench.run_stage(stages["select-mtdpo"], tmp_path)
+    assert json.loads((tmp_path / "selection" / "mtdpo.json").read_text())["chosen"] == 1
+    for i in range(2):  # someone copies test results where validation results belong
+        _write(tmp_path / "val" / f"rft-g{i}.jsonl", [_rec("collab:test", 1.0, "0:0")])
+    assert not bench.run_stage(stages["select-rft"], tmp_path)
+    assert not (tmp_path / "selection" / "rft.json").exists()
+    assert "not val" in (tmp_path / "logs" / "select-rft.log").read_text()
+
+
+def test_report_tables_come_from_the_seed_aware_statistics(bench, tmp_path):
+    zero = [_rec("collab:test", r, f"{i}:0") for i, r in enumerate((0.0, 0.5, 0.0, 0.0))]
+    _write(tmp_path / "test" / "zero-shot.jsonl", zero)
+    per_seed = {0: (1.0, 0.5, 0.0, 1.0), 1: (0.5, 0.5, 0.5, 1.0), 2: (1.0, 1.0, 0.0, 0.5)}
+    for sd, rewards in per_seed.items():
+        _write(tmp_path / "test" / f"sweet-s{sd}.jsonl", [_rec("collab:test", r, f"{i}:0") for i, r in enumerate(rewards)])
+        _write(tmp_path / "test" / f"rft-s{sd}.jsonl", [_rec("collab:test", 0.0, f"{i}:0") for i in range(4)])
+    rows = {r["method"]: r for r in bench.method_table(tmp_path, "test")}
+    sweet = rows["sweet"]
+    assert sweet["seeds"] == 3 and sweet["episodes"] == 12
+    hand = sum(sum(r) / 4 for r in per_seed.values()) / 3
+    assert sweet["tests"]["mean"] == pytest.approx(hand)
+    vals = {sd: dict(enumerate(r)) for sd, r in per_seed.items()}
+    vals = {sd: {f"{i}:0": v for i, v in d.items()} for sd, d in vals.items()}
+    est = hierarchical_bootstrap(vals)
+    assert sweet["tests"]["ci95"] == [est.low, est.high]
+    zs = {"-": {f"{i}:0": r for i, r in enumerate((0.0, 0.5, 0.0, 0.0))}}
+    d = hierarchical_difference(zs, vals, seed=1)
+    assert sweet["tests"]["vs"]["zero-shot"] == {"mean": d.mean, "ci95": [d.low, d.high], "tasks": 4}
+    assert d.mean == pytest.approx(hand - 0.5 / 4)
+    assert sweet["tests"]["vs"]["rft"]["mean"] == pytest.approx(hand)  # SWEET-RL against each baseline
+    assert "vs" in rows["rft"]["tests"] and set(rows["rft"]["tests"]["vs"]) == {"zero-shot"}
+    md = bench.markdown(list(rows.values()), "t")
+    assert "SWEET-RL minus each baseline" in md and "| RFT |" in md
+
+
+def test_hierarchical_bootstrap_equals_a_hand_computation():
+    # the point estimate: the mean over seeds of each seed's mean over tasks
+    assert hierarchical_bootstrap({0: {"a": 1.0, "b": 0.0}, 1: {"a": 1.0, "b": 1.0}}).mean == pytest.approx(0.75)
+    # only the tasks every seed holds are used
+    assert hierarchical_bootstrap({0: {"a": 1.0, "b": 0.0}, 1: {"a": 0.0}}).n == 1
+    # one seed: exactly the ordinary bootstrap over tasks, resample for resample
+    xs = [0.0, 1.0, 0.5, 0.25, 1.0, 0.0, 0.75]
+    assert hierarchical_bootstrap({7: dict(enumerate(xs))}, seed=3) == bootstrap_ci(xs, seed=3)
+    # every task of a seed the same: only the seed draw matters. Two seeds at 0 and 1: a replicate
+    # is 0 (both draws the first, p = 1/4), 0.5 (p = 1/2) or 1 (p = 1/4), so the 95 % interval is [0, 1]
+    est = hierarchical_bootstrap({0: {t: 0.0 for t in range(10)}, 1: {t: 1.0 for t in range(10)}})
+    assert (est.mean, est.low, est.high, est.n) == (0.5, 0.0, 1.0, 10)
+    # a difference against a one-run baseline (zero-shot all 0): method seeds at 0.2 and 0.6 -> mean 0.4,
+    # replicates 0.2, 0.4 or 0.6
+    d = hierarchical_difference({"-": {t: 0.0 for t in range(8)}}, {0: {t: 0.2 for t in range(8)}, 1: {t: 0.6 for t in range(8)}})
+    assert d.mean == pytest.approx(0.4) and d.low == pytest.approx(0.2) and d.high == pytest.approx(0.6)
+
+
+def test_seed_variance_widens_the_interval():
+    import random
+
+    rng = random.Random(0)
+    base = {t: rng.random() for t in range(40)}
+    zero = {"-": base}
+    same = {sd: {t: v + 0.1 for t, v in base.items()} for sd in range(3)}
+    spread = {sd: {t: v + 0.1 + 0.2 * (sd - 1) for t, v in base.items()} for sd in range(3)}
+    a, b = hierarchical_difference(zero, same), hierarchical_difference(zero, spread)
+    assert a.mean == pytest.approx(0.1) and b.mean == pytest.approx(0.1)
+    assert (b.high - b.low) > 10 * (a.high - a.low)
+    # tasks shared across seeds: the task variance stays in the interval (not averaged away by seeds)
+    one = hierarchical_bootstrap({0: base})
+    three = hierarchical_bootstrap({sd: base for sd in range(3)})
+    assert (three.high - three.low) == pytest.approx(one.high - one.low, rel=0.25)
