@@ -25,8 +25,8 @@ test-fast: setup
 bench: setup
 	@for b in benchmarks/bench_*.py; do [ "$$b" = benchmarks/bench_learning.py ] && continue; echo "== $$b"; $(PY) $$b || exit 1; done
 
-# The learning benchmark (~2 h on 2 idle cores, resumable): zero-shot, RFT, MT-DPO, SWEET-RL and
-# critic-guided best-of-N on the same data and held-out tasks. E.g. ARGS="--profile quick".
+# The learning benchmark protocol (~8 h on 2 cores in sittings, resumable; docs/training.md): zero-shot, RFT, MT-DPO, SWEET-RL and
+# critic-guided best-of-N, selected on collab:val, 3 seeds, tested once. E.g. ARGS="--profile quick".
 bench-learning: setup
 	@$(PY) benchmarks/bench_learning.py $(ARGS)
 
