@@ -45,11 +45,14 @@ class BestOfNPolicy(Policy):
         self.last_scores: list[list[float]] = []
 
     @classmethod
-    def from_dir(cls, base: Policy, critic_dir: str | Path, n: int, dtype: str = "float32") -> BestOfNPolicy:
+    def from_dir(cls, base: Policy, critic_dir: str | Path, n: int, dtype: str = "float32",
+                 device: str | None = "auto") -> BestOfNPolicy:
+        """The critic at ``critic_dir`` (and its reference) loaded on ``device``
+        (:func:`sweet_agent.devices.resolve_device`) around ``base``."""
         from sweet_agent.critic.loading import load_critic
 
         cls.check_dir(critic_dir)  # refuse a privileged critic before loading two models
-        return cls(base, load_critic(critic_dir, dtype), n, critic_name=Path(critic_dir).name)
+        return cls(base, load_critic(critic_dir, dtype, device=device), n, critic_name=Path(critic_dir).name)
 
     @classmethod
     def check_dir(cls, critic_dir: str | Path) -> None:

@@ -13,6 +13,8 @@ COMMANDS: list[tuple[tuple[str, ...], str, str]] = [
     (("fetch-model",), "sweet_agent.policies.default_model", "prepare the embedded default policy model offline"),
     (("train-critic",), "sweet_agent.critic.cli", "train SWEET-RL's privileged step-level critic"),
     (("train-actor",), "sweet_agent.actor.cli", "build step-level pairs with the critic and train the policy with DPO"),
+    (("merge-pairs",), "sweet_agent.actor.pair_files",
+     "join the step-pair shards of train-actor --shard I/N (refusing shards of other settings)"),
     (("train-rft",), "sweet_agent.baselines.rft", "rejection fine-tuning baseline"),
     (("train-mtdpo",), "sweet_agent.baselines.mtdpo", "multi-turn (trajectory-level) DPO baseline"),
     (("train-grpo",), "sweet_agent.grpo.cli", "online multi-turn GRPO against the environments (TRL GRPOTrainer)"),

@@ -352,9 +352,13 @@ def resolve_model(spec: str | None) -> str:
     return resolve_model_path(spec)
 
 
-def load_model(spec, dtype: str | None = "float32", attn_implementation: str | None = None):
+def load_model(spec, dtype: str | None = "float32", attn_implementation: str | None = None,
+               device: str | None = None):
     """``(model, tokenizer)`` for training. ``spec`` is a path / model id or a ``trl.ModelConfig``
-    (its model, dtype and attention implementation are used)."""
+    (its model, dtype and attention implementation are used). ``device`` (``auto``, ``cuda``, ...:
+    :func:`sweet_agent.devices.resolve_device`) moves the model there, for the models a stage
+    runs outside a Trainer (the step-pair stage's policy, critic and reference); ``None`` leaves
+    it where it loads (the CPU), for the Trainer to place."""
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
@@ -371,6 +375,10 @@ def load_model(spec, dtype: str | None = "float32", attn_implementation: str | N
         kw["attn_implementation"] = attention_implementation(attn_implementation)
     model = AutoModelForCausalLM.from_pretrained(path, **kw)
     model.config.use_cache = False
+    if device is not None:
+        from sweet_agent.devices import place
+
+        place(model, device)
     return model, tok
 
 

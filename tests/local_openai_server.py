@@ -17,8 +17,12 @@ Responder = Callable[[dict[str, Any]], str]
 
 
 class LocalOpenAIServer:
-    def __init__(self, responder: Responder, latency: float = 0.0, fail_first: int = 0, fail_status: int = 500):
-        self.responder, self.latency = responder, latency
+    def __init__(self, responder: Responder, latency: float = 0.0, fail_first: int = 0, fail_status: int = 500,
+                 honour_n: bool = True):
+        """``honour_n``: a request for ``n`` choices gets ``n`` (as vLLM answers), the responder
+        called once per choice with the body plus ``"choice": j``; False: one choice whatever
+        ``n`` (as llama.cpp's servers answer)."""
+        self.responder, self.latency, self.honour_n = responder, latency, honour_n
         self.fail_first, self.fail_status = fail_first, fail_status
         self.requests: list[dict[str, Any]] = []
         self._lock = threading.Lock()
@@ -45,13 +49,15 @@ class LocalOpenAIServer:
                 if not self.path.endswith("/chat/completions"):
                     self._send(404, {"error": {"message": f"no route {self.path}"}})
                     return
-                text = server.responder(body)
+                n = int(body.get("n") or 1) if server.honour_n else 1
+                texts = [server.responder(body)] if n == 1 else [server.responder({**body, "choice": j})
+                                                                 for j in range(n)]
                 self._send(200, {
                     "id": f"chatcmpl-{len(server.requests)}", "object": "chat.completion", "created": int(time.time()),
                     "model": body.get("model", "local"),
-                    "choices": [{"index": 0, "finish_reason": "stop",
-                                 "message": {"role": "assistant", "content": text}}],
-                    "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2},
+                    "choices": [{"index": j, "finish_reason": "stop",
+                                 "message": {"role": "assistant", "content": text}} for j, text in enumerate(texts)],
+                    "usage": {"prompt_tokens": 1, "completion_tokens": n, "total_tokens": 1 + n},
                 })
 
             def _send(self, status: int, payload: dict[str, Any]) -> None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import random
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import torch
@@ -21,17 +22,18 @@ from sweet_agent.training_data import records as R
 from sweet_agent.training_data.spans import assistant_token_spans, spans_to_turn_ids
 
 if TYPE_CHECKING:
+    from sweet_agent.actor.pair_files import Shard
     from sweet_agent.critic.loading import LoadedCritic
 
 
-@torch.no_grad()
 def sample_candidates(model, tokenizer, conversation: Messages, n: int, max_new_tokens: int = 256,
                       temperature: float = 1.0, top_p: float = 1.0, batch_size: int | None = None,
                       seed: int | None = None, return_truncated: bool = False, questions: int = 0,
                       exploration: ExplorationConfig | None = None) -> list[str] | tuple[list[str], int]:
     """``n`` sampled next agent turns from ``model`` (the current policy), in ``ceil(n / batch_size)``
-    ``generate`` calls (one by default). With ``return_truncated``, also how many were cut by
-    ``max_new_tokens`` (no end-of-turn token within the cap).
+    ``generate`` calls (one by default): :func:`turn_candidates` with the local model as the
+    policy. With ``return_truncated``, also how many were cut by ``max_new_tokens`` (no
+    end-of-turn token within the cap).
 
     ``questions`` (default 0: off) of the ``n`` — the last ones — are instead started with a
     question opener that the model completes, exactly as the exploring behaviour policy of the
@@ -40,43 +42,75 @@ def sample_candidates(model, tokenizer, conversation: Messages, n: int, max_new_
     never asks on its own, so without them the critic only ever ranks answers against answers and
     step-level DPO cannot teach asking. The opener is part of the candidate's text, so a chosen
     asking candidate trains the whole question."""
-    if not 0 <= questions <= n:
-        raise ValueError(f"questions must be in [0, n={n}], got {questions}")
-    asked = _question_candidates(model, tokenizer, conversation, questions, max_new_tokens, temperature, top_p,
-                                 seed, exploration) if questions else []
-    n -= questions
-    if seed is not None:
-        torch.manual_seed(seed)
-    prompt = tokenizer.apply_chat_template(conversation, tokenize=False, add_generation_prompt=True)
-    enc = tokenizer(prompt, add_special_tokens=False, return_tensors="pt").to(next(model.parameters()).device)
-    batch_size = batch_size or n
-    was_training = model.training
-    model.eval()
-    texts: list[str] = []
-    truncated = 0
-    try:
-        while len(texts) < n:
-            k = min(batch_size, n - len(texts))
-            out = model.generate(**enc, do_sample=temperature > 0, temperature=temperature if temperature > 0 else None,
-                                 top_p=top_p, top_k=0, max_new_tokens=max_new_tokens, num_return_sequences=k,
-                                 pad_token_id=tokenizer.pad_token_id, eos_token_id=tokenizer.eos_token_id)
-            new = out[:, enc["input_ids"].shape[1]:]
-            ended = (new == tokenizer.eos_token_id).any(dim=1) | (new == tokenizer.pad_token_id).any(dim=1)
-            truncated += int(((new.shape[1] >= max_new_tokens) & ~ended).sum())
-            texts += tokenizer.batch_decode(new, skip_special_tokens=True)
-    finally:
-        model.train(was_training)
-    texts = [t.strip() for t in texts] + asked
+    policy = local_policy(model, tokenizer, batch_size or max(1, n - questions))
+    gens = turn_candidates(policy, conversation, n, _sampling(max_new_tokens, temperature, top_p), seed,
+                           questions=questions, exploration=exploration)
+    texts = [g.text for g in gens]
+    truncated = sum(g.finish_reason == "length" for g in gens[:n - questions])
     return (texts, truncated) if return_truncated else texts
 
 
-def _question_candidates(model, tokenizer, conversation: Messages, n: int, max_new_tokens: int, temperature: float,
-                         top_p: float, seed: int | None, exploration: ExplorationConfig | None) -> list[str]:
-    """``n`` agent turns started with a question opener (seeded choice among the openers) and
-    completed by ``model``: the rollouts' :class:`ExploringPolicy` on this one conversation."""
-    from sweet_agent.policies.base import SamplingParams, derive_seed
-    from sweet_agent.policies.exploration import ExploringPolicy
+def local_policy(model, tokenizer, max_batch_size: int = 16):
+    """The local transformers model as a :class:`~sweet_agent.policies.base.Policy` (the rollouts'
+    :class:`~sweet_agent.policies.transformers_policy.TransformersPolicy`), on the device the
+    model is on, in eval mode while it samples; the tokenizer's padding side is restored after
+    each call (the trainer may pad on the right)."""
+    from sweet_agent.policies.base import Policy
     from sweet_agent.policies.transformers_policy import TransformersPolicy
+
+    class LocalCandidatePolicy(Policy):
+        supports_prefix = True
+
+        def __init__(self, base: TransformersPolicy):
+            self.base, self.name, self.max_batch_size = base, f"policy:{base.name}", base.max_batch_size
+
+        def _call(self, method, *args, **kwargs):
+            side, was_training = self.base.tokenizer.padding_side, self.base.model.training
+            self.base.model.eval()
+            try:
+                return method(*args, **kwargs)
+            finally:
+                self.base.tokenizer.padding_side = side
+                self.base.model.train(was_training)
+
+        def generate(self, conversations, sampling=None, seeds=None, prefixes=None):
+            return self._call(self.base.generate, conversations, sampling, seeds, prefixes)
+
+        def sample_n(self, conversation, n, sampling=None, seed=None):
+            return self._call(self.base.sample_n, conversation, n, sampling, seed)
+
+    return LocalCandidatePolicy(TransformersPolicy(model, tokenizer, max_batch_size=max(1, max_batch_size)))
+
+
+def _sampling(max_new_tokens: int, temperature: float, top_p: float):
+    from sweet_agent.policies.base import SamplingParams
+
+    return SamplingParams(max_new_tokens=max_new_tokens, temperature=temperature, top_p=top_p, top_k=0)
+
+
+def turn_candidates(policy, conversation: Messages, n: int, sampling, seed: int | None, *, questions: int = 0,
+                    exploration: ExplorationConfig | None = None, question_policy=None, plain=None) -> list:
+    """The ``n`` candidate :class:`~sweet_agent.policies.base.Generation` s of one agent turn from
+    ``policy`` (any :class:`~sweet_agent.policies.base.Policy`: the local model, or an
+    OpenAI-compatible server): ``n - questions`` from :meth:`Policy.sample_n` with ``seed``,
+    then ``questions`` started with a question opener and completed by ``question_policy``
+    (default ``policy``; it must continue a forced start: a local model). ``plain``: the
+    ``n - questions`` samples already drawn (a prefetching caller). Texts are stripped."""
+    if not 0 <= questions <= n:
+        raise ValueError(f"questions must be in [0, n={n}], got {questions}")
+    if plain is None:
+        plain = policy.sample_n(conversation, n - questions, sampling, seed) if n > questions else []
+    asked = _question_candidates(question_policy or policy, conversation, questions, sampling, seed,
+                                 exploration) if questions else []
+    return [replace(g, text=g.text.strip()) for g in [*plain, *asked]]
+
+
+def _question_candidates(policy, conversation: Messages, n: int, sampling, seed: int | None,
+                         exploration: ExplorationConfig | None) -> list:
+    """``n`` agent turns started with a question opener (seeded choice among the openers) and
+    completed by ``policy``: the rollouts' :class:`ExploringPolicy` on this one conversation."""
+    from sweet_agent.policies.base import derive_seed
+    from sweet_agent.policies.exploration import ExploringPolicy
 
     config = replace(exploration or ExplorationConfig(), rate=1.0)  # every one of these n asks
     if seed is None:
@@ -85,16 +119,7 @@ def _question_candidates(model, tokenizer, conversation: Messages, n: int, max_n
     if any(config.opener_for(conversation, s) is None for s in seeds):
         raise ValueError(f"question candidates asked for agent turn {_agent_turn(conversation) + 1}, but exploration "
                          f"covers only the first {config.turns} agent turn(s)")
-    side, was_training = tokenizer.padding_side, model.training
-    model.eval()
-    try:
-        policy = ExploringPolicy(TransformersPolicy(model, tokenizer, max_batch_size=max(1, n)), config)
-        gens = policy.generate([conversation] * n, SamplingParams(max_new_tokens=max_new_tokens, temperature=temperature,
-                                                                  top_p=top_p, top_k=0), seeds)
-    finally:
-        tokenizer.padding_side = side  # the policy pads on the left; the trainer may not
-        model.train(was_training)
-    return [g.text.strip() for g in gens]
+    return ExploringPolicy(policy, config).generate([conversation] * n, sampling, seeds)
 
 
 def _agent_turn(messages: Messages) -> int:
@@ -140,6 +165,9 @@ class StepPairConfig:
     temperature: float = field(default=1.0, metadata={"help": "sampling temperature of candidates"})
     top_p: float = field(default=1.0, metadata={"help": "nucleus sampling of candidates"})
     sampling_batch_size: int | None = field(default=None, metadata={"help": "candidates per generate call (default: all of a turn's in one call)"})
+    score_batch_size: int = field(default=16, metadata={
+        "help": "candidates per critic forward pass (each model's; a turn's candidates are scored in "
+                "ceil(num_candidates / this) batched forwards on the critic's device)"})
     explore_candidates: float = field(default=0.0, metadata={
         "help": "fraction of a turn's num_candidates started with a question opener that the policy completes "
                 "(at least one when > 0; 0 = off, the paper's): a policy that never asks gives the critic no "
@@ -161,6 +189,8 @@ class StepPairConfig:
             raise ValueError(f"pairs_per_turn must be >= 1, got {self.pairs_per_turn}")
         if self.sampling_batch_size is not None and self.sampling_batch_size < 1:
             raise ValueError(f"sampling_batch_size must be >= 1, got {self.sampling_batch_size}")
+        if self.score_batch_size < 1:
+            raise ValueError(f"score_batch_size must be >= 1, got {self.score_batch_size}")
         if not 0 < self.turn_fraction <= 1:
             raise ValueError(f"turn_fraction must be in (0, 1], got {self.turn_fraction}")
         if self.first_turns < 0:
@@ -282,25 +312,59 @@ def select_pairs(candidates: Sequence[str], scores: Sequence[float], pairs_per_t
     return rng.sample(options, min(pairs_per_turn, len(options)))
 
 
+def stage_turns(records: Sequence[dict[str, Any]], config: StepPairConfig, seed: int = 0,
+                system_prompt: str | None = None) -> list[tuple[int, int, Messages]]:
+    """The stage's agent turns ``(record index, turn index, policy prompt)``, in the one global
+    order every shard computes alike: every record's turns (``first_turns``/``skip_turns``
+    window), then ``turn_fraction`` of them sampled with ``seed``. Turn ``k`` of this list is
+    sampled with seed ``seed + k`` whichever shard builds it."""
+    turns = [(ri, ti, prompt) for ri, rec in enumerate(records)
+             for n, (ti, _before, _, prompt) in enumerate(R.iter_agent_turns(rec, system_prompt))
+             if (not config.first_turns or n < config.first_turns) and n >= config.skip_turns]
+    if config.turn_fraction < 1:
+        turns = random.Random(seed).sample(turns, max(1, round(len(turns) * config.turn_fraction)))
+        turns.sort(key=lambda x: (x[0], x[1]))
+    return turns
+
+
 def build_step_pairs(records: Sequence[dict[str, Any]], policy, policy_tokenizer, critic: LoadedCritic,
                      config: StepPairConfig, system_prompt: str | None = None, seed: int = 0,
-                     progress: bool = False, stats: dict[str, int] | None = None) -> list[dict[str, Any]]:
+                     progress: bool = False, stats: dict[str, Any] | None = None, *, candidates=None,
+                     shard: Shard | str | None = None, pairs_out: str | Path | None = None, resume: bool = False,
+                     turns_in_flight: int = 4, timings: dict[str, float] | None = None) -> list[dict[str, Any]]:
     """DPO rows ``{"prompt", "chosen", "rejected", "chosen_score", "rejected_score"}`` (conversational
-    format TRL's DPOTrainer reads) from the agent turns of offline trajectories.
+    format TRL's DPOTrainer reads) from the agent turns of offline trajectories, plus
+    ``task_key``, ``turn_index`` (the turn in its trajectory), ``turn`` (its place in
+    :func:`stage_turns`) and ``candidates_from`` (which backend sampled the candidates).
+
+    The candidates of a turn come from ``candidates`` (any :class:`~sweet_agent.policies.base.Policy`:
+    an :class:`~sweet_agent.policies.openai_policy.OpenAIPolicy` for a vLLM / SGLang / llama.cpp
+    server, one request per turn for all its candidates) or, by default, from the local model
+    ``policy`` (:func:`local_policy`, one batched ``generate`` per turn on the model's device);
+    an endpoint gets ``turns_in_flight`` turns ahead while the critic scores. A turn whose
+    sampling fails for good (after the policy's retries) is reported, counted in
+    ``failed_turns`` and written to no pair; ``--resume`` samples it again.
 
     The policy samples from the prompt it saw in the rollout (system prompt from the record's
     ``meta``, or ``system_prompt``); the critic scores that same prompt plus the candidate, with
     the privileged info — the view it was trained on (``critic``: the loaded critic, whose
-    metadata says how it reads a candidate: normalisation, privileged info). ``config.step_score``
-    picks what the critic's log-probability is compared with (:data:`STEP_SCORES`: its reference
-    model, or the release's sampling ``policy`` on the prompt without privileged info). ``stats``
-    (when given) receives counts: ``turns``, ``candidates``, ``truncated_candidates`` (cut by
-    ``max_new_tokens``), ``turns_without_pair`` (all candidates identical) and
-    ``question_candidates``.
+    metadata says how it reads a candidate: normalisation, privileged info), all candidates of a
+    turn in batched forwards on the critic's device. ``config.step_score`` picks what the
+    critic's log-probability is compared with (:data:`STEP_SCORES`: its reference model, or the
+    release's sampling ``policy`` on the prompt without privileged info). ``stats`` (when given)
+    receives the counts of :data:`~sweet_agent.actor.pair_files.COUNT_KEYS`, ``failed``
+    (``[(turn, error)]``), ``resumed_turns`` and ``candidates_from``; ``timings`` (when given)
+    what this call did: ``wall_seconds``, ``scoring_seconds`` (the critic's share),
+    ``sampled_turns``, ``sampled_candidates`` and ``sampled_tokens``.
+
+    ``shard`` (``"I/N"``) builds only the turns ``k`` with ``k % N == I``; ``pairs_out`` appends
+    every finished turn to a journal beside it and writes the pairs and their meta at the end
+    (:mod:`sweet_agent.actor.pair_files`); ``resume`` continues from that journal.
 
     ``config.explore_candidates`` (a fraction, default 0 = off) of the candidates of each of the
     first ``explore_turns`` agent turns start with a question opener (:func:`sample_candidates`'s
-    ``questions``), so the critic can prefer asking and a chosen question teaches it.
+    ``questions``), so the critic can prefer asking and a chosen question teaches it; the local
+    ``policy`` completes them (a server cannot continue a forced start).
 
     ``config.first_turns`` (default 0 = all) keeps only each trajectory's first N agent turns,
     before ``turn_fraction`` subsamples: where the decision to ask is made, and where question
@@ -308,43 +372,189 @@ def build_step_pairs(records: Sequence[dict[str, Any]], policy, policy_tokenizer
     (default 0) drops each trajectory's first N agent turns: with ``first_turns`` it selects a
     window (``skip_turns=1, first_turns=2``: the second agent turn only), e.g. to add pairs for the
     turn after a question to pairs already built for the first."""
+    import time
+    from dataclasses import fields
+
+    from sweet_agent.actor import pair_files as PF
+    from sweet_agent.policies.base import PolicyError, derive_seed
+
     config.check_step_pairs()  # before any sampling: a typo costs no compute
+    shard = shard if isinstance(shard, PF.Shard) else PF.Shard.parse(shard)
     n_questions = question_count(config.num_candidates, config.explore_candidates)
     exploration = ExplorationConfig(rate=1.0, turns=config.explore_turns)
-    rng = random.Random(seed)
-    turns = [(ri, ti, before, prompt) for ri, rec in enumerate(records)
-             for n, (ti, before, _, prompt) in enumerate(R.iter_agent_turns(rec, system_prompt))
-             if (not config.first_turns or n < config.first_turns) and n >= config.skip_turns]
-    if config.turn_fraction < 1:
-        turns = rng.sample(turns, max(1, round(len(turns) * config.turn_fraction)))
-        turns.sort(key=lambda x: (x[0], x[1]))
-    iterator = turns
+    source = candidates if candidates is not None else local_policy(
+        policy, policy_tokenizer, config.sampling_batch_size or config.num_candidates)
+    question_source = source
+    if n_questions and not getattr(source, "supports_prefix", False):
+        if policy is None:
+            raise ValueError(f"explore_candidates: question candidates are completed by the local policy ({source.name} "
+                             "cannot continue a forced start of a turn); load the policy model too")
+        question_source = local_policy(policy, policy_tokenizer, n_questions)
+    sampling = _sampling(config.max_new_tokens, config.temperature, config.top_p)
+    label = source.name
+    turns = stage_turns(records, config, seed, system_prompt)
+    settings = PF.stage_settings(config, [f.name for f in fields(StepPairConfig)], seed=seed,
+                                 system_prompt=system_prompt, records=records, total_turns=len(turns),
+                                 critic_meta=critic.meta, candidates_from=label)
+    mine = [k for k in range(len(turns)) if shard.owns(k)]
+    done: dict[int, dict[str, Any]] = {}
+    journal = None
+    if pairs_out is not None:
+        finished = _finished_file(pairs_out, settings, shard) if resume else None
+        if finished is not None:
+            rows, meta = finished
+            if stats is not None:
+                stats.update(meta.get("counts", {}), failed=[], resumed_turns=len(mine), candidates_from=label)
+            return rows
+        journal = PF.TurnJournal(PF.journal_path(pairs_out), settings, shard, resume)
+        done = {k: e for k, e in journal.done.items() if shard.owns(k)}
+    todo = [k for k in mine if k not in done]
+
+    def questions_at(k: int) -> int:
+        return n_questions if _agent_turn(turns[k][2]) < config.explore_turns else 0
+
+    bar = None
     if progress:
         from tqdm.auto import tqdm
 
-        iterator = tqdm(turns, desc="step pairs")
-    rows = []
-    counts = {"turns": len(turns), "candidates": 0, "truncated_candidates": 0, "turns_without_pair": 0,
-              "question_candidates": 0}
-    for k, (ri, ti, _before, conv) in enumerate(iterator):
-        rec = records[ri]
-        questions = n_questions if _agent_turn(conv) < config.explore_turns else 0
-        cands, cut = sample_candidates(policy, policy_tokenizer, conv, config.num_candidates, config.max_new_tokens,
-                                       config.temperature, config.top_p, config.sampling_batch_size, seed=seed + k,
-                                       return_truncated=True, questions=questions, exploration=exploration)
-        counts["candidates"] += len(cands)
-        counts["question_candidates"] += questions
-        counts["truncated_candidates"] += cut
-        priv = R.privileged_info(rec) if critic.use_privileged_info else None
-        scores = score_candidates(critic.model, critic.ref, critic.tokenizer, conv, cands, priv, critic.normalize,
-                                  step_score=config.step_score, policy=policy, policy_tokenizer=policy_tokenizer)
-        chosen = select_pairs(cands, scores, config.pairs_per_turn, rng)
-        counts["turns_without_pair"] += not chosen
-        for c, r in chosen:
-            rows.append({"prompt": conv, "chosen": [{"role": "assistant", "content": cands[c]}],
+        bar = tqdm(total=len(mine), initial=len(mine) - len(todo), desc=f"step pairs ({label})", unit="turn",
+                   dynamic_ncols=True)
+    say = bar.write if bar is not None else print
+    entries = dict(done)
+    failed: list[tuple[int, str]] = []
+    t_start, t_score = time.perf_counter(), 0.0
+    sampled = {"sampled_turns": 0, "sampled_candidates": 0, "sampled_tokens": 0}
+    jobs = [(k, turns[k][2], config.num_candidates - questions_at(k), seed + k) for k in todo]
+    try:
+        for k, plain in _candidate_stream(source, jobs, sampling, turns_in_flight):
+            ri, ti, conv = turns[k]
+            rec = records[ri]
+            q = questions_at(k)
+            try:
+                if isinstance(plain, BaseException):
+                    raise plain
+                gens = turn_candidates(source, conv, config.num_candidates, sampling, seed + k, questions=q,
+                                       exploration=exploration, question_policy=question_source, plain=plain)
+            except PolicyError as exc:
+                error = " ".join(str(exc).split())[:500]
+                failed.append((k, error))
+                say(f"[step pairs] turn {k} (task {R.task_key(rec)[:40]}, agent turn {ti}) failed after retries: {error}")
+                entry = {"turn": k, "rows": [], "counts": {"turns": 1, "failed_turns": 1}, "error": error}
+            else:
+                cands = [g.text for g in gens]
+                t0 = time.perf_counter()
+                priv = R.privileged_info(rec) if critic.use_privileged_info else None
+                scores = score_candidates(critic.model, critic.ref, critic.tokenizer, conv, cands, priv,
+                                          critic.normalize, batch_size=config.score_batch_size,
+                                          step_score=config.step_score, policy=policy,
+                                          policy_tokenizer=policy_tokenizer)
+                t_score += time.perf_counter() - t0
+                chosen = select_pairs(cands, scores, config.pairs_per_turn, random.Random(derive_seed(seed, "pairs", k)))
+                rows = [{"prompt": conv, "chosen": [{"role": "assistant", "content": cands[c]}],
                          "rejected": [{"role": "assistant", "content": cands[r]}],
                          "chosen_score": scores[c], "rejected_score": scores[r],
-                         "task_key": R.task_key(rec), "turn_index": ti})
+                         "task_key": R.task_key(rec), "turn_index": ti, "turn": k, "candidates_from": label}
+                        for c, r in chosen]
+                entry = {"turn": k, "rows": rows, "error": None, "counts": {
+                    "turns": 1, "candidates": len(cands), "question_candidates": q,
+                    "truncated_candidates": sum(g.finish_reason == "length" for g in gens[:len(gens) - q]),
+                    "turns_without_pair": int(not chosen), "pairs": len(rows),
+                    "completion_tokens": sum(g.completion_tokens for g in gens)}}
+                entries[k] = entry
+                sampled["sampled_turns"] += 1
+                sampled["sampled_candidates"] += len(cands)
+                sampled["sampled_tokens"] += entry["counts"]["completion_tokens"]
+            if journal is not None:
+                journal.append(entry)
+            if bar is not None:
+                bar.update(1)
+    finally:
+        if bar is not None:
+            bar.close()
+        if journal is not None:
+            journal.close()
+    ordered = [entries[k] for k in mine if k in entries]
+    rows = [row for e in ordered for row in e["rows"]]
+    counts = PF.sum_counts(ordered)
+    counts["turns"] = len(mine)
+    counts["failed_turns"] = len(failed)
+    if pairs_out is not None:
+        meta = {"format": PF.FORMAT, "settings": settings, "shard": shard.label, "counts": counts,
+                "failed_turns": [k for k, _ in failed],
+                "candidates": {"from": label, "base_url": getattr(source, "base_url", None),
+                               "n_per_request": getattr(source, "supports_n", None)}}
+        PF.write_pair_file(pairs_out, rows, meta)
+        if not failed:
+            PF.journal_path(pairs_out).unlink(missing_ok=True)
     if stats is not None:
-        stats.update(counts)
+        stats.update(counts, failed=failed, resumed_turns=len(done), candidates_from=label)
+    if timings is not None:
+        timings.update(sampled, wall_seconds=time.perf_counter() - t_start, scoring_seconds=t_score)
     return rows
+
+
+def _finished_file(pairs_out, settings: dict[str, Any], shard: Shard):
+    """``(rows, meta)`` of a complete pair file at ``pairs_out`` built with these settings and
+    this shard and no failed turn (``--resume`` of a finished stage), else None."""
+    from sweet_agent.actor import pair_files as PF
+
+    if PF.journal_path(pairs_out).exists() or not Path(pairs_out).is_file() or not PF.meta_path(pairs_out).is_file():
+        return None
+    meta = PF.read_pair_meta(pairs_out)
+    diff = PF.differences(meta.get("settings", {}), settings)
+    if diff or meta.get("shard") != shard.label:
+        raise PF.PairFileError(f"--resume: {pairs_out} was built with other settings or shard "
+                               f"({'; '.join(diff[:4]) or 'shard ' + str(meta.get('shard'))}); restore them, or rerun "
+                               "without --resume to start over")
+    if meta.get("failed_turns"):
+        return None
+    return PF.read_pair_rows(pairs_out), meta
+
+
+def _candidate_stream(source, jobs: list[tuple[int, Messages, int, int]], sampling, turns_in_flight: int):
+    """``(turn, plain candidates | exception | None)`` in ``jobs`` order. An endpoint source
+    (``prefers_async``) is asked on a background event loop, ``turns_in_flight`` turns ahead of
+    the caller (which scores meanwhile); a local source yields ``None`` (the caller samples it
+    on its own device, in turn)."""
+    import asyncio
+    import threading
+    from collections import deque
+
+    if not getattr(source, "prefers_async", False):
+        for k, *_ in jobs:
+            yield k, None
+        return
+    loop = asyncio.new_event_loop()
+    thread = threading.Thread(target=loop.run_forever, name="step-pair-candidates", daemon=True)
+    thread.start()
+    pending: deque = deque()
+    upcoming = iter(jobs)
+
+    def submit() -> None:
+        job = next(upcoming, None)
+        if job is not None:
+            k, conv, m, s = job
+            pending.append((k, asyncio.run_coroutine_threadsafe(source.asample_n(conv, m, sampling, s), loop)
+                            if m else None))
+
+    try:
+        for _ in range(max(1, turns_in_flight)):
+            submit()
+        while pending:
+            k, fut = pending.popleft()
+            submit()
+            try:
+                result = fut.result() if fut is not None else []
+            except Exception as exc:  # noqa: BLE001 - handed to the caller, which reports PolicyErrors
+                result = exc
+            yield k, result
+    finally:
+        for _, fut in pending:
+            if fut is not None:
+                fut.cancel()
+        try:
+            asyncio.run_coroutine_threadsafe(source.aclose(), loop).result(timeout=30)
+        finally:
+            loop.call_soon_threadsafe(loop.stop)
+            thread.join(timeout=30)
+            loop.close()

@@ -55,25 +55,29 @@ def read_critic_meta(path: str | Path) -> dict[str, Any]:
 
 
 def load_critic(path: str | Path, dtype: str | None = "float32", reference: str | None = None,
-                with_reference: bool = True) -> LoadedCritic:
-    """Load the critic at ``path`` (and its frozen reference model) in eval mode.
-    ``with_reference=False`` loads no reference (``ref`` is ``None``): for the paper release's
-    step score, where the sampling policy takes its place."""
+                with_reference: bool = True, device: str | None = "auto") -> LoadedCritic:
+    """Load the critic at ``path`` (and its frozen reference model) in eval mode, both on
+    ``device`` (:func:`sweet_agent.devices.resolve_device`: ``auto`` = CUDA, then MPS, then CPU;
+    under a multi-process launch this process's GPU). ``with_reference=False`` loads no reference
+    (``ref`` is ``None``): for the paper release's step score, where the sampling policy takes
+    its place."""
+    from sweet_agent.devices import place, resolve_device
     from sweet_agent.training_setup import load_model
 
     meta = read_critic_meta(path)
+    device = resolve_device(device)
     if meta.get("critic_type") == "regression":
         from transformers import AutoTokenizer
 
         from sweet_agent.critic.regression import RegressionCritic
 
-        return LoadedCritic(RegressionCritic.from_pretrained(str(path)).eval(), None,
+        return LoadedCritic(place(RegressionCritic.from_pretrained(str(path)), device).eval(), None,
                             AutoTokenizer.from_pretrained(str(path)), meta)
-    critic, tok = load_model(str(path), dtype)
+    critic, tok = load_model(str(path), dtype, device=device)
     if not with_reference:
         return LoadedCritic(critic.eval(), None, tok, meta)
     ref_name = reference or meta.get("reference_model")
     if not ref_name:
         raise CriticLoadError(f"{Path(path) / META_FILE} names no reference_model; pass the reference explicitly")
-    ref, _ = load_model(ref_name, dtype)
+    ref, _ = load_model(ref_name, dtype, device=device)
     return LoadedCritic(critic.eval(), ref.eval(), tok, meta)

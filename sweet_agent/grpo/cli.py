@@ -72,8 +72,11 @@ def build_trainer(script, training, model_args, model=None, tokenizer=None):
                                    seed=training.seed, max_turns=script.max_turns)
     reward_funcs = []
     if training.critic:
+        from sweet_agent.devices import resolve_device
+
+        device = resolve_device(training.critic_device, use_cpu=bool(training.use_cpu))
         reward_funcs.append(SweetCriticReward(training.critic, model_args.dtype or "float32",
-                                              training.critic_reference))
+                                              training.critic_reference, device=device))
         training.reward_weights = [training.critic_weight]
     if model is None:
         model, tokenizer = load_model(model_args)

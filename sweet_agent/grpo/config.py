@@ -53,6 +53,9 @@ class ColBenchGRPOConfig(GRPOConfig):
     critic_weight: float = field(default=0.1, metadata={"help": "λ: weight of the critic reward (env reward: 1)"})
     critic_reference: str | None = field(default=None, metadata={
         "help": "the critic's frozen reference model (default: the one named in its sweet_critic.json)"})
+    critic_device: str = field(default="auto", metadata={
+        "help": "where the critic reward's models run: auto (this process's GPU, the CPU without one or with "
+                "--use_cpu), or cpu, cuda, cuda:N, mps"})
     # GRPOConfig defaults that suit multi-turn ColBench episodes.
     max_tool_calling_iterations: int | None = field(default=MAX_TURNS, metadata={
         "help": "tool calls per rollout; each call is one env turn, and the env ends the episode at its 10th"})

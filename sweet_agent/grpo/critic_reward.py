@@ -22,15 +22,18 @@ class SweetCriticReward:
             (:class:`~sweet_agent.critic.loading.LoadedCritic`).
         dtype: dtype to load the critic in.
         reference: the critic's frozen reference model (default: from its metadata).
+        device: where the critic and its reference run (:func:`sweet_agent.devices.resolve_device`:
+            ``auto`` is this process's GPU under ``accelerate launch``, the CPU without one).
     """
 
     __name__ = "sweet_critic"  # TRL logs the reward as rewards/sweet_critic/mean
 
-    def __init__(self, critic: Any, dtype: str = "float32", reference: str | None = None) -> None:
+    def __init__(self, critic: Any, dtype: str = "float32", reference: str | None = None,
+                 device: str | None = "auto") -> None:
         if isinstance(critic, str):
             from sweet_agent.critic.loading import load_critic
 
-            critic = load_critic(critic, dtype, reference)
+            critic = load_critic(critic, dtype, reference, device=device)
         self.critic = critic
 
     def score(self, messages: list[dict[str, str]], privileged_info: str | None) -> float:

@@ -23,7 +23,7 @@ OPENAI_PREFIX = "openai:"
 
 
 def load_policy(spec: str | os.PathLike[str] | Policy | None = None, *, base_url: str | None = None,
-                api_key: str | None = None, dtype: str = "bfloat16", device: str = "cpu",
+                api_key: str | None = None, dtype: str = "bfloat16", device: str = "auto",
                 max_batch_size: int = 8, concurrency: int = 64, quiet: bool = False, **kwargs: Any) -> Policy:
     """Build a policy from a spec.
 

@@ -92,6 +92,14 @@ def derive_seed(*parts: Any) -> int:
     return int.from_bytes(digest[:8], "little") & 0x7FFF_FFFF_FFFF_FFFF
 
 
+def sample_seeds(seed: int | None, n: int) -> list[int | None]:
+    """Per-sample seeds of :meth:`Policy.sample_n`: sample 0 keeps ``seed`` (so one request for
+    ``n`` choices and ``n`` requests start alike), sample ``j`` gets ``derive_seed(seed, "sample", j)``."""
+    if seed is None:
+        return [None] * n
+    return [seed if j == 0 else derive_seed(seed, "sample", j) for j in range(n)]
+
+
 def apply_stop(text: str, stop: Sequence[str]) -> tuple[str, bool]:
     """Cut ``text`` at the first stop string; returns (text, whether it was cut)."""
     cut = min((i for s in stop if s and (i := text.find(s)) >= 0), default=-1)
@@ -133,6 +141,19 @@ class Policy(ABC):  # noqa: B024 - either generate or agenerate is overridden
     def __call__(self, messages: Messages, sampling: SamplingParams | None = None, seed: int | None = None) -> str:
         """Convenience: the next turn for one conversation, as text."""
         return self.generate([messages], sampling, [seed])[0].text
+
+    def sample_n(self, conversation: Messages, n: int, sampling: SamplingParams | None = None,
+                 seed: int | None = None) -> list[Generation]:
+        """``n`` sampled next turns of one conversation (a step-pair turn's candidates). Default:
+        :meth:`generate` on ``n`` copies, copy ``j`` seeded with :func:`sample_seeds`; a local
+        model decodes them as one batch, an endpoint policy overrides this with one request for
+        ``n`` choices."""
+        return self.generate([conversation] * n, sampling, sample_seeds(seed, n))
+
+    async def asample_n(self, conversation: Messages, n: int, sampling: SamplingParams | None = None,
+                        seed: int | None = None) -> list[Generation]:
+        """Async form of :meth:`sample_n`; the default runs it in a worker thread."""
+        return await asyncio.to_thread(self.sample_n, conversation, n, sampling, seed)
 
     #: Largest batch this policy wants per :meth:`generate` call (rollouts chunk by it).
     max_batch_size: int = 8

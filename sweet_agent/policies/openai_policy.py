@@ -28,6 +28,7 @@ from sweet_agent.policies.base import (
     SamplingParams,
     apply_stop,
     check_batch,
+    sample_seeds,
 )
 
 
@@ -63,6 +64,8 @@ class OpenAIPolicy(Policy):
         self.default_sampling = sampling or SamplingParams()
         self.extra_body = dict(extra_body or {})
         self._clients: dict[int, Any] = {}  # one async client per event loop (httpx pools are loop-bound)
+        #: Whether the server answers a request for ``n`` choices with ``n`` (None: not asked yet).
+        self.supports_n: bool | None = None
 
     @property
     def model_name(self) -> str:
@@ -82,6 +85,12 @@ class OpenAIPolicy(Policy):
         return client
 
     async def _one(self, messages: Messages, sampling: SamplingParams, seed: int | None) -> Generation:
+        return (await self._request(messages, sampling, seed, 1))[0]
+
+    async def _request(self, messages: Messages, sampling: SamplingParams, seed: int | None,
+                       n: int) -> list[Generation]:
+        """One chat-completions request for ``n`` choices (``n`` is sent only when > 1); the
+        choices the server returned (a server ignoring ``n`` returns one)."""
         import openai
         from openai.types.chat import ChatCompletion
 
@@ -90,6 +99,8 @@ class OpenAIPolicy(Policy):
             "model": self.model, "messages": messages, "max_tokens": sampling.max_new_tokens,
             "temperature": sampling.temperature, "top_p": sampling.top_p,
         }
+        if n > 1:
+            kwargs["n"] = n
         if sampling.stop:
             kwargs["stop"] = list(sampling.stop)
         if seed is not None:
@@ -107,7 +118,7 @@ class OpenAIPolicy(Policy):
             return client.post("/chat/completions", body=kwargs, cast_to=ChatCompletion)
 
         try:
-            text, choice, resp = await call_async(request, self.control, garbage_retries=self.max_retries)
+            first, choice, resp = await call_async(request, self.control, garbage_retries=self.max_retries)
         except openai.APITimeoutError as exc:
             raise EndpointError(f"{where}: timed out (no answer within {self.timeout:g} s, {self.max_retries} retries); "
                                 "raise --request-timeout or lower --concurrency") from exc
@@ -116,11 +127,43 @@ class OpenAIPolicy(Policy):
                                 f"{' '.join(str(exc).split())[:300]}") from exc
         except (openai.APIError, GarbageResponse) as exc:
             raise EndpointError(f"{where}: request failed: {' '.join(str(exc).split())[:300]}") from exc
-        text, cut = apply_stop(text, sampling.stop)
         usage = getattr(resp, "usage", None)
-        finish = "stop" if cut else ("length" if choice.finish_reason == "length" else "stop")
-        return Generation(text=text, prompt_tokens=getattr(usage, "prompt_tokens", 0) or 0,
-                          completion_tokens=getattr(usage, "completion_tokens", 0) or 0, finish_reason=finish)
+        choices = list(resp.choices) if n > 1 else [choice]
+        tokens = getattr(usage, "completion_tokens", 0) or 0
+        out = []
+        for j, c in enumerate(choices):
+            content = first if c is choice else getattr(c.message, "content", None)
+            text, cut = apply_stop(content if isinstance(content, str) else "", sampling.stop)
+            finish = "stop" if cut else ("length" if c.finish_reason == "length" else "stop")
+            # usage counts the request: its completion tokens are shared out over the choices
+            share = tokens // len(choices) + (j < tokens % len(choices))
+            out.append(Generation(text=text, prompt_tokens=getattr(usage, "prompt_tokens", 0) or 0,
+                                  completion_tokens=share, finish_reason=finish))
+        return out
+
+    async def asample_n(self, conversation: Messages, n: int, sampling: SamplingParams | None = None,
+                        seed: int | None = None) -> list[Generation]:
+        """``n`` samples of one conversation's next turn: one request for ``n`` choices (vLLM, SGLang
+        and OpenAI answer it with one prefill); a server that answers fewer (llama.cpp's servers
+        ignore ``n``) gets the rest as concurrent single requests, sample ``j`` seeded with
+        :func:`~sweet_agent.policies.base.sample_seeds`, and later calls go straight to those."""
+        check_batch([conversation], [seed])
+        sampling = sampling or self.default_sampling
+        seeds = sample_seeds(seed, n)
+        self._client()
+        gens: list[Generation] = []
+        if n > 1 and self.supports_n is not False:
+            gens = await self._request(list(conversation), sampling, seed, n)
+            if self.supports_n is None:
+                self.supports_n = len(gens) >= n
+            gens = gens[:n]
+        rest = range(len(gens), n)
+        gens += await asyncio.gather(*(self._one(list(conversation), sampling, seeds[j]) for j in rest))
+        return gens
+
+    def sample_n(self, conversation: Messages, n: int, sampling: SamplingParams | None = None,
+                 seed: int | None = None) -> list[Generation]:
+        return self._run(self.asample_n(conversation, n, sampling, seed))
 
     async def agenerate(self, conversations: Sequence[Messages], sampling: SamplingParams | None = None,
                         seeds: Sequence[int | None] | None = None) -> list[Generation]:
@@ -131,16 +174,21 @@ class OpenAIPolicy(Policy):
 
     def generate(self, conversations: Sequence[Messages], sampling: SamplingParams | None = None,
                  seeds: Sequence[int | None] | None = None) -> list[Generation]:
+        return self._run(self.agenerate(conversations, sampling, seeds))
+
+    def _run(self, call):
+        """Run ``call`` (a coroutine of this policy) on a fresh event loop, closing its client."""
         try:
             asyncio.get_running_loop()
         except RuntimeError:
-            async def once() -> list[Generation]:
+            async def once():
                 try:
-                    return await self.agenerate(conversations, sampling, seeds)
+                    return await call
                 finally:
                     await self.aclose()
 
             return asyncio.run(once())
+        call.close()
         raise PolicyError("OpenAIPolicy.generate() was called inside a running event loop; await agenerate() instead")
 
     async def aclose(self) -> None:

@@ -154,13 +154,17 @@ class TransformersPolicy(Policy):
     # ------------------------------------------------------------------ loading
     @classmethod
     def from_pretrained(cls, spec: str | os.PathLike[str] | None = None, *, dtype: str = "bfloat16",
-                        device: str = "cpu", max_batch_size: int = 8, quiet: bool = False,
+                        device: str = "auto", max_batch_size: int = 8, quiet: bool = False,
                         **kwargs: Any) -> TransformersPolicy:
         """Load a model by local path, hub id (from the HF cache when offline) or ``None``/
-        ``"default"`` for the embedded default policy (see :mod:`sweet_agent.policies.default_model`)."""
+        ``"default"`` for the embedded default policy (see :mod:`sweet_agent.policies.default_model`),
+        on ``device`` (:func:`sweet_agent.devices.resolve_device`: ``auto`` = CUDA, MPS, CPU)."""
         from transformers import AutoModelForCausalLM, AutoTokenizer
 
+        from sweet_agent.devices import resolve_device
         from sweet_agent.policies.default_model import resolve_model_path
+
+        device = resolve_device(device)
 
         path = resolve_model_path(spec, quiet=quiet)
         tokenizer = AutoTokenizer.from_pretrained(path)
@@ -220,6 +224,44 @@ class TransformersPolicy(Policy):
                 out[i] = replace(g, text=prefixes[i] + g.text, prefix=prefixes[i]) if prefixes[i] else g
         return out  # type: ignore[return-value]
 
+    def sample_n(self, conversation: Messages, n: int, sampling: SamplingParams | None = None,
+                 seed: int | None = None) -> list[Generation]:
+        """``n`` samples of one conversation's next turn in ``ceil(n / max_batch_size)`` ``generate``
+        calls that share its prompt (``num_return_sequences``), seeded once with ``seed`` (torch's
+        generator): the step-pair stage's local candidates. The same ``(conversation, n, seed)``
+        on the same device gives the same texts; unlike :meth:`generate` a sample's text depends
+        on ``n`` and the batch size (one random stream for the whole turn)."""
+        import torch
+
+        check_batch([conversation], [seed])
+        sampling = sampling or self.default_sampling
+        if seed is not None:
+            torch.manual_seed(int(seed) & 0x7FFF_FFFF_FFFF_FFFF)
+        tok = self.tokenizer
+        enc = tok(self.render(list(conversation)), add_special_tokens=False, return_tensors="pt")
+        device = next(self.model.parameters()).device
+        enc = {k: v.to(device) for k, v in enc.items()}
+        kwargs: dict[str, Any] = {"do_sample": not sampling.greedy, "num_beams": 1,
+                                  "max_new_tokens": sampling.max_new_tokens,
+                                  "eos_token_id": self._eos_ids, "pad_token_id": tok.pad_token_id}
+        if not sampling.greedy:
+            kwargs.update(temperature=sampling.temperature, top_p=sampling.top_p, top_k=sampling.top_k)
+        if sampling.stop:
+            kwargs.update(stop_strings=list(sampling.stop), tokenizer=tok)
+        was_training = self.model.training
+        self.model.eval()
+        out: list[Generation] = []
+        try:
+            with torch.inference_mode():
+                while len(out) < n:
+                    k = min(self.max_batch_size, n - len(out))
+                    seq = self.model.generate(**enc, num_return_sequences=k, **kwargs)
+                    out += self._decode(seq[:, enc["input_ids"].shape[1]:].tolist(),
+                                        [int(enc["attention_mask"].sum())] * k, sampling)
+        finally:
+            self.model.train(was_training)
+        return out
+
     def _generate_chunk(self, prompts: list[str], sampling: SamplingParams, seeds: list[int | None]) -> list[Generation]:
         import torch
         from transformers import GenerationConfig, LogitsProcessorList
@@ -242,10 +284,14 @@ class TransformersPolicy(Policy):
                 logits_processor=LogitsProcessorList([SeededSampler(sampling, seeds)]), **kwargs,
             )
         new = seq[:, enc["input_ids"].shape[1]:]
-        prompt_lens = enc["attention_mask"].sum(dim=1).tolist()
+        return self._decode(new.tolist(), enc["attention_mask"].sum(dim=1).tolist(), sampling)
+
+    def _decode(self, rows: list[list[int]], prompt_lens: list[int], sampling: SamplingParams) -> list[Generation]:
+        """Generations from new token ids: each row up to its end-of-turn token, stop strings cut."""
+        tok = self.tokenizer
         eos = set(self._eos_ids) | {tok.pad_token_id}
         results = []
-        for row, plen in zip(new.tolist(), prompt_lens):
+        for row, plen in zip(rows, prompt_lens):
             n, ended = 0, False
             for t in row:
                 n += 1

@@ -19,6 +19,7 @@ import argparse
 import json
 import sys
 
+from sweet_agent.devices import DEVICE_HELP, resolve_device
 from sweet_agent.policies.base import SamplingParams
 
 
@@ -67,7 +68,8 @@ def add_arguments(parser: argparse.ArgumentParser, output_required: bool = True)
     g.add_argument("--api-key", default=None, help="API key for openai:MODEL (default: $OPENAI_API_KEY or 'EMPTY')")
     g.add_argument("--dtype", default="bfloat16", choices=["bfloat16", "float32", "float16", "auto"],
                    help="local model dtype; bfloat16 is ~2x faster on CPU (default: %(default)s)")
-    g.add_argument("--device", default="cpu", help="torch device for local models (default: %(default)s)")
+    g.add_argument("--device", default="auto", help=f"{DEVICE_HELP} (default: %(default)s); the --critic of "
+                                                    "--best-of runs there too")
     g.add_argument("--max-new-tokens", type=_positive_int, default=512, metavar="K", help="per agent turn (default: %(default)s)")
     g.add_argument("--temperature", type=float, default=0.7, help="0 = greedy (default: %(default)s)")
     g.add_argument("--top-p", type=float, default=0.95, help="(default: %(default)s)")
@@ -160,14 +162,15 @@ def play(args: argparse.Namespace) -> None:
     if is_endpoint:  # default: adaptive from 4 up to 32 in flight; explicit: start at (and never pass) N
         extra = {"initial_concurrency": args.concurrency, "timeout": args.request_timeout,
                  "max_retries": args.max_retries}
+    device = resolve_device(args.device) if not is_endpoint or args.best_of > 1 else args.device
     policy = load_policy(args.policy, base_url=args.base_url, api_key=args.api_key, dtype=args.dtype,
-                         device=args.device, max_batch_size=concurrency, concurrency=concurrency, **extra)
+                         device=device, max_batch_size=concurrency, concurrency=concurrency, **extra)
     if args.explore_rate > 0:
         from sweet_agent.policies.exploration import ExplorationConfig, ExploringPolicy
 
         policy = ExploringPolicy(policy, ExplorationConfig(rate=args.explore_rate, turns=args.explore_turns))
     if args.best_of > 1:
-        policy = BestOfNPolicy.from_dir(policy, args.critic, args.best_of)
+        policy = BestOfNPolicy.from_dir(policy, args.critic, args.best_of, device=device)
     try:
         result = collect(policy, cfg, args.output, resume=args.resume, overwrite=args.overwrite,
                          progress=not args.no_progress)

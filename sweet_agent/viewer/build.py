@@ -32,6 +32,8 @@ class ViewConfig:
     critic: str | None = field(default=None, metadata={"help": "a `sweet-agent train-critic` output: annotate every "
                                                                "agent turn with its advantage"})
     critic_dtype: str = field(default="float32", metadata={"help": "dtype to load the critic in"})
+    device: str = field(default="auto", metadata={"help": "where the critic runs: auto (CUDA, then MPS, then CPU), "
+                                                          "or cpu, cuda, cuda:N, mps"})
     show_expected: bool = field(default=False, metadata={"help": "show the reference's value of every hidden test"})
     no_tests: bool = field(default=False, metadata={"help": "do not grade backend answers again for per-test verdicts"})
     no_screenshots: bool = field(default=False, metadata={"help": "do not render frontend pages"})
@@ -40,13 +42,14 @@ class ViewConfig:
     seed: int = field(default=0, metadata={"help": "seed of the bootstrap intervals"})
 
 
-def critic_credit(critic_dir: str, dtype: str = "float32"):
-    """A function ``record -> per-agent-turn advantages`` backed by a trained critic."""
+def critic_credit(critic_dir: str, dtype: str = "float32", device: str | None = "auto"):
+    """A function ``record -> per-agent-turn advantages`` backed by a trained critic (on
+    ``device``: :func:`sweet_agent.devices.resolve_device`)."""
     from sweet_agent.critic.advantages import turn_advantages
     from sweet_agent.critic.loading import load_critic
     from sweet_agent.training_data import records as R
 
-    loaded = load_critic(critic_dir, dtype)
+    loaded = load_critic(critic_dir, dtype, device=device)
 
     def credit(rec: Mapping[str, Any]) -> list[float] | None:
         try:
@@ -67,7 +70,7 @@ def build_payload(cfg: ViewConfig, runs: Sequence[tuple[str, Sequence[Mapping[st
                   out_dir: Path, progress: bool = True) -> dict[str, Any]:
     """Everything the page shows, as plain data."""
     names = list(cfg.names) + [Path(p).stem for p, _ in runs][len(cfg.names):]
-    credit, critic_meta = (critic_credit(cfg.critic, cfg.critic_dtype) if cfg.critic else (None, None))
+    credit, critic_meta = (critic_credit(cfg.critic, cfg.critic_dtype, cfg.device) if cfg.critic else (None, None))
     opts = ViewOptions(show_expected=cfg.show_expected, tests=not cfg.no_tests, screenshots=not cfg.no_screenshots)
     episodes = build_episodes(runs, out_dir, opts, credit=credit, progress=progress)
     metrics = [[episode_metrics(r, i) for i, r in enumerate(recs)] for _, recs in runs]
