@@ -25,8 +25,9 @@ COMMANDS: list[tuple[tuple[str, ...], str, str]] = [
     (("render",), "colbench_gym.rendering.cli", "render an HTML page to a PNG screenshot"),
     (("sandbox-info",), "colbench_gym.grading.cli", "report the isolation the grading sandbox gets here"),
     (("tasks",), "colbench_gym.tasks.cli", "list or export embedded / generated tasks"),
-    (("tasks", "audit"), "colbench_gym.grading.audit",
-     "list the tests of a backend task file that no answer can pass (the reference gives no usable result)"),
+    (("tasks", "audit"), "colbench_gym.evaluation.task_audit",
+     "a verdict per backend task: can it be solved (reference results, constants nobody states, a request "
+     "contradicting the reference, optionally a full-information oracle model)"),
     (("serve",), "colbench_gym.online.serve", "serve the environments as OpenEnv servers (/backend, /frontend)"),
 ]
 

@@ -103,8 +103,9 @@ def test_tasks_audit_lists_the_tests_whose_reference_result_is_environmental(tmp
     lines = out.strip().splitlines()
     assert any("tasks.jsonl:1" in ln and "3 of 3" in ln and "ModuleNotFoundError" in ln for ln in lines)
     assert any("tasks.jsonl:3" in ln and "2 of 2" in ln and "MemoryError" in ln for ln in lines)
-    assert not any("tasks.jsonl:2" in ln for ln in lines)  # a clean task is not listed
-    assert lines[-1].startswith("audited 3 tasks (7 tests): 5 tests in 2 tasks have no usable reference result")
+    assert [ln for ln in lines if "tasks.jsonl:2" in ln][0].endswith(" OK")  # a clean task's verdict
+    assert lines[-1].startswith("audited 3 tasks (7 tests): 1 ok, 2 unsolvable (2 reference), 0 invalid; "
+                                "5 tests in 2 tasks have no usable reference result")
 
 
 def test_the_env_reports_unpassable_tests_in_info():
