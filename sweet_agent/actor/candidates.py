@@ -542,11 +542,11 @@ def _candidate_stream(source, jobs: list[tuple[int, Messages, int, int]], sampli
             submit()
         while pending:
             k, fut = pending.popleft()
-            submit()
             try:
                 result = fut.result() if fut is not None else []
             except Exception as exc:  # noqa: BLE001 - handed to the caller, which reports PolicyErrors
                 result = exc
+            submit()  # the next turn goes out while the caller scores this one
             yield k, result
     finally:
         for _, fut in pending:

@@ -150,18 +150,28 @@ def stage_shard(data_args: StepPairArguments):
         raise SystemExit(f"{PROG}: {exc}") from None
 
 
-def build_pairs(data_args: StepPairArguments, cfg, policy, tok, dtype: str | None) -> list[dict]:
-    """Sample, score and pair candidates for the offline agent turns; write and return the rows
-    (under a multi-process launch: every process's, once all of them have finished)."""
-    from sweet_agent.actor.candidates import build_step_pairs
-    from sweet_agent.actor.pair_files import PairFileError
-
+def check_stage(data_args: StepPairArguments, cfg):
+    """The step-pair stage's settings checked before any model loads: ``(shard, launched)``."""
     if not data_args.critic:
         raise SystemExit(f"{PROG}: pass --data and --critic to build step pairs, or --pairs_in")
     shard, launched = stage_shard(data_args)
     if shard.count > 1 and not launched and not data_args.only_pairs:
         raise SystemExit(f"{PROG}: --shard {shard.label} builds 1/{shard.count} of the pairs: add --only_pairs, join "
                          "the shards with `sweet-agent merge-pairs`, then train with --pairs_in")
+    if data_args.candidates_turns_in_flight < 1 or data_args.candidates_concurrency < 1:
+        raise SystemExit(f"{PROG}: --candidates_turns_in_flight and --candidates_concurrency must be >= 1")
+    stage_device(data_args, cfg)
+    candidate_source(data_args)
+    return shard, launched
+
+
+def build_pairs(data_args: StepPairArguments, cfg, policy, tok, dtype: str | None) -> list[dict]:
+    """Sample, score and pair candidates for the offline agent turns; write and return the rows
+    (under a multi-process launch: every process's, once all of them have finished)."""
+    from sweet_agent.actor.candidates import build_step_pairs
+    from sweet_agent.actor.pair_files import PairFileError
+
+    shard, launched = check_stage(data_args, cfg)
     device = stage_device(data_args, cfg)
     source = candidate_source(data_args)
     records = COMMAND.read_records(data_args)
@@ -259,6 +269,7 @@ def run(args: SimpleNamespace) -> int:
         policy = tok = None
     else:
         policy = tok = None
+        check_stage(data_args, cfg)
         if needs_local_policy(data_args, cfg):
             _refuse_partitioned_sampling()
             policy, tok = load_model(model_args, device=stage_device(data_args, cfg))

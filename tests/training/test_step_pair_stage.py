@@ -1,0 +1,228 @@
+"""The step-pair stage at scale: candidates from any policy backend (the local model, or an
+OpenAI-compatible server: a real HTTP server on 127.0.0.1 answering ``n`` choices), failed
+turns reported and resumed, shards that partition the turns and merge into the unsharded file,
+a resumed stage equal to an uninterrupted one, and merges of mismatched shards refused."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+from sweet_agent.actor import pair_files as PF
+from sweet_agent.actor.candidates import StepPairConfig, build_step_pairs, local_policy, stage_turns
+from sweet_agent.policies.openai_policy import OpenAIPolicy
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from local_openai_server import LocalOpenAIServer  # noqa: E402
+
+CANDIDATES = ["What should f return for 0?", "I WANT TO ANSWER: def f(x):\n    return x + 1",
+              "Which plan names are there?", "no"]
+
+
+def _responder(body: dict) -> str:
+    """A server 'model': choice j (or the request's seed, for single requests) picks a text."""
+    j = body.get("choice", body.get("seed", 0))
+    return CANDIDATES[int(j) % len(CANDIDATES)]
+
+
+def _config(**kw) -> StepPairConfig:
+    return StepPairConfig(**{"num_candidates": 4, "pairs_per_turn": 2, "max_new_tokens": 6, **kw})
+
+
+@pytest.fixture
+def policy(tiny_tokenizer):
+    from tiny_model import build_tiny_model
+
+    return build_tiny_model(tiny_tokenizer, seed=2)
+
+
+def _endpoint(server: LocalOpenAIServer, **kw) -> OpenAIPolicy:
+    return OpenAIPolicy("test-model", base_url=server.base_url, api_key="x", **{"max_retries": 2, "timeout": 10, **kw})
+
+
+# ----------------------------------------------------------------------------- candidate backends
+def test_server_candidates_one_request_per_turn_recorded_scored_paired(tiny_critic, toy_records, tmp_path):
+    stats: dict = {}
+    out = tmp_path / "pairs.jsonl"
+    with LocalOpenAIServer(_responder) as server:
+        rows = build_step_pairs(toy_records[:2], None, None, tiny_critic, _config(), seed=0, stats=stats,
+                                candidates=_endpoint(server), pairs_out=out)
+    turns = stats["turns"]
+    assert turns == 4 and stats["candidates"] == 16 and stats["failed_turns"] == 0
+    assert len(server.requests) == turns  # one request per turn ...
+    assert all(r["body"]["n"] == 4 for r in server.requests)  # ... for all its candidates
+    assert rows and all(r["candidates_from"] == "openai:test-model" for r in rows)
+    for row in rows:  # scored by the critic, chosen from the top half, rejected from the bottom
+        assert row["chosen_score"] > row["rejected_score"]
+        assert {row["chosen"][0]["content"], row["rejected"][0]["content"]} <= set(CANDIDATES)
+    assert [json.loads(x) for x in out.read_text().splitlines()] == rows
+    meta = PF.read_pair_meta(out)
+    assert meta["settings"]["candidates_from"] == "openai:test-model"
+    assert meta["candidates"]["base_url"] == server.base_url and meta["candidates"]["n_per_request"] is True
+    assert meta["counts"]["pairs"] == len(rows) and not PF.journal_path(out).exists()
+
+
+def test_a_server_that_ignores_n_gets_concurrent_single_requests(tiny_critic, toy_records):
+    with LocalOpenAIServer(_responder, honour_n=False) as server:
+        endpoint = _endpoint(server)
+        rows = build_step_pairs(toy_records[:1], None, None, tiny_critic, _config(), seed=0, candidates=endpoint,
+                                turns_in_flight=1)  # one turn at a time: the second knows what the first learnt
+    ns = [r["body"].get("n") for r in server.requests]
+    assert ns[0] == 4 and endpoint.supports_n is False  # asked once for n, got one choice ...
+    assert len(ns) == 1 + 3 + 4 and ns[1:] == [None] * 7  # ... the rest and the next turn one request each
+    seeds = [r["body"]["seed"] for r in server.requests[4:]]
+    assert len(set(seeds)) == 4  # each single request its own seed
+    assert rows
+
+
+def test_server_errors_are_retried(tiny_critic, toy_records):
+    stats: dict = {}
+    with LocalOpenAIServer(_responder, fail_first=2, fail_status=503) as server:
+        rows = build_step_pairs(toy_records[:1], None, None, tiny_critic, _config(), seed=0, stats=stats,
+                                candidates=_endpoint(server), turns_in_flight=1)
+    assert stats["failed_turns"] == 0 and stats["turns"] == 2 and rows
+    assert len(server.requests) == 2 + 2  # two failures, retried, then one request per turn
+
+
+def test_a_turn_that_still_fails_is_reported_counted_and_resumed(tiny_critic, toy_records, tmp_path, capsys):
+    out = tmp_path / "pairs.jsonl"
+    stats: dict = {}
+    with LocalOpenAIServer(_responder, fail_first=10**6) as server:
+        rows = build_step_pairs(toy_records[:1], None, None, tiny_critic, _config(), seed=0, stats=stats,
+                                candidates=_endpoint(server, max_retries=1), pairs_out=out)
+    assert rows == [] and stats["failed_turns"] == stats["turns"] == 2
+    assert [k for k, _ in stats["failed"]] == [0, 1] and "HTTP 500" in stats["failed"][0][1]
+    printed = capsys.readouterr().out
+    assert "turn 0 (task" in printed and "failed after retries" in printed and "turn 1 (task" in printed
+    assert PF.read_pair_meta(out)["failed_turns"] == [0, 1]
+    assert PF.journal_path(out).exists()  # kept: --resume samples the failed turns again
+    stats = {}
+    with LocalOpenAIServer(_responder) as server:
+        rows = build_step_pairs(toy_records[:1], None, None, tiny_critic, _config(), seed=0, stats=stats,
+                                candidates=_endpoint(server), pairs_out=out, resume=True)
+    assert rows and stats["failed_turns"] == 0 and len(server.requests) == 2
+    assert not PF.journal_path(out).exists() and PF.read_pair_meta(out)["failed_turns"] == []
+
+
+def test_train_actor_samples_candidates_from_a_server(tmp_path, toy_records, tiny_model_dir, capsys):
+    from tiny_model import save_tiny
+
+    from sweet_agent.cli import main
+
+    critic, ref = save_tiny(tmp_path / "critic", seed=0), save_tiny(tmp_path / "ref", seed=1)
+    (critic / "sweet_critic.json").write_text(json.dumps({"reference_model": str(ref)}))
+    data = tmp_path / "data.jsonl"
+    data.write_text("".join(json.dumps(r) + "\n" for r in toy_records[:2]))
+    pairs = tmp_path / "pairs.jsonl"
+    with LocalOpenAIServer(_responder) as server:
+        assert main(["train-actor", "--data", str(data), "--critic", str(critic), "--model_name_or_path",
+                     str(tiny_model_dir), "--output_dir", str(tmp_path / "out"), "--num_candidates", "4",
+                     "--candidates_from", "openai:test-model", "--candidates_base_url", server.base_url,
+                     "--pairs_out", str(pairs), "--only_pairs", "--report_to", "none"]) == 0
+    out = capsys.readouterr().out
+    assert f"candidates from openai:test-model at {server.base_url}" in out
+    assert "candidates from openai:test-model) ->" in out and "candidates/s" in out
+    rows = [json.loads(x) for x in pairs.read_text().splitlines()]
+    assert rows and {r["candidates_from"] for r in rows} == {"openai:test-model"}
+    assert len(server.requests) == 4
+
+
+# ----------------------------------------------------------------------------- shards, resume, merge
+def test_shards_partition_the_turns(toy_records):
+    turns = stage_turns(toy_records, _config(turn_fraction=0.7), seed=3)
+    owned = [[k for k in range(len(turns)) if PF.Shard(i, 3).owns(k)] for i in range(3)]
+    assert sorted(k for ks in owned for k in ks) == list(range(len(turns)))  # every turn once
+    assert all(len(ks) in (len(turns) // 3, len(turns) // 3 + 1) for ks in owned)  # balanced
+    assert PF.Shard.parse("2/3") == PF.Shard(2, 3) and PF.Shard.parse(None) == PF.Shard(0, 1)
+    for bad in ("3/3", "1", "a/b", "-1/2"):
+        with pytest.raises(PF.PairFileError, match="--shard"):
+            PF.Shard.parse(bad)
+    assert PF.Shard(1, 4).path("run/step_pairs.jsonl") == Path("run/step_pairs.shard-1-of-4.jsonl")
+
+
+def test_merged_shards_equal_the_unsharded_run(tiny_critic, tiny_tokenizer, policy, toy_records, tmp_path):
+    recs, cfg = toy_records[:3], _config(pairs_per_turn=1)
+    whole = build_step_pairs(recs, policy, tiny_tokenizer, tiny_critic, cfg, seed=5, pairs_out=tmp_path / "all.jsonl")
+    assert len(whole) >= 3 and all(r["candidates_from"].startswith("policy:") for r in whole)
+    shards = []
+    for i in range(3):
+        path = PF.Shard(i, 3).path(tmp_path / "pairs.jsonl")
+        part = build_step_pairs(recs, policy, tiny_tokenizer, tiny_critic, cfg, seed=5, shard=f"{i}/3", pairs_out=path)
+        assert {r["turn"] % 3 for r in part} <= {i}
+        shards.append(path)
+    rows, meta = PF.merge_pair_files(list(reversed(shards)))
+    assert rows == whole  # same candidates, scores and pairs, in turn order
+    assert meta["counts"] == PF.read_pair_meta(tmp_path / "all.jsonl")["counts"]
+
+
+class _Interrupt(KeyboardInterrupt):
+    pass
+
+
+def test_a_resumed_stage_equals_an_uninterrupted_one(tiny_critic, tiny_tokenizer, policy, toy_records, tmp_path):
+    recs, cfg = toy_records[:3], _config(pairs_per_turn=1)
+    want = build_step_pairs(recs, policy, tiny_tokenizer, tiny_critic, cfg, seed=1)
+    out = tmp_path / "pairs.jsonl"
+    source = local_policy(policy, tiny_tokenizer, 4)
+    sample, calls = source.sample_n, []
+
+    def dying(*args, **kwargs):  # Ctrl-C while the third turn samples
+        calls.append(1)
+        if len(calls) == 3:
+            raise _Interrupt
+        return sample(*args, **kwargs)
+
+    source.sample_n = dying
+    with pytest.raises(_Interrupt):
+        build_step_pairs(recs, policy, tiny_tokenizer, tiny_critic, cfg, seed=1, candidates=source, pairs_out=out)
+    journal = PF.journal_path(out)
+    assert not out.exists() and len(journal.read_text().splitlines()) == 1 + 2  # header + two finished turns
+    with open(journal, "a") as fh:
+        fh.write('{"turn": 2, "rows": [')  # torn: killed mid-line
+    stats: dict = {}
+    got = build_step_pairs(recs, policy, tiny_tokenizer, tiny_critic, cfg, seed=1, pairs_out=out, resume=True,
+                           stats=stats)
+    assert stats["resumed_turns"] == 2 and got == want
+    assert [json.loads(x) for x in out.read_text().splitlines()] == want and not journal.exists()
+    again: dict = {}  # resuming a finished stage reads it back
+    assert build_step_pairs(recs, policy, tiny_tokenizer, tiny_critic, cfg, seed=1, pairs_out=out, resume=True,
+                            stats=again) == want
+
+
+def test_resume_and_merge_refuse_other_settings(tiny_critic, tiny_tokenizer, policy, toy_records, tmp_path, capsys):
+    from sweet_agent.cli import main
+
+    recs = toy_records[:2]
+    a = PF.Shard(0, 2).path(tmp_path / "pairs.jsonl")
+    b = PF.Shard(1, 2).path(tmp_path / "pairs.jsonl")
+    build_step_pairs(recs, policy, tiny_tokenizer, tiny_critic, _config(), seed=0, shard="0/2", pairs_out=a)
+    build_step_pairs(recs, policy, tiny_tokenizer, tiny_critic, _config(num_candidates=3), seed=0, shard="1/2",
+                     pairs_out=b)
+    with pytest.raises(PF.PairFileError, match="--resume: .* other settings .*num_candidates: 4 vs 3"):
+        build_step_pairs(recs, policy, tiny_tokenizer, tiny_critic, _config(num_candidates=3), seed=0, shard="0/2",
+                         pairs_out=a, resume=True)
+    assert main(["merge-pairs", str(a), str(b), "-o", str(tmp_path / "merged.jsonl")]) == 1
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "built with different settings (step_pairs.num_candidates: 4 vs 3)" in err
+    assert not (tmp_path / "merged.jsonl").exists()
+    with pytest.raises(PF.PairFileError, match=r"shard\(s\) 1/2 missing"):
+        PF.merge_pair_files([a])
+    with pytest.raises(PF.PairFileError, match="both shard 0/2"):
+        PF.merge_pair_files([a, a])
+    b2 = PF.Shard(1, 2).path(tmp_path / "ok.jsonl")
+    build_step_pairs(recs, policy, tiny_tokenizer, tiny_critic, _config(), seed=0, shard="1/2", pairs_out=b2)
+    assert main(["merge-pairs", str(a), str(b2), "-o", str(tmp_path / "merged.jsonl")]) == 0
+    assert "[merge-pairs]" in capsys.readouterr().out and PF.read_pair_meta(tmp_path / "merged.jsonl")["shard"] == "0/1"
+
+
+def test_train_actor_shard_needs_only_pairs(tmp_path, toy_records, tiny_model_dir, capsys):
+    from sweet_agent.cli import main
+
+    data = tmp_path / "data.jsonl"
+    data.write_text("".join(json.dumps(r) + "\n" for r in toy_records[:1]))
+    with pytest.raises(SystemExit, match="--shard 1/2 builds 1/2 of the pairs: add --only_pairs"):
+        main(["train-actor", "--data", str(data), "--critic", str(tmp_path), "--model_name_or_path",
+              str(tiny_model_dir), "--output_dir", str(tmp_path / "o"), "--shard", "1/2", "--report_to", "none"])
