@@ -30,7 +30,7 @@ Responder = Callable[[dict[str, Any]], str]
 class FaultServer:
     def __init__(self, responder: Responder, *, rates: Mapping[str, float] | None = None, seed: int = 0,
                  hang: float = 3.0, slow: float = 0.3, retry_after: float = 0.2, latency: float = 0.0,
-                 max_in_flight: int | None = None):
+                 max_in_flight: int | None = None, hold: Callable[[int], bool] | None = None, hold_cap: float = 10.0):
         unknown = set(rates or {}) - set(FAULTS)
         if unknown:
             raise ValueError(f"unknown faults {sorted(unknown)}; choose from {FAULTS}")
@@ -38,6 +38,10 @@ class FaultServer:
         self.hang, self.slow, self.retry_after, self.latency = hang, slow, retry_after, latency
         #: Like a one-slot llama.cpp server: more than this many requests at once get HTTP 429.
         self.max_in_flight = max_in_flight
+        #: A healthy reply waits while ``hold(requests in flight)`` is true (at most ``hold_cap`` s):
+        #: lets a test make requests overlap whatever the machine's load (e.g. "busy whenever the
+        #: client may send a second request"), instead of hoping ``latency`` is long enough.
+        self.hold, self.hold_cap = hold, hold_cap
         self._rng = random.Random(seed)
         self._forced: collections.deque[str | None] = collections.deque()
         self._lock = threading.Lock()
@@ -78,6 +82,10 @@ class FaultServer:
                         server.in_flight -= 1
 
             def _serve(self, body: dict[str, Any], fault: str | None) -> None:
+                if server.hold is not None and fault is None:
+                    deadline = time.monotonic() + server.hold_cap
+                    while server.hold(server.in_flight) and time.monotonic() < deadline:
+                        time.sleep(0.002)
                 if server.latency:
                     time.sleep(server.latency)
                 if fault in ("500", "503", "429", "400"):
