@@ -43,6 +43,7 @@ from colbench_gym.tasks.accounting import (
     record_end_reason,
     run_cost,
 )
+from colbench_gym.tasks.answer_images import agent_wrote, run_image
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -66,29 +67,6 @@ def load_records(path: str) -> list[tuple[dict[str, Any], FrontendTask, str]]:
     return load_answer_records(path, FrontendTask, "final page")
 
 
-_IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".webp")
-
-
-def answer_image(answer: str, base_dir: str | os.PathLike[str] | None = None):
-    """The release stores a frontend answer as the path of its screenshot (a PNG): that image as
-    RGB, when ``answer`` is such a path and the file exists (relative paths: from the working
-    directory, then from ``base_dir``, the input file's folder); else None."""
-    text = answer.strip()
-    if "\n" in text or len(text) > 4096 or not text.lower().endswith(_IMAGE_SUFFIXES):
-        return None
-    candidates = [Path(text)] + ([Path(base_dir) / text] if base_dir is not None and not Path(text).is_absolute() else [])
-    for path in candidates:
-        if path.is_file():
-            try:
-                from PIL import Image  # noqa: PLC0415
-
-                with Image.open(path) as img:
-                    return img.convert("RGB")
-            except Exception:  # noqa: BLE001 - not a readable image: score from the dialogue instead
-                return None
-    return None
-
-
 def dialogue_html(record: dict[str, Any]) -> str | None:
     """The last page the agent wrote in the dialogue (what the release rendered as its answer)."""
     for turn in reversed(record.get("dialogue_history") or []):
@@ -109,17 +87,21 @@ def score_answers(items: list[tuple[dict[str, Any], FrontendTask, str]], rendere
     ``reference_error`` says why and ``similarity`` is None (a failed reference is a blank page,
     against which a blank answer would score 1).
 
-    The answer is scored from, in order: its screenshot when it is an image path that exists (the
-    release's shape), its HTML, the last HTML in the dialogue (the release's answer path may point
-    to a file that is gone). With none of these ``similarity`` is None (``answer_source`` None):
-    the caller keeps a stored reward rather than replacing it by 0.
+    The answer is scored from, in order: the screenshot the producing run stored as the answer
+    (the release's shape; read only under the rule of :mod:`colbench_gym.tasks.answer_images`:
+    written by the run, not the agent, inside ``base_dir``, the trajectory file's folder, and
+    really an image), its HTML, and, for an answer the run wrote (a screenshot path whose file is
+    gone or refused, the release's "No answer"), the last HTML in the dialogue. An answer the
+    agent wrote is scored from its own text only, as the environment scores it: without HTML it
+    gets 0. With nothing to score ``similarity`` is None (``answer_source`` None): the caller
+    keeps a stored reward rather than replacing it by 0.
     """
     results: list[dict[str, Any]] = []
     for start in range(0, len(items), batch_size):
         chunk = items[start:start + batch_size]
         refs = renderer.render_many([t.ground_truth for _, t, _ in chunk], cache=True)
         ref_errors = [ref.error for ref in refs]
-        images = [None if err else answer_image(a, base_dir) for (_, _, a), err in zip(chunk, ref_errors)]
+        images = [None if err else run_image(a, record, base_dir) for (record, _, a), err in zip(chunk, ref_errors)]
         htmls: list[str | None] = []
         sources: list[str | None] = []
         for (record, _, a), img, err in zip(chunk, images, ref_errors):
@@ -130,8 +112,11 @@ def score_answers(items: list[tuple[dict[str, Any], FrontendTask, str]], rendere
             html = None if img is not None else extract_answer_html(a)
             source = "image" if img is not None else "answer" if html is not None else None
             if img is None and html is None:
-                html = dialogue_html(record)
-                source = "dialogue" if html is not None else None
+                if agent_wrote(a, record):  # the agent's own text without a page: 0, as in the env
+                    source = "answer"
+                else:
+                    html = dialogue_html(record)
+                    source = "dialogue" if html is not None else None
             htmls.append(html)
             sources.append(source)
         idx = [i for i, h in enumerate(htmls) if h is not None]
@@ -143,7 +128,8 @@ def score_answers(items: list[tuple[dict[str, Any], FrontendTask, str]], rendere
         by_i = dict(zip(scored, sims))
         for i in range(len(chunk)):
             shot = by_shot.get(i)
-            results.append({"similarity": float(by_i[i]) if i in by_i else None, "html_found": htmls[i] is not None,
+            sim = float(by_i[i]) if i in by_i else 0.0 if sources[i] == "answer" else None  # agent text, no page: 0
+            results.append({"similarity": sim, "html_found": htmls[i] is not None,
                             "render_error": shot.error if shot is not None else None, "answer_source": sources[i],
                             "reference_error": ref_errors[i]})
         if progress is not None:

@@ -19,13 +19,13 @@ exported file still carries ``meta``, ``success``, ``tests_passed``, ... and the
 
 from __future__ import annotations
 
-import os
 import re
 from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from colbench_gym.tasks.answer_images import is_image_file
 from colbench_gym.tasks.identity import task_identity
 from colbench_gym.tasks.kinds import FRONTEND, kind_of_task
 from sweet_agent.trajectories import Record, TrajectoryFormatError, agent_turns
@@ -157,18 +157,22 @@ def frontend_page(rec: Mapping[str, Any]) -> str | None:
 def render_answers(records: Sequence[Record], image_dir: Path, *,
                    base_dir: Path | None = None) -> list[tuple[str, bool]]:
     """Screenshot every frontend answer into ``image_dir`` (``<i>.png``): per record ``(absolute
-    path or NO_ANSWER, rendered here)``. An answer that already is an existing image path (a file
-    that came from the release) is kept (made absolute), not rendered again."""
-    from colbench_gym.evaluation.frontend import answer_image
+    path or NO_ANSWER, rendered here)``. An answer that is the screenshot its run stored (read
+    only under the rule of :mod:`colbench_gym.tasks.answer_images`: written by the run, inside
+    ``base_dir``, really an image) is copied into ``image_dir`` as a PNG, not rendered again."""
     from colbench_gym.rendering import Renderer
+    from colbench_gym.tasks.answer_images import run_image
 
     out: list[tuple[str, bool] | None] = [None] * len(records)
     todo: list[tuple[int, str]] = []
     for i, rec in enumerate(records):
         answer = rec.get("answer") if isinstance(rec.get("answer"), str) else ""
-        if answer_image(answer, base_dir) is not None:
-            found = Path(answer) if Path(answer).is_file() else (base_dir or Path()) / answer
-            out[i] = (str(found.resolve()), False)
+        image = run_image(answer, rec, base_dir)
+        if image is not None:
+            image_dir.mkdir(parents=True, exist_ok=True)
+            path = (image_dir / f"{i}.png").resolve()
+            image.save(path, format="PNG")
+            out[i] = (str(path), False)
             continue
         page = frontend_page(rec)
         if page is None:
@@ -220,8 +224,8 @@ def check_release_assumptions(records: Sequence[Mapping[str, Any]]) -> list[str]
             seen.append(str(turn.get("content", "")))
         if is_frontend(rec, f"record {i}"):
             ans = rec["answer"]
-            if ans != NO_ANSWER and not (isinstance(ans, str) and ans.lower().endswith(".png") and os.path.isfile(ans)):
-                problems.append(f"record {i}: frontend answer {str(ans)[:60]!r} is not an existing PNG path")
+            if ans != NO_ANSWER and not (isinstance(ans, str) and ans.lower().endswith(".png") and is_image_file(ans)):
+                problems.append(f"record {i}: frontend answer {str(ans)[:60]!r} is not an existing PNG image")
     return problems
 
 

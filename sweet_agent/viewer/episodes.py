@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import hashlib
 import os
-import shutil
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -88,17 +87,22 @@ class Screenshotter:
                 print(f"[view] could not render a page ({type(exc).__name__}: {exc}); shown without screenshot")
         return self._done[key]
 
-    def image_file(self, path: str, base: Path) -> str | None:
-        """Copy an existing screenshot (the release stores frontend answers as PNG paths)."""
-        src = Path(path) if os.path.isabs(path) else base / path
-        if not src.is_file() or src.suffix.lower() != ".png":
+    def image_file(self, answer: str, rec: Mapping[str, Any], base: Path) -> str | None:
+        """Copy the screenshot the producing run stored as ``rec``'s answer (the release stores
+        frontend answers as PNG paths) into the site — only under the one rule of
+        :mod:`colbench_gym.tasks.answer_images` (written by the run, inside the trajectory
+        file's folder, really an image): the site is meant to be shared."""
+        from colbench_gym.tasks.answer_images import load_image_file, run_image_path
+
+        src = run_image_path(answer, rec, base)
+        if src is None or src.suffix.lower() != ".png" or load_image_file(src) is None:
             return None
         data = src.read_bytes()
         key = hashlib.sha256(data).hexdigest()[:20]
         self.dir.mkdir(parents=True, exist_ok=True)
         dst = self.dir / f"{key}.png"
         if not dst.exists():
-            shutil.copyfile(src, dst)
+            dst.write_bytes(data)  # the bytes that were checked, not whatever the path holds now
         return f"shots/{key}.png"
 
     def close(self) -> None:
@@ -216,7 +220,7 @@ def build_episode(rec: Mapping[str, Any], *, run: int, position: int, opts: View
         ep["grade_error"] = grade_error
     if m.kind == "frontend" and shots is not None and opts.screenshots:
         png = answer.strip() if answer.strip().lower().endswith(".png") else None
-        ep["answer_shot"] = (shots.image_file(png, base) if png else None) or shots.html(
+        ep["answer_shot"] = (shots.image_file(png, rec, base) if png else None) or shots.html(
             (extract_answer_html(answer) if answer and not png else None) or last_html)
         ep["reference_shot"] = shots.html(task.get("ground_truth"))
     return ep
