@@ -172,24 +172,50 @@ def _bt(pairs, beta=0.1):
     return sum(-math.log(1 / (1 + math.exp(-beta * (c - r)))) for c, r in pairs) / len(pairs)
 
 
-@pytest.mark.parametrize("ablation", [{}, {"normalize": "none"}, {"use_privileged_info": False}])
-def test_logratio_ablations_give_the_hand_computed_loss(ablation, tiny_model, tiny_tokenizer, toy_records, tmp_path):
-    rows = pairs_to_rows(build_trajectory_pairs(toy_records))[:2]
+ABLATIONS = [{}, {"normalize": "none"}, {"use_privileged_info": False}]
+
+
+def _ablation_loss(ablation, model, tokenizer, records, tmp_path) -> tuple[float, float]:
+    """``(the trainer's loss, the hand-computed loss)`` of the log-ratio critic under ``ablation``,
+    after one seeded perturbation of ``model`` (so the policy and its reference differ)."""
+    rows = pairs_to_rows(build_trajectory_pairs(records))[:2]
     args = CriticConfig(output_dir=str(tmp_path), report_to="none", per_device_train_batch_size=2, **ablation)
-    trainer = CriticTrainer(model=tiny_model, args=args, train_dataset=rows, processing_class=tiny_tokenizer)
+    trainer = CriticTrainer(model=model, args=args, train_dataset=rows, processing_class=tokenizer)
+    noise = torch.Generator().manual_seed(0)
     with torch.no_grad():
         for p in trainer.model.parameters():
-            p.add_(0.05 * torch.randn_like(p))
-    batch = CriticCollator(tiny_tokenizer.pad_token_id)(trainer.train_dataset.to_list())
+            p.add_(0.05 * torch.randn(p.shape, generator=noise, dtype=p.dtype))
+    batch = CriticCollator(tokenizer.pad_token_id)(trainer.train_dataset.to_list())
     loss = trainer.compute_loss(trainer.model, batch).item()
     norm = ablation.get("normalize", "turn")
     scores = []
     for row in rows:
         priv = row["privileged_info"] if ablation.get("use_privileged_info", True) else None
-        scores.append((_logratio_scores(trainer.model, trainer.ref_model, tiny_tokenizer, row["chosen"], priv, norm),
-                       _logratio_scores(trainer.model, trainer.ref_model, tiny_tokenizer, row["rejected"], priv, norm)))
-    assert loss == pytest.approx(_bt(scores), rel=1e-4)
-    pytest.ablation_losses = {**getattr(pytest, "ablation_losses", {}), str(ablation): loss}
+        scores.append((_logratio_scores(trainer.model, trainer.ref_model, tokenizer, row["chosen"], priv, norm),
+                       _logratio_scores(trainer.model, trainer.ref_model, tokenizer, row["rejected"], priv, norm)))
+    return loss, _bt(scores)
+
+
+@pytest.mark.parametrize("ablation", ABLATIONS)
+def test_logratio_ablations_give_the_hand_computed_loss(ablation, tiny_model, tiny_tokenizer, toy_records, tmp_path):
+    loss, by_hand = _ablation_loss(ablation, tiny_model, tiny_tokenizer, toy_records, tmp_path)
+    assert loss == pytest.approx(by_hand, rel=1e-4)
+
+
+def test_each_ablation_changes_the_loss(tiny_tokenizer, toy_records, tmp_path):
+    """Across ablations, on the same model and perturbation: each ablation gives another loss (and
+    the hand computations agree), so none of them is silently the default."""
+    from tiny_model import build_tiny_model
+
+    losses = {}
+    for ablation in ABLATIONS:
+        loss, by_hand = _ablation_loss(ablation, build_tiny_model(tiny_tokenizer, seed=0), tiny_tokenizer,
+                                       toy_records, tmp_path)
+        assert loss == pytest.approx(by_hand, rel=1e-4)
+        losses[str(ablation)] = loss
+    assert len(losses) == 3
+    values = list(losses.values())
+    assert all(abs(a - b) > 1e-6 * max(abs(a), abs(b)) for i, a in enumerate(values) for b in values[i + 1:]), losses
 
 
 def test_regression_head_loss_by_hand(tiny_model, tiny_tokenizer, toy_records, tmp_path):
