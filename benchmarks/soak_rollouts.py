@@ -63,10 +63,14 @@ def count_lines(path: Path) -> int:
 
 
 def run_once(argv: list[str], env: dict, kill_after_progress: float | None, rng: random.Random,
-             out: Path) -> tuple[str, float, str]:
+             out: Path, total: int | None = None) -> tuple[str, float, str]:
     """Start the rollout in its own process group; SIGKILL it ``kill_after_progress`` (random
-    fraction applied) seconds after it wrote a new line, or let it finish."""
+    fraction applied) seconds after it wrote a new line, or let it finish. With ``total`` (the
+    episodes requested) the kill comes at the latest once half of the episodes left at the start
+    are on disk, so a fast (or idle) machine cannot finish the run before it: every kill happens,
+    at a random moment, whatever the machine's speed."""
     start_lines = count_lines(out)
+    latest = None if total is None else start_lines + max(1, (total - start_lines) // 2)
     t0 = time.perf_counter()
     proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, start_new_session=True)
     if kill_after_progress is None:
@@ -79,7 +83,9 @@ def run_once(argv: list[str], env: dict, kill_after_progress: float | None, rng:
     if proc.poll() is not None:
         proc.communicate()
         return "finished before the kill", time.perf_counter() - t0, ""
-    time.sleep(rng.uniform(0.0, kill_after_progress))
+    deadline = time.perf_counter() + rng.uniform(0.0, kill_after_progress)
+    while time.perf_counter() < deadline and (latest is None or count_lines(out) < latest):
+        time.sleep(0.005)
     os.killpg(proc.pid, signal.SIGKILL)
     proc.communicate()
     return "killed", time.perf_counter() - t0, ""
@@ -142,7 +148,7 @@ def main() -> int:
         argv = rollout_argv(server.base_url, out, args.tasks, args.k, args.concurrency, args.timeout)
         kills, t0 = 0, time.perf_counter()
         for _ in range(args.kills):
-            what, secs, _ = run_once(argv, env, args.kill_window, rng, out)
+            what, secs, _ = run_once(argv, env, args.kill_window, rng, out, total=len(requested))
             kills += what == "killed"
             print(f"run {kills}: {what} after {secs:.1f} s with {count_lines(out)} lines on disk", flush=True)
         what, secs, _ = run_once(argv, env, None, rng, out)

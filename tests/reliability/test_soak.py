@@ -25,5 +25,5 @@ def test_quick_soak_loses_and_duplicates_nothing():
     result = json.loads(proc.stdout.strip().splitlines()[-1])
     assert result["requested"] == 60 and result["recorded"] == 60 == result["distinct"] == result["datasets_rows"]
     assert result["lost"] == 0 and result["duplicated"] == 0 and result["torn_lines"] == 0
-    assert result["kills_survived"] >= 1
+    assert result["kills_survived"] == 2  # SIGKILLed twice, as --quick asks (the harness kills before the run ends)
     assert sum(result["injected"].values()) > 0  # faults really were injected
