@@ -182,14 +182,33 @@ async def load_fresh(page: Any, html: str, timeout: float, scripts: bool = True)
     CDP session reach the renderer in order, so they are pipelined). ``window.name`` and the
     session history, which survive navigation, were reset with the previous capture
     (:data:`PREPARE_BODY`, :func:`forget_history`)."""
-    cdp = page._colbench_cdp  # noqa: SLF001
+    if getattr(page, "_colbench_parked", False):
+        page._colbench_parked = False  # noqa: SLF001 - already on a blank document no script has run in
+    else:
+        await _blank_document(page, timeout)
+    await write_document(page, html, timeout, scripts)
+
+
+async def _blank_document(page: Any, timeout: float) -> None:
+    """Navigate to ``about:blank`` with scripts stopped: the old document, its realm, timers and
+    workers are gone, and none of its handlers ran."""
     if not getattr(page, "_colbench_stopped", False):
         await set_scripts(page, False, timeout)
         page._colbench_stopped = True  # noqa: SLF001
-    nav = await asyncio.wait_for(cdp.send("Page.navigate", {"url": "about:blank"}), timeout)
+    nav = await asyncio.wait_for(page._colbench_cdp.send("Page.navigate", {"url": "about:blank"}), timeout)  # noqa: SLF001
     if nav.get("errorText"):
         raise RuntimeError(f"could not reset the page: {nav['errorText']}")
-    await write_document(page, html, timeout, scripts)
+
+
+async def park(page: Any, timeout: float) -> None:
+    """End a render of a page that ran scripts: drop its document *now*. Stopping scripts
+    (``setScriptExecutionDisabled``) does not reach Web Workers, which run on their own threads:
+    measured, two spinning workers went on fetching 40 times a second after the render had
+    returned, until the pooled page was next used, burning the CPU the next renders (and
+    references) need. The next :func:`load_fresh` then starts from this blank document instead of
+    navigating again, so the cost is only moved, not added."""
+    await _blank_document(page, timeout)
+    page._colbench_parked = True  # noqa: SLF001
 
 
 async def write_document(page: Any, html: str, timeout: float, scripts: bool) -> None:

@@ -639,6 +639,11 @@ class Renderer:
             return self._blank(error or f"could not capture the page: {exc.__class__.__name__}: {str(exc)[:200]}")
         if error:
             page._colbench_crashed = True  # noqa: SLF001 - the page may still be running a loop: replace it
+        elif not static:  # it ran scripts: its workers and timers must not outlive the render
+            try:
+                await isolation.park(page, grace)
+            except Exception:  # noqa: BLE001 - could not leave the document: replace the page (and its workers)
+                page._colbench_crashed = True  # noqa: SLF001
         elif isolation.leaves_no_state(html) and not await self._scrolled(page, world, grace):
             # Each render adds an isolated world to a reused document: a fresh one now and then.
             page._colbench_reusable = page_left - 1 if reuse else REUSE_LIMIT  # noqa: SLF001
