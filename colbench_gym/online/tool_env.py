@@ -20,6 +20,8 @@ Plain Python: importing this module loads no torch, transformers or trl.
 
 from __future__ import annotations
 
+import json
+from functools import lru_cache
 from typing import Any
 
 from colbench_gym.protocol import ANSWER_MARKER, extract_html
@@ -67,15 +69,31 @@ class ColBenchToolEnv:
     def reset(self, **row: Any) -> str:
         """Start an episode for a dataset row; returns the person's first message (the task).
 
-        Understood columns: ``task_index`` (int: a task of the env's task source), ``task`` (an
-        official task record), ``seed`` (int). Other columns are ignored.
+        Understood columns (what :func:`sweet_agent.grpo.build_prompt_dataset` writes):
+        ``task_index`` (int) of the task source named by ``tasks`` (a spec such as
+        ``"collab:train"``; without it, the env's own source), ``task`` (an official task record,
+        or its JSON text) instead of both, ``kind`` (``"backend"``/``"frontend"``: checked against
+        this env) and ``seed`` (int). Other columns are ignored. The row decides the task: a row
+        of ``collab:train`` plays ``collab:train`` whatever source the factory's env was made
+        with, so a dataset and an environment factory can never disagree about which task a row
+        is.
         """
         seed = row.get("seed")
+        kind = row.get("kind")
+        if kind is not None and kind != self.kind:
+            raise ValueError(f"a dataset row of {kind} tasks was given to a {self.kind} environment "
+                             f"({type(self).__name__}); build the dataset and the factory for the same kind")
         options: dict[str, Any] = {}
         if row.get("task") is not None:
-            options["task"] = row["task"]
-        if row.get("task_index") is not None:
-            options["task_index"] = int(row["task_index"])
+            task = row["task"]
+            options["task"] = json.loads(task) if isinstance(task, str) else task
+        elif row.get("task_index") is not None:
+            index = int(row["task_index"])
+            spec = row.get("tasks")
+            if spec is None or _own_source(self._env, spec, self.kind):
+                options["task_index"] = index
+            else:  # the row's source, not the env's: play that task as a record
+                options["task"] = _task_source(str(spec), self.kind)[index].to_record()
         obs, info = self._env.reset(seed=None if seed is None else int(seed), options=options or None)
         self._reset_counters()
         self._info = dict(info)
@@ -228,6 +246,21 @@ class ColBenchFrontendToolEnv(ColBenchToolEnv):
         return super().submit_answer(code)
 
 
+@lru_cache(maxsize=16)
+def _task_source(spec: str, kind: str) -> Any:
+    """A dataset row's task source (resolved once per process: a file is read once)."""
+    from colbench_gym.tasks.sources import resolve_task_source  # noqa: PLC0415
+
+    return resolve_task_source(spec, kind)
+
+
+def _own_source(env: Any, spec: Any, kind: str) -> bool:
+    """Whether ``env`` (a local ColBench env) plays the task source ``spec`` itself; False for a
+    remote session, whose source is the server's."""
+    own = getattr(getattr(env, "unwrapped", None), "task_source", None)
+    return own is not None and getattr(own, "name", None) == _task_source(str(spec), kind).name
+
+
 def tool_env_class(kind: str) -> type[ColBenchToolEnv]:
     """The adapter class of an environment kind (its ``tool_env`` in :mod:`colbench_gym.tasks.kinds`)."""
     return load(env_kind(kind).tool_env)
@@ -269,5 +302,9 @@ def make_tool_env_factory(env_id: str = "ColBench-Backend-v0", **make_kwargs: An
         trainer = GRPOTrainer(model=..., train_dataset=rows, args=GRPOConfig(...),
                               environment_factory=make_tool_env_factory("ColBench-Backend-v0",
                                                                         reward_mode="fraction"))
+
+    Rows that name their task source (``tasks``, as :func:`sweet_agent.grpo.build_prompt_dataset`
+    writes them) play that source's task whatever ``tasks=`` the factory was given; ``tasks=``
+    serves rows that carry only a ``task_index``.
     """
     return ToolEnvFactory(env_id, **make_kwargs)

@@ -2,10 +2,16 @@
 message. TRL's sampler repeats each row ``num_generations`` times in a batch, so a GRPO group is
 the same task (same ``task_index`` and ``seed``) played several times; the tool env's ``reset``
 receives the row and its returned task text is appended to the (empty) user message.
+
+Each row names its task itself: ``kind``, ``tasks`` (the source spec) and ``task_index`` (or, for
+a source given as a list of records, ``task``: the record as JSON text), so the tool env plays
+exactly that task whatever source its factory was made with (see
+:meth:`colbench_gym.online.ColBenchToolEnv.reset`).
 """
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 from colbench_gym.protocol import MAX_TURNS
@@ -58,8 +64,11 @@ def task_count(tasks: Any, kind: str) -> int | None:
 
 def build_prompt_dataset(kind: str, tasks: Any, num_tasks: int | None = None, task_offset: int = 0,
                          seed: int = 0, max_turns: int = MAX_TURNS):
-    """A ``datasets.Dataset`` with columns ``prompt`` (system + empty user message),
-    ``task_index`` and ``seed``: one row per task of the source."""
+    """A ``datasets.Dataset`` with columns ``prompt`` (system + empty user message), ``kind``,
+    ``tasks`` (the source spec), ``task_index`` and ``seed``: one row per task of the source
+    (a source given as records instead of a spec: ``task``, each record as JSON text)."""
+    import json
+
     from datasets import Dataset
 
     available = task_count(tasks, kind)
@@ -74,8 +83,17 @@ def build_prompt_dataset(kind: str, tasks: Any, num_tasks: int | None = None, ta
                          f"{num_tasks} is past its end")
     system = tool_system_prompt(kind, max_turns)
     indices = range(task_offset, task_offset + num_tasks)
-    return Dataset.from_dict({
+    columns: dict[str, list[Any]] = {
         "prompt": [[{"role": "system", "content": system}, {"role": "user", "content": ""}] for _ in indices],
-        "task_index": list(indices),
-        "seed": [seed + i for i in indices],
-    })
+        "kind": [kind] * num_tasks,
+    }
+    if isinstance(tasks, (str, os.PathLike)):
+        columns["tasks"] = [os.fspath(tasks)] * num_tasks
+        columns["task_index"] = list(indices)
+    else:  # records (or a source object): the rows carry the tasks themselves
+        from colbench_gym.tasks.sources import resolve_task_source
+
+        source = resolve_task_source(tasks, kind)
+        columns["task"] = [json.dumps(source[i].to_record(), ensure_ascii=False) for i in indices]
+    columns["seed"] = [seed + i for i in indices]
+    return Dataset.from_dict(columns)

@@ -1,0 +1,77 @@
+"""ColBench with TRL's own ``GRPOTrainer(environment_factory=...)``: the TRL path as TRL documents it.
+
+No ColBench trainer subclass, no ColBench command: TRL's trainer, a prompt dataset whose rows name
+their task, and a factory of tool environments whose reward is the environment's own
+(docs/trl.md). On a 2-core CPU with the default 0.5B model and LoRA, two steps take minutes::
+
+    python examples/trl_grpo.py                                   # collab:train, 2 steps, LoRA
+    python examples/trl_grpo.py --tasks embedded:train --num-tasks 30 --max-steps 20
+    python examples/trl_grpo.py --model path/to/checkpoint --no-lora
+
+For GPUs, the paper-scale settings, vLLM and the SWEET critic as a second reward, see
+``sweet-agent train-grpo`` (docs/training.md#online-rl).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")  # environment_factory is experimental in TRL 1.16
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--model", default="Qwen/Qwen2.5-Coder-0.5B-Instruct",
+                    help="checkpoint dir, cached hub id, or the default model's name (found offline: `make setup`)")
+    ap.add_argument("--tasks", default="collab:train", help="task source: every row carries it (default: %(default)s)")
+    ap.add_argument("--num-tasks", type=int, default=16, help="dataset rows, one task each")
+    ap.add_argument("--max-steps", type=int, default=2)
+    ap.add_argument("--num-generations", type=int, default=4, help="rollouts of one task per GRPO group")
+    ap.add_argument("--max-completion-length", type=int, default=384, help="tokens per whole episode")
+    ap.add_argument("--reward-mode", choices=("fraction", "success"), default="fraction")
+    ap.add_argument("--no-lora", action="store_true", help="train every weight instead of a LoRA adapter")
+    ap.add_argument("--output-dir", default="runs/trl-grpo")
+    return ap.parse_args(argv)
+
+
+def main(argv: list[str] | None = None):
+    args = parse_args(argv)
+    from peft import LoraConfig
+    from trl import GRPOConfig, GRPOTrainer
+
+    from colbench_gym import make_tool_env_factory
+    from sweet_agent.grpo import build_prompt_dataset
+    from sweet_agent.policies.default_model import resolve_model_path
+
+    # 1. The dataset: one row per task. Columns: prompt (the tool-use instructions as the system
+    #    message, an empty user message that TRL fills with what reset() returns), kind, tasks,
+    #    task_index, seed. Every row names its task, so the factory below cannot play another.
+    dataset = build_prompt_dataset("backend", args.tasks, num_tasks=args.num_tasks)
+
+    # 2. The environment factory: TRL calls it once per rollout slot; each ColBenchToolEnv holds a
+    #    gym.make env, exposes ask_user(question) and submit_answer(code) as tools, and its
+    #    get_reward() is the environment's reward (here: the fraction of hidden tests passed).
+    factory = make_tool_env_factory("ColBench-Backend-v0", reward_mode=args.reward_mode)
+
+    # 3. TRL's trainer, as TRL's docs show it: no reward_funcs, the environment owns the reward.
+    config = GRPOConfig(
+        output_dir=args.output_dir, max_steps=args.max_steps, num_generations=args.num_generations,
+        per_device_train_batch_size=args.num_generations, max_completion_length=args.max_completion_length,
+        max_tool_calling_iterations=10, learning_rate=1e-5, temperature=1.0, beta=0.0, use_cpu=True, bf16=False,
+        gradient_checkpointing=False, save_strategy="no", report_to="none", logging_steps=1)
+    trainer = GRPOTrainer(
+        model=resolve_model_path(args.model), args=config, train_dataset=dataset, environment_factory=factory,
+        peft_config=None if args.no_lora else LoraConfig(r=16, lora_alpha=32, target_modules="all-linear",
+                                                          task_type="CAUSAL_LM"))
+    trainer.train()
+    for log in trainer.state.log_history:
+        if "reward" in log:
+            print(f"step {log.get('step')}: reward {log['reward']:.3f}, "
+                  f"tool calls per rollout {log.get('tools/call_frequency', 0):.2f}")
+    return trainer
+
+
+if __name__ == "__main__":
+    main()

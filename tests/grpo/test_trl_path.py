@@ -1,0 +1,181 @@
+"""The TRL path as TRL documents it (issue 26): a dataset row names its task, so the environment
+factory cannot play another one; the README's GRPO snippet runs as written (tiny model
+substituted); the example script runs; TRL's multi-turn loop is token-in/token-out around our
+tools (the sampled tokens are kept as sampled, the person's replies are masked out of the loss)."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from pathlib import Path
+from unittest.mock import patch
+
+import pytest
+
+torch = pytest.importorskip("torch")
+pytest.importorskip("trl")
+
+from colbench_gym.online import ColBenchToolEnv, make_tool_env_factory  # noqa: E402
+from colbench_gym.tasks.sources import resolve_task_source  # noqa: E402
+from tests.training.tiny_model import build_tiny_model, build_tiny_tokenizer  # noqa: E402
+
+README = Path(__file__).resolve().parents[2] / "README.md"
+FAST = dict(max_steps=1, per_device_train_batch_size=2, num_generations=2, max_completion_length=24,
+            use_cpu=True, bf16=False, gradient_checkpointing=False, save_strategy="no", report_to="none",
+            learning_rate=0.1)
+
+
+def _qwen_tokenizer():
+    from trl.chat_template_utils import qwen2_5_chat_template
+
+    tok = build_tiny_tokenizer()
+    tok.chat_template = qwen2_5_chat_template  # TRL parses Qwen2.5's tool calls
+    return tok
+
+
+@pytest.fixture(scope="module")
+def tiny_qwen_dir(tmp_path_factory) -> str:
+    tok = _qwen_tokenizer()
+    path = tmp_path_factory.mktemp("tiny-qwen")
+    build_tiny_model(tok).save_pretrained(path)
+    tok.save_pretrained(path)
+    return str(path)
+
+
+# ------------------------------------------------------------------------ rows name their task
+def test_a_row_plays_its_own_task_whatever_the_factory_was_made_with():
+    from sweet_agent.grpo import build_prompt_dataset
+
+    rows = build_prompt_dataset("backend", "collab:train", num_tasks=40)
+    assert set(rows.column_names) == {"prompt", "kind", "tasks", "task_index", "seed"}
+    collab = resolve_task_source("collab:train", "backend")
+    env = make_tool_env_factory("ColBench-Backend-v0")()  # its own source: embedded:test (30 tasks)
+    for i in (0, 29, 35):  # 0-29 used to play embedded:test's tasks, 35 raised IndexError
+        assert env.reset(**rows[i]) == collab[i].problem_description
+        assert env.info["task_id"] == collab[i].task_id
+    same = make_tool_env_factory("ColBench-Backend-v0", tasks="collab:train")()
+    assert same.reset(**rows[35]) == collab[35].problem_description and same.info["task_index"] == 35
+    frontend = make_tool_env_factory("ColBench-Frontend-v0")
+    with pytest.raises(ValueError, match="backend tasks was given to a frontend environment"):
+        frontend().reset(**rows[0])
+
+
+def test_rows_built_from_records_carry_the_records():
+    from sweet_agent.grpo import build_prompt_dataset
+
+    records = [resolve_task_source("embedded:train", "backend")[i].to_record() for i in (3, 7)]
+    rows = build_prompt_dataset("backend", records)
+    assert "task_index" not in rows.column_names and json.loads(rows[1]["task"]) == records[1]
+    env = make_tool_env_factory("ColBench-Backend-v0")()
+    assert env.reset(**rows[1]) == records[1]["problem_description"]
+
+
+# ------------------------------------------------------------------------ the README snippet
+def _readme_grpo_snippet() -> str:
+    text = README.read_text()
+    blocks = re.findall(r"```python\n(.*?)```", text, re.S)
+    [block] = [b for b in blocks if "GRPOTrainer(" in b]
+    return block
+
+
+@patch.dict(os.environ, {"TRL_EXPERIMENTAL_SILENCE": "1"})
+def test_the_readme_grpo_snippet_runs_as_written(tiny_qwen_dir, tmp_path, monkeypatch):
+    code = _readme_grpo_snippet()
+    model, config = 'resolve_model_path("Qwen/Qwen2.5-Coder-0.5B-Instruct")', "GRPOConfig(max_tool_calling_iterations=10)"
+    assert model in code and config in code and code.rstrip().endswith("trainer.train()")
+    # the name is the default model's: resolved offline (HF cache or the converted registry copy)
+    from sweet_agent.policies.default_model import ALIASES
+
+    assert "Qwen/Qwen2.5-Coder-0.5B-Instruct" in ALIASES
+    code = code.replace(model, repr(tiny_qwen_dir)).replace(
+        config, f"GRPOConfig(max_tool_calling_iterations=10, output_dir={str(tmp_path / 'out')!r}, **FAST)")
+    played = []
+    reset = ColBenchToolEnv.reset
+
+    def spy(self, **row):
+        obs = reset(self, **row)
+        played.append((row["task_index"], obs))
+        return obs
+
+    monkeypatch.setattr(ColBenchToolEnv, "reset", spy)
+    scope = {"FAST": FAST}
+    exec(compile(code, "README.md", "exec"), scope)  # noqa: S102 - the README's own code
+    trainer = scope["trainer"]
+    assert trainer.state.global_step == 1 and any("reward" in log for log in trainer.state.log_history)
+    collab = resolve_task_source("collab:train", "backend")
+    assert played and all(obs == collab[i].problem_description for i, obs in played)  # collab:train, as the rows say
+
+
+@patch.dict(os.environ, {"TRL_EXPERIMENTAL_SILENCE": "1"})
+def test_the_example_script_runs(tiny_qwen_dir, tmp_path, capsys):
+    from examples.trl_grpo import main
+
+    trainer = main(["--model", tiny_qwen_dir, "--num-tasks", "2", "--max-steps", "1", "--num-generations", "2",
+                    "--max-completion-length", "24", "--output-dir", str(tmp_path / "out")])
+    assert trainer.state.global_step == 1 and "step 1: reward" in capsys.readouterr().out
+
+
+# ------------------------------------------------------------------------ token-in / token-out
+def _call(name: str, **arguments) -> str:
+    return f"<tool_call>\n{json.dumps({'name': name, 'arguments': arguments})}\n</tool_call><|im_end|>"
+
+
+def _char_ids(tok, text: str) -> list[int]:
+    """``text`` as one token per piece the tokenizer would never produce itself (no merges): a
+    sampled sequence that decoding and re-tokenizing would change (TRL #5224)."""
+    ids = []
+    for part in re.split(r"(<\|im_end\|>)", text):
+        if part == "<|im_end|>":
+            ids.append(tok.convert_tokens_to_ids(part))
+        else:
+            ids += [tok(ch, add_special_tokens=False)["input_ids"][0] for ch in part]
+    return ids
+
+
+@patch.dict(os.environ, {"TRL_EXPERIMENTAL_SILENCE": "1"})
+def test_sampled_tokens_stay_as_sampled_and_tool_results_are_masked(tmp_path):
+    from trl import GRPOConfig, GRPOTrainer
+
+    from sweet_agent.grpo import build_prompt_dataset
+
+    tok = _qwen_tokenizer()
+    model = build_tiny_model(tok)
+    rows = build_prompt_dataset("backend", "collab:train", num_tasks=1)
+    question = _char_ids(tok, _call("ask_user", question="What is the limit?"))
+    answer = _char_ids(tok, _call("submit_answer", code="def f():\n    return 1\n"))
+    assert tok(tok.decode(question), add_special_tokens=False)["input_ids"] != question  # re-encoding would differ
+    done = _char_ids(tok, "Done.<|im_end|>")
+    script = iter([[question, question], [answer, answer], [done, done]])
+
+    def generate(input_ids, **kwargs):
+        new = next(script)
+        return torch.cat([input_ids, torch.tensor(new, device=input_ids.device)], dim=-1)
+
+    trainer = GRPOTrainer(model=model, processing_class=tok, train_dataset=rows,
+                          args=GRPOConfig(output_dir=str(tmp_path / "out"), max_tool_calling_iterations=10,
+                                          **{**FAST, "max_completion_length": 1024}),
+                          environment_factory=make_tool_env_factory("ColBench-Backend-v0"))
+    seen = {}
+    inner = trainer._generate_and_score_completions
+
+    def capture(inputs):
+        seen.update(out := inner(inputs))
+        return out
+
+    with patch.object(trainer.model, "generate", side_effect=generate), \
+            patch.object(trainer, "_generate_and_score_completions", side_effect=capture):
+        trainer.train()
+    ids = seen["completion_ids"][0].tolist()
+    mask = seen["tool_mask"][0].tolist()
+    n_q = len(question)
+    assert ids[:n_q] == question and mask[:n_q] == [1] * n_q  # the first turn, token for token
+    start = n_q
+    while mask[start] == 0:  # the tool message (the person's reply) right after the call: no loss on it
+        start += 1
+    tool = ids[n_q:start]
+    twin = make_tool_env_factory("ColBench-Backend-v0")()  # the same episode, played directly
+    twin.reset(**rows[0])
+    person = twin.ask_user("What is the limit?")
+    assert person in tok.decode(tool)  # the tool message is the simulated person's reply
+    assert ids[start:start + len(answer)] == answer and mask[start:start + len(answer)] == [1] * len(answer)
