@@ -66,6 +66,7 @@ from sweet_agent.metrics import (  # noqa: E402 - after the sys.path set-up abov
     metric_values,
     seed_values,
 )
+from sweet_agent.trajectories import record_prefilled_turns  # noqa: E402
 
 # ------------------------------------------------------------------------------ the protocol
 #: Methods in table order. zero-shot has nothing to tune and no training seed.
@@ -646,8 +647,8 @@ def offline_summary(path: Path) -> dict[str, Any] | None:
     if not recs:
         return None
     out: dict[str, Any] = {"episodes": len(recs)}
-    for name, group in (("explored", [r for r in recs if r["meta"].get("exploration")]),
-                        ("own", [r for r in recs if not r["meta"].get("exploration")])):
+    for name, group in (("explored", [r for r in recs if record_prefilled_turns(r)]),
+                        ("own", [r for r in recs if not record_prefilled_turns(r)])):
         stats = [episode_metrics(r) for r in group]
         out[name] = {"episodes": len(group)} | ({
             key: mean(metric_values(stats, metric)) for key, metric in COLUMNS.items()} if group else {})
