@@ -177,3 +177,28 @@ def test_a_task_no_test_can_measure_ends_as_a_task_error():
     *_, info = env.step("I WANT TO ANSWER:\ndef f(x):\n    return x\n")
     assert info["ended_by"] == "answer" and info["end_reason"] == "task_error" and info["tests_unpassable"] == 2
     assert END_REASONS["task_error"].infrastructure and "task_error" in INFRASTRUCTURE
+
+
+def test_a_local_simulator_model_counts_its_tokens_with_its_tokenizer(tiny_model_dir):
+    import gymnasium as gym
+
+    import colbench_gym  # noqa: F401
+
+    env = gym.make("ColBench-Backend-v0", simulator="transformers",
+                   simulator_kwargs={"model": str(tiny_model_dir), "max_new_tokens": 4, "dtype": "float32"})
+    try:
+        _, info = env.reset(seed=0, options={"task_index": 0})
+        assert info["simulator_usage"] == {"prompt_tokens": 0, "completion_tokens": 0}
+        assert info["simulator_model"] == str(tiny_model_dir)
+        *_, info = env.step("What should happen for an empty list?")
+        sim = env.unwrapped.simulator
+        calls = info["simulator_usage"]["completion_tokens"]
+        assert info["simulator_usage"] == sim.token_usage()  # the episode's share is all of it so far
+        assert 1 <= calls <= 4 * 3 and info["simulator_usage"]["prompt_tokens"] > 100  # the reference is in it
+        env.reset(seed=1, options={"task_index": 1})
+        *_, again = env.step("And for a negative number?")
+        assert sum(again["simulator_usage"].values()) > 0
+        assert sim.token_usage()["prompt_tokens"] == (info["simulator_usage"]["prompt_tokens"]
+                                                     + again["simulator_usage"]["prompt_tokens"])  # per episode
+    finally:
+        env.close()
