@@ -107,6 +107,12 @@ def dispatch(prog: str, commands: list[tuple[tuple[str, ...], str, str]], argv: 
             print(_usage(prog, group))
             sys.stdout.flush()
             return 0
+        group = [c for c in commands if argv and tuple(c[0][: len(argv)]) == tuple(argv)]
+        if group:  # a bare group, e.g. `colbench evaluate`: name its commands, usage error
+            nxt = sorted({c[0][len(argv)] for c in group if len(c[0]) > len(argv)})
+            print(f"{prog} {' '.join(argv)}: needs a command: {' | '.join(nxt)}\n", file=sys.stderr)
+            print(_usage(prog, group), file=sys.stderr)
+            return 2
         if argv and argv[0] not in ("-h", "--help"):
             print(f"{prog}: unknown command {' '.join(argv[:2])!r}\n", file=sys.stderr)
             print(_usage(prog, commands), file=sys.stderr)

@@ -5,7 +5,6 @@ sessions; plus the stateless HTTP routes and a full server as OpenEnv clients me
 from __future__ import annotations
 
 import json
-import os
 import socket
 import subprocess
 import sys

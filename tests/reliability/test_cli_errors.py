@@ -63,6 +63,7 @@ def test_top_level_help_and_bare_group(prog):
         proc = _cli(prog, "evaluate")  # a bare group: a usage error that shows the group's commands
         assert proc.returncode == 2 and proc.stdout == "" and "Traceback" not in proc.stderr
         assert all(g in proc.stderr for g in group)
+        assert proc.stderr.startswith("colbench evaluate: needs a command: backend | frontend")
 
 
 def test_non_utf8_and_non_json_lines_name_file_and_line(tmp_path):
