@@ -53,8 +53,9 @@ from colbench_gym.rendering.process import (  # noqa: F401 - CHROMIUM_ARGS, find
 from colbench_gym.rendering.result import ReferenceRenderError, RendererError, RenderResult
 
 #: Bumped when rendering changes in a way that invalidates cached screenshots.
-RENDER_VERSION = "3"  # 2: scripts stopped after the first frame, animations started by script cancelled;
-# 3: measured only after the web fonts have loaded (before, a page could be measured short)
+RENDER_VERSION = "4"  # 2: scripts stopped after the first frame, animations started by script cancelled;
+# 3: measured only after the web fonts have loaded (before, a page could be measured short);
+# 4: measured only after its <link> stylesheets have loaded (before, a page could be measured unstyled)
 AGENT, REFERENCE = "agent", "reference"
 #: Renders in a row that may share one document (each adds an isolated world to it).
 REUSE_LIMIT = 32
