@@ -10,6 +10,7 @@ text, the simulated person answers the visible part, and the episode ends when t
 from __future__ import annotations
 
 from abc import abstractmethod
+from collections.abc import Mapping
 from typing import Any, NamedTuple
 
 import gymnasium as gym
@@ -40,6 +41,18 @@ class TurnEvidence(NamedTuple):
     context: dict[str, Any]
     #: Keys added to the step's ``info``.
     info: dict[str, Any]
+
+
+def reset_options(task_index: int | None = None, task: Mapping[str, Any] | None = None) -> dict[str, Any] | None:
+    """The ``options`` of :meth:`ColBenchEnv.reset` that pick a task: ``task_index`` (a task of
+    the env's source) or ``task`` (a record); None when neither is given (the env draws one).
+    For wrappers that take the two as arguments (an outside harness's dialogue, an OpenEnv session)."""
+    options: dict[str, Any] = {}
+    if task_index is not None:
+        options["task_index"] = int(task_index)
+    if task is not None:
+        options["task"] = task
+    return options or None
 
 
 class ColBenchEnv(gym.Env[str, str]):

@@ -14,6 +14,10 @@ the dialogue differs from ``gym.make``:
 * :func:`grade_backend` — the sandboxed grader on the answer's code (success and % tests), and
   :func:`score_frontend` — the renderer and the screenshot scorer (CLIP or the declared fallback).
 
+Both harnesses also build their dataset the same way: :func:`task_entries` lists the tasks of a
+source with what a sample keeps beside the request and the reference (index, identity, episode
+seed, the kind's hidden record fields), and :func:`entry_task` rebuilds the task from a sample.
+
 Plain Python: no harness, torch or browser is imported until used.
 """
 
@@ -22,13 +26,55 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from colbench_gym.envs.base import reset_options
 from colbench_gym.protocol import MAX_TURNS, Messages, extract_answer_html, extract_code, parse_action
 from colbench_gym.tasks.kinds import env_kind
+from colbench_gym.tasks.sources import resolve_task_source
+
+#: Sources larger than this (the procedural generators) need an explicit ``num_tasks``.
+UNBOUNDED = 1_000_000
 
 
 def check_kind(kind: str) -> str:
     """``kind`` when it names an environment kind (:mod:`colbench_gym.tasks.kinds`), else ValueError."""
     return env_kind(kind).name
+
+
+def task_entries(kind: str, tasks: Any = None, num_tasks: int | None = None, seed: int = 0,
+                 num_tasks_flag: str = "num_tasks") -> tuple[str, list[tuple[Any, dict[str, Any]]]]:
+    """The name of the task source ``tasks`` (default ``embedded:test``) and its first
+    ``num_tasks`` tasks (default: all; ``num_tasks_flag`` is how the harness's user says how many
+    of an unbounded source), each with the metadata a harness keeps beside it.
+
+    Task ``i`` gets ``{"kind", "task_index": i, "task_id", "seed": seed + i}`` plus the kind's
+    :attr:`~colbench_gym.tasks.kinds.EnvKind.record_fields` (backend: the hidden test calls), so
+    that :func:`entry_task` can rebuild the task from the sample alone.
+    """
+    entry = env_kind(kind)
+    source = resolve_task_source(tasks, entry.name)
+    if num_tasks is None:
+        if len(source) >= UNBOUNDED:
+            raise ValueError(f"tasks={source.name!r} is unbounded; say how many with {num_tasks_flag}")
+        num_tasks = len(source)
+    if not 0 < num_tasks <= len(source):
+        raise ValueError(f"num_tasks must be between 1 and {len(source)} for {source.name!r}, got {num_tasks}")
+    entries = []
+    for index in range(num_tasks):
+        record = source[index]
+        info: dict[str, Any] = {"kind": kind, "task_index": index, "task_id": record.task_id, "seed": seed + index}
+        fields = record.to_record()
+        info.update({name: fields[name] for name in entry.record_fields})
+        entries.append((record, info))
+    return source.name, entries
+
+
+def entry_task(kind: str, problem: str, reference: str, info: dict[str, Any], where: str = "sample") -> Any:
+    """The task of a harness's sample (its request, reference and :func:`task_entries` metadata):
+    the kind's task class, validated (a sample that is not a task of the kind is an error)."""
+    entry = env_kind(kind)
+    record = {"problem_description": problem, "ground_truth": reference}
+    record.update({name: info[name] for name in entry.record_fields if name in info})
+    return entry.task_cls.from_record(record, where=where)
 
 
 @dataclass(frozen=True)
@@ -101,12 +147,7 @@ class Conversation:
     def start(self, *, task_index: int | None = None, seed: int | None = None,
               task: dict[str, Any] | None = None) -> str:
         """Begin a dialogue on a task; returns the person's opening request (the problem description)."""
-        options: dict[str, Any] = {}
-        if task_index is not None:
-            options["task_index"] = int(task_index)
-        if task is not None:
-            options["task"] = task
-        text, info = self._env.reset(seed=seed, options=options or None)
+        text, info = self._env.reset(seed=seed, options=reset_options(task_index, task))
         self._turn, self._done = 0, False
         self._messages = list(info["messages"])
         self.answer = self.ended_by = None

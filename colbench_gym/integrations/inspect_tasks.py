@@ -46,17 +46,19 @@ except ImportError as exc:  # pragma: no cover - the extra is missing
                       "pip install 'colbench-gym[inspect]'") from exc
 
 from colbench_gym.instructions import instructions
-from colbench_gym.integrations.conversation import Conversation, check_kind, grade_backend, score_frontend
+from colbench_gym.integrations.conversation import (
+    Conversation,
+    check_kind,
+    entry_task,
+    grade_backend,
+    score_frontend,
+    task_entries,
+)
 from colbench_gym.protocol import MAX_TURNS
 from colbench_gym.simulators import HumanSimulator, SimulatorError
 from colbench_gym.simulators.openai_frontend import OpenAIFrontendSimulator
-from colbench_gym.simulators.prompts import BACKEND_SYSTEM_PROMPT, simulator_messages
-from colbench_gym.tasks.kinds import env_kind
-from colbench_gym.tasks.records import BackendTask, FrontendTask
-from colbench_gym.tasks.sources import resolve_task_source
+from colbench_gym.simulators.prompts import backend_messages
 
-#: Sources larger than this (the procedural generators) need an explicit ``num_tasks``.
-_UNBOUNDED = 1_000_000
 #: Where the solver leaves the dialogue's outcome for the scorers (``state.store``).
 ANSWER_KEY, ENDED_BY_KEY, TURNS_KEY = "colbench:answer", "colbench:ended_by", "colbench:turns"
 
@@ -67,30 +69,15 @@ def colbench_dataset(kind: str, tasks: Any = None, num_tasks: int | None = None,
 
     Sample ``i`` is task ``i`` with episode seed ``seed + i``; its id is the task index.
     """
-    source = resolve_task_source(tasks, check_kind(kind))
-    if num_tasks is None:
-        if len(source) >= _UNBOUNDED:
-            raise ValueError(f"tasks={source.name!r} is unbounded; say how many with num_tasks (-T num_tasks=40)")
-        num_tasks = len(source)
-    if not 0 < num_tasks <= len(source):
-        raise ValueError(f"num_tasks must be between 1 and {len(source)} for {source.name!r}, got {num_tasks}")
-    samples = []
-    for index in range(num_tasks):
-        record = source[index]
-        metadata: dict[str, Any] = {"kind": kind, "task_index": index, "task_id": record.task_id, "seed": seed + index}
-        if kind == "backend":
-            metadata["test_cases"] = dict(record.test_cases)
-        samples.append(Sample(id=index, input=record.problem_description, target=record.ground_truth,
-                              metadata=metadata))
-    return MemoryDataset(samples, name=f"colbench-{kind}:{source.name}")
+    name, entries = task_entries(kind, tasks, num_tasks, seed, num_tasks_flag="num_tasks (-T num_tasks=40)")
+    samples = [Sample(id=info["task_index"], input=record.problem_description, target=record.ground_truth,
+                      metadata=info) for record, info in entries]
+    return MemoryDataset(samples, name=f"colbench-{kind}:{name}")
 
 
-def sample_task(kind: str, problem: str, reference: str, metadata: dict[str, Any]) -> BackendTask | FrontendTask:
+def sample_task(kind: str, problem: str, reference: str, metadata: dict[str, Any]) -> Any:
     """The ColBench task a sample stands for (built from the sample alone, as Inspect scorers expect)."""
-    record = {"problem_description": problem, "ground_truth": reference}
-    if "test_cases" in metadata:
-        record["test_cases"] = metadata["test_cases"]
-    return env_kind(kind).task_cls.from_record(record, where="sample")
+    return entry_task(kind, problem, reference, metadata, where="sample")
 
 
 # --------------------------------------------------------------------------- the person as a role
@@ -128,9 +115,7 @@ class InspectRoleSimulator(HumanSimulator):
 
     def respond(self, task: Any, dialogue: list[dict[str, str]], **context: Any) -> str:
         if self.kind == "backend":
-            system = BACKEND_SYSTEM_PROMPT.format(problem_description=task.problem_description,
-                                                  ground_truth=task.ground_truth)
-            messages = simulator_messages(system, dialogue)
+            messages = backend_messages(task, dialogue)
         else:
             messages = _FrontendPrompt().build_messages(task, dialogue, **context)
         future = asyncio.run_coroutine_threadsafe(self.model.generate(_inspect_messages(messages)), self.loop)

@@ -27,43 +27,28 @@ import json
 from typing import Any
 
 from colbench_gym.instructions import instructions
-from colbench_gym.integrations.conversation import Conversation, check_kind, grade_backend, score_frontend
+from colbench_gym.integrations.conversation import (
+    Conversation,
+    check_kind,
+    entry_task,
+    grade_backend,
+    score_frontend,
+    task_entries,
+)
 from colbench_gym.protocol import MAX_TURNS
-from colbench_gym.tasks.kinds import env_kind
-from colbench_gym.tasks.records import BackendTask, FrontendTask
-from colbench_gym.tasks.sources import resolve_task_source
-
-#: Sources larger than this (the procedural generators) need an explicit ``num_tasks``.
-_UNBOUNDED = 1_000_000
 
 
 def task_rows(kind: str, tasks: Any = None, num_tasks: int | None = None, seed: int = 0) -> list[dict[str, Any]]:
     """Dataset rows (``question``, ``answer``, ``info``, ``task``) for the first tasks of a source."""
-    source = resolve_task_source(tasks, check_kind(kind))
-    if num_tasks is None:
-        if len(source) >= _UNBOUNDED:
-            raise ValueError(f"tasks={source.name!r} is unbounded; say how many with num_tasks")
-        num_tasks = len(source)
-    if not 0 < num_tasks <= len(source):
-        raise ValueError(f"num_tasks must be between 1 and {len(source)} for {source.name!r}, got {num_tasks}")
-    rows = []
-    for index in range(num_tasks):
-        record = source[index]
-        info: dict[str, Any] = {"kind": kind, "task_index": index, "task_id": record.task_id, "seed": seed + index}
-        if kind == "backend":
-            info["test_cases"] = dict(record.test_cases)
-        # info as JSON text: test names differ from task to task, which one Arrow schema cannot hold.
-        rows.append({"question": record.problem_description, "answer": record.ground_truth,
-                     "info": json.dumps(info), "task": f"colbench-{kind}"})
-    return rows
+    _, entries = task_entries(kind, tasks, num_tasks, seed)
+    # info as JSON text: test names differ from task to task, which one Arrow schema cannot hold.
+    return [{"question": record.problem_description, "answer": record.ground_truth, "info": json.dumps(info),
+             "task": f"colbench-{kind}"} for record, info in entries]
 
 
-def row_task(kind: str, problem: str, reference: str, info: dict[str, Any]) -> BackendTask | FrontendTask:
+def row_task(kind: str, problem: str, reference: str, info: dict[str, Any]) -> Any:
     """The ColBench task of a rollout, from its row alone."""
-    record = {"problem_description": problem, "ground_truth": reference}
-    if "test_cases" in info:
-        record["test_cases"] = info["test_cases"]
-    return env_kind(kind).task_cls.from_record(record, where="row")
+    return entry_task(kind, problem, reference, info, where="row")
 
 
 def _verifiers() -> Any:

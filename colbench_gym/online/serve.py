@@ -14,9 +14,6 @@ import sys
 
 from colbench_gym.tasks.kinds import KINDS
 
-#: ``gym.make`` options that only one kind's environment takes -> the flag that sets them.
-KIND_OPTIONS = {"backend": {"reward_mode": "reward_mode"}, "frontend": {"scorer": "scorer"}}
-
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--host", default="127.0.0.1", help="interface to listen on (0.0.0.0 for other machines)")
@@ -42,7 +39,8 @@ def make_env_options(args: argparse.Namespace) -> dict[str, dict]:
             common["simulator_kwargs"] = json.loads(args.simulator_kwargs)
         except json.JSONDecodeError as exc:
             raise ValueError(f"--simulator-kwargs must be a JSON object ({exc})") from None
-    return {name: {**common, **{opt: getattr(args, flag) for opt, flag in KIND_OPTIONS.get(name, {}).items()},
+    # the reward settings go only to the kinds that take them (--reward-mode: backend, --scorer: frontend)
+    return {name: {**common, **{opt: getattr(args, opt) for opt in KINDS[name].reward_options},
                    "tasks": getattr(args, f"{name}_tasks")} for name in args.envs}
 
 

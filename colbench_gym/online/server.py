@@ -25,6 +25,7 @@ from typing import Any
 from openenv.core.env_server import Action, Environment, Observation, State, create_fastapi_app
 from pydantic import Field
 
+from colbench_gym.envs.base import reset_options
 from colbench_gym.tasks.kinds import KINDS
 
 #: URL prefix (the kind's name) -> Gymnasium id of the environment served there.
@@ -100,12 +101,7 @@ class ColBenchOpenEnv(Environment):
               task: dict[str, Any] | None = None, **kwargs: Any) -> ColBenchObservation:
         if kwargs:
             raise ValueError(f"unknown reset argument(s) {sorted(kwargs)}; use seed, episode_id, task_index or task")
-        options: dict[str, Any] = {}
-        if task_index is not None:
-            options["task_index"] = int(task_index)
-        if task is not None:
-            options["task"] = task
-        text, info = self._env.reset(seed=seed, options=options or None)
+        text, info = self._env.reset(seed=seed, options=reset_options(task_index, task))
         self._started = True
         self._state = ColBenchState(episode_id=episode_id, step_count=0, kind=self._state.kind,
                                     task_id=info.get("task_id"), task_index=info.get("task_index"),

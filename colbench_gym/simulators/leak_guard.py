@@ -231,5 +231,15 @@ def retry_note(context: Mapping[str, Any], kind: str = "backend") -> str | None:
             f"Reply to the assistant's last message again as the person, in plain everyday words: no {banned}.")
 
 
+def with_retry_note(messages: list[dict[str, Any]], context: Mapping[str, Any],
+                    kind: str = "backend") -> list[dict[str, Any]]:
+    """An LLM simulator's request ``messages`` with :func:`retry_note` appended as a system message
+    when the guard is asking again (the list itself, extended)."""
+    note = retry_note(context, kind)
+    if note:
+        messages.append({"role": "system", "content": note})
+    return messages
+
+
 __all__ = ["MAX_REGENERATIONS", "REFUSALS", "GuardedReply", "ensure_guarded", "find_leak", "guard_respond", "refusal",
-           "retry_note"]
+           "retry_note", "with_retry_note"]

@@ -15,7 +15,7 @@ import io
 from typing import Any
 
 from colbench_gym.simulators.base import Dialogue
-from colbench_gym.simulators.leak_guard import retry_note
+from colbench_gym.simulators.leak_guard import with_retry_note
 from colbench_gym.simulators.openai_simulator import OpenAIChatSimulator
 
 FRONTEND_SYSTEM_PROMPT = """\
@@ -100,8 +100,6 @@ class OpenAIFrontendSimulator(OpenAIChatSimulator):
         return messages
 
     def respond(self, task, dialogue: Dialogue, **context: Any) -> str:
-        messages = self.build_messages(task, dialogue, **context)
-        note = retry_note(context, "frontend")  # the leak guard withheld the previous reply
-        if note:
-            messages.append({"role": "system", "content": note})
+        # with the leak guard's instruction when it withheld the previous reply
+        messages = with_retry_note(self.build_messages(task, dialogue, **context), context, "frontend")
         return self._chat(messages, retry=int(context.get("leak_retry") or 0))

@@ -6,9 +6,9 @@ import os
 from typing import Any
 
 from colbench_gym.simulators.base import Dialogue, HumanSimulator, SimulatorError
-from colbench_gym.simulators.leak_guard import retry_note
+from colbench_gym.simulators.leak_guard import with_retry_note
 from colbench_gym.simulators.openai_resilience import GarbageResponse, call_sync, shared_limits, sync_http_client
-from colbench_gym.simulators.prompts import BACKEND_SYSTEM_PROMPT, simulator_messages
+from colbench_gym.simulators.prompts import backend_messages
 from colbench_gym.tasks.records import BackendTask
 
 
@@ -127,10 +127,6 @@ class OpenAIBackendSimulator(OpenAIChatSimulator):
     kind = "backend"
 
     def respond(self, task: BackendTask, dialogue: Dialogue, **context: Any) -> str:
-        system = BACKEND_SYSTEM_PROMPT.format(problem_description=task.problem_description,
-                                              ground_truth=task.ground_truth)
-        messages = simulator_messages(system, dialogue)
-        note = retry_note(context, "backend")  # the leak guard withheld the previous reply
-        if note:
-            messages.append({"role": "system", "content": note})
+        # with the leak guard's instruction when it withheld the previous reply
+        messages = with_retry_note(backend_messages(task, dialogue), context, "backend")
         return self._chat(messages, retry=int(context.get("leak_retry") or 0))

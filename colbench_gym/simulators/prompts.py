@@ -7,6 +7,8 @@ it, briefly, in plain language, without handing over the solution. The wording h
 
 from __future__ import annotations
 
+from typing import Any
+
 from colbench_gym.simulators.base import Dialogue
 
 BACKEND_SYSTEM_PROMPT = """\
@@ -45,3 +47,11 @@ def simulator_messages(system_prompt: str, dialogue: Dialogue) -> list[dict[str,
         role = "user" if m["role"] == "assistant" else "assistant"
         messages.append({"role": role, "content": m["content"]})
     return messages
+
+
+def backend_messages(task: Any, dialogue: Dialogue) -> list[dict[str, str]]:
+    """The backend person's chat request: :data:`BACKEND_SYSTEM_PROMPT` filled with the task's
+    request and hidden reference, then the dialogue from the person's side
+    (:func:`simulator_messages`). Every LLM playing the backend person is asked this way."""
+    system = BACKEND_SYSTEM_PROMPT.format(problem_description=task.problem_description, ground_truth=task.ground_truth)
+    return simulator_messages(system, dialogue)

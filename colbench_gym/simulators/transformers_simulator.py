@@ -5,8 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 from colbench_gym.simulators.base import Dialogue, HumanSimulator, SimulatorError
-from colbench_gym.simulators.leak_guard import retry_note
-from colbench_gym.simulators.prompts import BACKEND_SYSTEM_PROMPT, simulator_messages
+from colbench_gym.simulators.leak_guard import with_retry_note
+from colbench_gym.simulators.prompts import backend_messages
 from colbench_gym.tasks.records import BackendTask
 
 
@@ -72,12 +72,8 @@ class TransformersBackendSimulator(HumanSimulator):
 
     def respond(self, task: BackendTask, dialogue: Dialogue, **context: Any) -> str:
         torch = self._torch
-        system = BACKEND_SYSTEM_PROMPT.format(problem_description=task.problem_description,
-                                              ground_truth=task.ground_truth)
-        messages = simulator_messages(system, dialogue)
-        note = retry_note(context, "backend")  # the leak guard withheld the previous reply
-        if note:
-            messages.append({"role": "system", "content": note})
+        # with the leak guard's instruction when it withheld the previous reply
+        messages = with_retry_note(backend_messages(task, dialogue), context, "backend")
         ids = self.tokenizer.apply_chat_template(
             messages, add_generation_prompt=True, return_tensors="pt", return_dict=True
         )

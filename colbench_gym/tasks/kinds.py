@@ -55,6 +55,13 @@ class EnvKind:
     tool_env: str
     #: The paper's HF dataset file of a split (``{split}`` filled in), None when it has none.
     hf_data_files: str | None = None
+    #: Fields of a task record besides the request and the reference that the task needs
+    #: (backend: the hidden test calls); a harness carries them beside a sample to rebuild it.
+    record_fields: tuple[str, ...] = ()
+    #: ``gym.make`` options that set how this kind's reward is computed (backend: ``reward_mode``,
+    #: success or fraction of tests; frontend: ``scorer``, CLIP or the fallback). A command with
+    #: such a setting passes it only to the kinds that take it.
+    reward_options: tuple[str, ...] = ()
 
 
 def _has_tests(task: Mapping[str, Any]) -> bool:
@@ -82,6 +89,8 @@ BACKEND = EnvKind(
     evaluator_help="grade backend answers in a trajectory JSONL",
     tool_env="colbench_gym.online.tool_env:ColBenchToolEnv",
     hf_data_files="backend_tasks/{split}.jsonl",
+    record_fields=("test_cases",),
+    reward_options=("reward_mode",),
 )
 
 FRONTEND = EnvKind(
@@ -97,6 +106,7 @@ FRONTEND = EnvKind(
     evaluator="colbench_gym.evaluation.frontend",
     evaluator_help="score frontend answers in a trajectory JSONL",
     tool_env="colbench_gym.online.tool_env:ColBenchFrontendToolEnv",
+    reward_options=("scorer",),
 )
 
 #: Every environment kind, by name.

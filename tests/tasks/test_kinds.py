@@ -38,10 +38,32 @@ def test_every_registered_environment_has_a_kind():
 
 
 def test_every_kind_has_agent_instructions():
-    from colbench_gym.instructions import INSTRUCTIONS, instructions
+    from colbench_gym.instructions import INSTRUCTIONS, TOOL_INSTRUCTIONS, instructions, tool_instructions
 
-    assert set(INSTRUCTIONS) == set(KINDS)
+    assert set(INSTRUCTIONS) == set(KINDS) == set(TOOL_INSTRUCTIONS)
     assert all("I WANT TO ANSWER:" in instructions(name) for name in KINDS)
+    assert all("submit_answer(code)" in tool_instructions(name, 7) and "at most 7 tool calls" in tool_instructions(name, 7)
+               for name in KINDS)
+    with pytest.raises(ValueError, match="no tool-calling instructions for kind 'mobile'"):
+        tool_instructions("mobile")
+
+
+@pytest.mark.parametrize("name", list(KINDS))
+def test_reward_options_and_record_fields_belong_to_their_kind(name):
+    """``reward_options`` are parameters of the kind's env (``colbench serve`` and ``train-grpo``
+    pass them to that kind only); ``record_fields`` are what its records carry beside the request
+    and the reference, so a harness sample rebuilds the task (colbench_gym.integrations)."""
+    import inspect
+
+    from colbench_gym.integrations.conversation import entry_task, task_entries
+
+    kind = KINDS[name]
+    env_params = inspect.signature(load(colbench_gym.ENVIRONMENTS[kind.env_id])).parameters
+    assert kind.reward_options and all(option in env_params for option in kind.reward_options)
+    _, [(task, info)] = task_entries(name, "embedded:test", num_tasks=1, seed=5)
+    assert set(kind.record_fields) <= set(task.to_record()) and set(kind.record_fields) <= set(info)
+    assert info["seed"] == 5 and info["task_index"] == 0 and info["task_id"] == task.task_id
+    assert entry_task(name, task.problem_description, task.ground_truth, info) == task
 
 
 def test_records_and_task_objects_have_one_kind():
