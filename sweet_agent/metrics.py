@@ -34,6 +34,7 @@ from colbench_gym.evaluation.metrics import TIE_TOLERANCE, win_value
 from colbench_gym.protocol import parse_action
 from colbench_gym.tasks.accounting import is_infrastructure, record_end_reason
 from colbench_gym.tasks.identity import task_identity
+from colbench_gym.tasks.kinds import kind_of_task
 from colbench_gym.tasks.records import record_success
 
 K = TypeVar("K", bound=Hashable)
@@ -43,8 +44,10 @@ BOOTSTRAP_SAMPLES = 2000
 
 
 def record_kind(rec: Mapping[str, Any]) -> str:
-    """``"backend"`` when the task has hidden tests, else ``"frontend"``."""
-    return "backend" if "test_cases" in (rec.get("task") or {}) else "frontend"
+    """The environment kind (``"backend"``, ``"frontend"``) of a trajectory record's task, by the
+    one table of kinds (:func:`colbench_gym.tasks.kinds.kind_of_task`): a task of no kind (or none
+    at all) is a :class:`~colbench_gym.tasks.records.TaskFormatError`, never taken for a frontend."""
+    return kind_of_task(rec.get("task"), where="trajectory record's task").name
 
 
 def agent_turn_kinds(rec: Mapping[str, Any]) -> list[str]:

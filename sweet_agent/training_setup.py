@@ -194,7 +194,8 @@ class TrainingCommand:
     config, trl.ModelConfig)``, every field a flag. A command module declares one, exposes its
     ``dataclass_types`` and ``parse_args`` (what the ``sweet-agent`` dispatcher calls), and writes
     only what is its own in ``run`` (the rows, the trainer) between :meth:`read_records` and
-    :meth:`train_policy` / :meth:`train_and_save`.
+    :meth:`train_policy` / :meth:`train_and_save` (a command that trains the policy on rows of
+    trajectories passes just those to :meth:`train_on_trajectories`).
 
     ``config`` is the config class or its ``"module:Name"``: a config derived from TRL's imports
     trl, which a command module then loads only when it parses."""
@@ -234,6 +235,25 @@ class TrainingCommand:
         from sweet_agent.training_data.records import load_records
 
         return load_records(require_data(self.prog, data_args.data))
+
+    def train_on_trajectories(self, args: SimpleNamespace, make_rows: Callable[..., list],
+                              make_trainer: Callable[..., Any], *, empty: str, fix: str, summary: str) -> int:
+        """The whole ``run`` of a command that fine-tunes the policy on rows built from the
+        trajectories of ``--data`` (RFT, multi-turn DPO): check the run, read the records, build
+        the rows (``make_rows(records, success_threshold, system_prompt, pair_rule)``), stop with
+        :func:`nothing_to_train` (``empty``; ``fix``) when there are none, print ``summary``, then
+        :meth:`train_policy`. ``empty`` and ``summary`` are formatted with the counts ``records``
+        and ``rows`` and the ``rule``."""
+        data_args, cfg, model_args = args.script, args.training, args.model
+        check_run(self.prog, cfg)
+        records = self.read_records(data_args)
+        rows = make_rows(records, data_args.success_threshold, data_args.system_prompt, data_args.pair_rule)
+        counts = {"records": len(records), "rows": len(rows), "rule": data_args.pair_rule}
+        if not rows:
+            nothing_to_train(self.prog, empty.format(**counts), fix)
+        print(f"[{self.name}] {summary.format(**counts)}")
+        self.train_policy(make_trainer, rows, cfg, model_args)
+        return 0
 
     def train_policy(self, make_trainer: Callable[..., Any], rows, cfg, model_args, model=None,
                      tokenizer=None) -> None:

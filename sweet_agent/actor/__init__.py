@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-import importlib
+from sweet_agent.lazy import lazy_exports
 
-_EXPORTS = {
+__all__, __getattr__ = lazy_exports(__name__, {
     "ActorConfig": "sweet_agent.actor.config",
     "sample_candidates": "sweet_agent.actor.candidates",
     "score_candidates": "sweet_agent.actor.candidates",
@@ -12,11 +12,4 @@ _EXPORTS = {
     "build_step_pairs": "sweet_agent.actor.candidates",
     "make_dpo_trainer": "sweet_agent.actor.trainer",
     "train_actor": "sweet_agent.actor.trainer",
-}
-__all__ = list(_EXPORTS)
-
-
-def __getattr__(name: str):
-    if name in _EXPORTS:
-        return getattr(importlib.import_module(_EXPORTS[name]), name)
-    raise AttributeError(f"module 'sweet_agent.actor' has no attribute {name!r}")
+})

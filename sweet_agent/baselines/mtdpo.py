@@ -28,9 +28,7 @@ from sweet_agent.training_data.spans import assistant_token_spans, spans_to_turn
 from sweet_agent.training_setup import (
     PreferenceDataArguments,
     TrainingCommand,
-    check_run,
     initial_copy,
-    nothing_to_train,
     resolve_machine_defaults,
 )
 
@@ -155,15 +153,9 @@ dataclass_types, parse_args = COMMAND.dataclass_types, COMMAND.parse_args
 
 
 def run(args: SimpleNamespace) -> int:
-    data_args, cfg, model_args = args.script, args.training, args.model
-    check_run(PROG, cfg)
-    records = COMMAND.read_records(data_args)
-    rows = mtdpo_rows(records, data_args.success_threshold, data_args.system_prompt, data_args.pair_rule)
-    if not rows:
-        nothing_to_train(PROG, f"no trajectory pairs under --pair_rule {data_args.pair_rule} in {len(records)} "
-                               "trajectories (no task has a preferred trajectory and a worse one)",
-                         "collect several samples per task, lower --success_threshold, or use --pair_rule reward "
-                         "/ top-bottom")
-    print(f"[train-mtdpo] {len(rows)} trajectory pairs from {len(records)} trajectories")
-    COMMAND.train_policy(make_mtdpo_trainer, rows, cfg, model_args)
-    return 0
+    return COMMAND.train_on_trajectories(
+        args, mtdpo_rows, make_mtdpo_trainer,
+        empty="no trajectory pairs under --pair_rule {rule} in {records} trajectories (no task has a preferred "
+              "trajectory and a worse one)",
+        fix="collect several samples per task, lower --success_threshold, or use --pair_rule reward / top-bottom",
+        summary="{rows} trajectory pairs from {records} trajectories")

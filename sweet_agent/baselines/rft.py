@@ -16,13 +16,7 @@ from typing import Any
 from trl import SFTConfig
 
 from sweet_agent.training_data import records as R
-from sweet_agent.training_setup import (
-    PreferenceDataArguments,
-    TrainingCommand,
-    check_run,
-    nothing_to_train,
-    resolve_machine_defaults,
-)
+from sweet_agent.training_setup import PreferenceDataArguments, TrainingCommand, resolve_machine_defaults
 
 PROG = "sweet-agent train-rft"
 PRESETS = "rft"
@@ -83,14 +77,9 @@ dataclass_types, parse_args = COMMAND.dataclass_types, COMMAND.parse_args
 
 
 def run(args: SimpleNamespace) -> int:
-    data_args, cfg, model_args = args.script, args.training, args.model
-    check_run(PROG, cfg)
-    records = COMMAND.read_records(data_args)
-    rows = rft_rows(records, data_args.success_threshold, data_args.system_prompt, data_args.pair_rule)
-    if not rows:
-        nothing_to_train(PROG, f"no trajectory of {len(records)} is kept under --pair_rule {data_args.pair_rule}",
-                         "collect more rollouts, lower --success_threshold, or use --pair_rule best / top-bottom "
-                         "(each task's best samples)")
-    print(f"[train-rft] fine-tuning on {len(rows)} of {len(records)} trajectories (rule: {data_args.pair_rule})")
-    COMMAND.train_policy(make_rft_trainer, rows, cfg, model_args)
-    return 0
+    return COMMAND.train_on_trajectories(
+        args, rft_rows, make_rft_trainer,
+        empty="no trajectory of {records} is kept under --pair_rule {rule}",
+        fix="collect more rollouts, lower --success_threshold, or use --pair_rule best / top-bottom "
+            "(each task's best samples)",
+        summary="fine-tuning on {rows} of {records} trajectories (rule: {rule})")

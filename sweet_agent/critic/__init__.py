@@ -6,9 +6,9 @@ Heavy modules (torch, transformers, trl) load only when their names are used.
 
 from __future__ import annotations
 
-import importlib
+from sweet_agent.lazy import lazy_exports
 
-_EXPORTS = {
+__all__, __getattr__ = lazy_exports(__name__, {
     "turn_advantages": "sweet_agent.critic.advantages",
     "with_privileged": "sweet_agent.critic.advantages",
     "NORMALIZATIONS": "sweet_agent.critic.advantages",
@@ -16,12 +16,4 @@ _EXPORTS = {
     "CriticTrainer": "sweet_agent.critic.trainer",
     "bradley_terry_loss": "sweet_agent.critic.trainer",
     "RegressionCritic": "sweet_agent.critic.regression",
-}
-
-__all__ = list(_EXPORTS)
-
-
-def __getattr__(name: str):
-    if name in _EXPORTS:
-        return getattr(importlib.import_module(_EXPORTS[name]), name)
-    raise AttributeError(f"module 'sweet_agent.critic' has no attribute {name!r}")
+})

@@ -7,21 +7,13 @@ second reward, and the ``sweet-agent train-grpo`` command. Heavy modules load on
 
 from __future__ import annotations
 
-import importlib
+from sweet_agent.lazy import lazy_exports
 
-_EXPORTS = {
+__all__, __getattr__ = lazy_exports(__name__, {
     "ColBenchGRPOConfig": "sweet_agent.grpo.config",
     "GRPOScriptArguments": "sweet_agent.grpo.config",
     "ColBenchGRPOTrainer": "sweet_agent.grpo.trainer",
     "SweetCriticReward": "sweet_agent.grpo.critic_reward",
     "build_prompt_dataset": "sweet_agent.grpo.data",
     "tool_system_prompt": "sweet_agent.grpo.data",
-}
-
-__all__ = list(_EXPORTS)
-
-
-def __getattr__(name: str):
-    if name in _EXPORTS:
-        return getattr(importlib.import_module(_EXPORTS[name]), name)
-    raise AttributeError(f"module 'sweet_agent.grpo' has no attribute {name!r}")
+})

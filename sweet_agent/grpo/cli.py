@@ -41,20 +41,20 @@ dataclass_types, parse_args = COMMAND.dataclass_types, COMMAND.parse_args
 def make_environment_factory(script) -> Any:
     """The TRL ``environment_factory`` for the script arguments: local ``gym.make`` or remote."""
     from colbench_gym.online import make_tool_env_factory
-    from sweet_agent.prompts import env_kind
+    from colbench_gym.tasks.kinds import kind_of_env_id
 
     if script.env_url:
         from colbench_gym.online.client import make_remote_tool_env_factory
 
         return make_remote_tool_env_factory(script.env_url)
-    kind = env_kind(script.env_id)
+    kind = kind_of_env_id(script.env_id)
     kw: dict[str, Any] = {"tasks": script.tasks, "simulator": script.simulator, "max_turns": script.max_turns}
     if script.simulator_kwargs:
         try:
             kw["simulator_kwargs"] = json.loads(script.simulator_kwargs)
         except json.JSONDecodeError as exc:
             raise ValueError(f"--simulator_kwargs must be a JSON object ({exc})") from None
-    if kind == "backend":
+    if "reward_mode" in kind.reward_options:  # only the kinds whose env takes it (the backend)
         kw["reward_mode"] = script.reward_mode
     return make_tool_env_factory(script.env_id, **kw)
 

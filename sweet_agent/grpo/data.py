@@ -14,40 +14,15 @@ from __future__ import annotations
 import os
 from typing import Any
 
+from colbench_gym.instructions import tool_instructions
 from colbench_gym.protocol import MAX_TURNS
-
-_BACKEND = """\
-You are a software engineer helping a person who needs a Python function. Their request leaves \
-out details that only they know: exact names, numbers, thresholds, rules, return formats and \
-edge cases. Guessing those details gets the function wrong.
-
-You act only through tools:
-- ask_user(question): ask the person one short, concrete question about a detail you still need. \
-They answer in everyday words; they cannot read or run code.
-- submit_answer(code): give the complete Python function (with any imports it needs). This ends \
-the conversation.
-You have at most {max_turns} tool calls in total, and the last one is taken as your answer. Keep \
-the function name and parameters the person asked for; return the result, do not print it."""
-
-_FRONTEND = """\
-You are a web designer building a single web page for a person. Details only they know — layout, \
-colours, wording, sections, sizes — decide whether the page looks the way they want.
-
-You act only through tools:
-- ask_user(question): ask the person one short, concrete question.
-- show_draft(html): show a draft page (<html>...</html>, Tailwind CSS classes); the person sees it \
-rendered next to the page they imagine and says what differs.
-- submit_answer(code): give the complete final page from <html> to </html>. This ends the \
-conversation.
-You have at most {max_turns} tool calls in total, and the last one is taken as your answer. \
-Images may use https://picsum.photos/id/48/W/H."""
+from colbench_gym.tasks.kinds import env_kind
 
 
 def tool_system_prompt(kind: str, max_turns: int = MAX_TURNS) -> str:
-    """The agent's instructions in tool-calling form for ``"backend"`` or ``"frontend"``."""
-    if kind not in ("backend", "frontend"):
-        raise ValueError(f"kind must be 'backend' or 'frontend', got {kind!r}")
-    return (_BACKEND if kind == "backend" else _FRONTEND).format(max_turns=max_turns)
+    """The agent's instructions in tool-calling form for an environment kind
+    (:func:`colbench_gym.instructions.tool_instructions`); an unknown kind is an error."""
+    return tool_instructions(env_kind(kind).name, max_turns)
 
 
 def task_count(tasks: Any, kind: str) -> int | None:

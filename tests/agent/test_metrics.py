@@ -66,6 +66,17 @@ def test_one_success_rule_with_an_optional_threshold():
     assert episode_metrics({"task": TASK, "dialogue_history": [], "reward": 1.0}).success == 1.0
 
 
+def test_a_record_of_no_kind_is_an_error_never_a_frontend_episode():
+    from colbench_gym.tasks import TaskFormatError
+    from sweet_agent.metrics import record_kind
+
+    page = {"problem_description": "A page.", "ground_truth": "<html><body>Hi</body></html>"}
+    assert record_kind({"task": TASK}) == "backend" and record_kind({"task": page}) == "frontend"
+    for task in ({"problem_description": "x", "ground_truth": "plain text"}, None):
+        with pytest.raises(TaskFormatError, match="trajectory record's task"):
+            episode_metrics({"task": task, "dialogue_history": [], "reward": 1.0})
+
+
 def test_failed_episodes_are_left_out_of_every_metric():
     recs = [_rec(ASK_THEN_ANSWER, 1.0, True, "0:0"), _rec(["?"], 0.0, None, "1:0", error="endpoint gave up")]
     eps = [episode_metrics(r, i) for i, r in enumerate(recs)]
