@@ -68,7 +68,8 @@ def _check(report):
                if report.hold[(a, b)] < REQUIRED_HOLD_RATE}
     assert not failing, f"orderings below {REQUIRED_HOLD_RATE:.0%}: {failing}\n{report.table()}"
     means = report.means()
-    assert means["blank"] < 0.1 < means["unrelated"] < means["retexted"] < means["recoloured"] < means["identical"]
+    assert means["blank"] < 0.05  # nothing drawn: about nothing earned (the first fallback: 0.654)
+    assert means["blank"] < means["unrelated"] < means["retexted"] < means["recoloured"] < means["identical"]
 
 
 @pytest.mark.browser
