@@ -9,6 +9,7 @@ import pytest
 from sweet_agent.policies.base import Policy, PolicyError, SamplingParams
 from sweet_agent.policies.exploration import DEFAULT_OPENERS, ExplorationConfig, ExploringPolicy
 from sweet_agent.policies.transformers_policy import TransformersPolicy
+from sweet_agent.trajectories import record_prefilled_turns
 from tests.training.tiny_model import build_tiny_model, build_tiny_tokenizer
 
 SAMPLING = SamplingParams(max_new_tokens=12, temperature=1.0)
@@ -79,10 +80,11 @@ def test_rollout_records_the_behaviour_policy(tiny_policy, tmp_path):
     recs = [json.loads(x) for x in (tmp_path / "t.jsonl").read_text().splitlines()]
     assert len(recs) == 2 == len(result.records)
     for r in recs:
-        prefilled = r["meta"]["exploration"]["prefilled_turns"]
-        assert [p["turn"] for p in prefilled] == [0]
+        exploration = r["meta"]["exploration"]  # one opener per agent turn ("" where none was forced)
+        assert [i for i, o in enumerate(exploration["openers"]) if o] == [0]
+        assert exploration["prefilled"] == 1 == record_prefilled_turns(r)
         first_agent = next(m for m in r["dialogue_history"] if m["role"] == "assistant")
-        assert first_agent["content"].startswith(prefilled[0]["opener"])
+        assert first_agent["content"].startswith(exploration["openers"][0])
         assert "+explore(" in r["meta"]["policy"]
 
 
@@ -146,7 +148,7 @@ def test_rft_trains_on_the_prefilled_opener(tiny_policy, tmp_path):
     assert len(trainer.train_dataset) == 2
     for row in trainer.train_dataset:
         rec = by_request[next(m["content"] for m in row["messages"] if m["role"] == "user")]
-        opener = rec["meta"]["exploration"]["prefilled_turns"][0]["opener"].strip()
+        opener = rec["meta"]["exploration"]["openers"][0].strip()
         trained = tok.decode([t for t in row["labels"] if t != -100])
         assert opener in trained, (opener, trained)
         assert rec["task"]["problem_description"] not in trained  # the request is context, not target
