@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 export HF_HUB_OFFLINE ?= 1
 export TOKENIZERS_PARALLELISM ?= false
 
-.PHONY: setup setup-base demo test test-fast bench bench-learning lint clean soak
+.PHONY: setup setup-base demo test test-fast bench bench-learning lint clean soak gpu-smoke
 
 setup:
 	@bash scripts/setup.sh full
@@ -33,6 +33,11 @@ bench-learning: setup
 # fault-injection soak of rollouts (>= 500 episodes, concurrency 32, SIGKILLs + resumes; see docs/agent.md)
 soak: setup
 	@$(PY) benchmarks/soak_rollouts.py
+
+# every training and evaluation command on the GPU with a tiny random model, each checked to have used it
+# (scripts/gpu_smoke.sh; without a GPU it says so and exits 0; the CPU counterpart runs in the tests)
+gpu-smoke: setup
+	@bash scripts/gpu_smoke.sh
 
 lint: setup
 	@$(VENV)/bin/ruff check colbench_gym sweet_agent tests examples benchmarks

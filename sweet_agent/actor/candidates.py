@@ -514,8 +514,9 @@ def _finished_file(pairs_out, settings: dict[str, Any], shard: Shard):
 def _candidate_stream(source, jobs: list[tuple[int, Messages, int, int]], sampling, turns_in_flight: int):
     """``(turn, plain candidates | exception | None)`` in ``jobs`` order. An endpoint source
     (``prefers_async``) is asked on a background event loop, ``turns_in_flight`` turns ahead of
-    the caller (which scores meanwhile); a local source yields ``None`` (the caller samples it
-    on its own device, in turn)."""
+    the caller (which scores meanwhile; 0: a turn is asked for only once the caller has scored
+    the one before, no overlap); a local source yields ``None`` (the caller samples it on its
+    own device, in turn)."""
     import asyncio
     import threading
     from collections import deque
@@ -537,8 +538,9 @@ def _candidate_stream(source, jobs: list[tuple[int, Messages, int, int]], sampli
             pending.append((k, asyncio.run_coroutine_threadsafe(source.asample_n(conv, m, sampling, s), loop)
                             if m else None))
 
+    ahead = max(0, int(turns_in_flight))
     try:
-        for _ in range(max(1, turns_in_flight)):
+        for _ in range(max(1, ahead)):
             submit()
         while pending:
             k, fut = pending.popleft()
@@ -546,8 +548,11 @@ def _candidate_stream(source, jobs: list[tuple[int, Messages, int, int]], sampli
                 result = fut.result() if fut is not None else []
             except Exception as exc:  # noqa: BLE001 - handed to the caller, which reports PolicyErrors
                 result = exc
-            submit()  # the next turn goes out while the caller scores this one
+            if ahead:
+                submit()  # the next turn goes out while the caller scores this one
             yield k, result
+            if not ahead:
+                submit()  # 0: only once the caller is done with this one (no overlap)
     finally:
         for _, fut in pending:
             if fut is not None:

