@@ -271,8 +271,8 @@ def run(args: SimpleNamespace) -> int:
     else:
         policy = tok = None
         check_stage(data_args, cfg)
+        _refuse_partitioned_models()
         if needs_local_policy(data_args, cfg):
-            _refuse_partitioned_sampling()
             policy, tok = load_model(model_args, device=stage_device(data_args, cfg))
         rows = build_pairs(data_args, cfg, policy, tok, model_args.dtype)
         if data_args.only_pairs:
@@ -284,12 +284,13 @@ def run(args: SimpleNamespace) -> int:
     return 0
 
 
-def _refuse_partitioned_sampling() -> None:
-    """Under DeepSpeed ZeRO-3 a model loads partitioned across processes (each holds a slice of
-    every weight) and cannot ``generate`` outside the training engine."""
+def _refuse_partitioned_models() -> None:
+    """Under DeepSpeed ZeRO-3 every model loads partitioned across processes (each holds a slice
+    of every weight) and cannot sample or score outside the training engine."""
     from transformers.integrations import is_deepspeed_zero3_enabled
 
     if is_deepspeed_zero3_enabled():
-        raise SystemExit(f"{PROG}: under DeepSpeed ZeRO-3 the policy loads partitioned and cannot sample or score "
-                         "candidates; build the pairs first without DeepSpeed (--only_pairs, e.g. with "
-                         "--candidates_from openai:MODEL), then train with --pairs_in under ZeRO-3")
+        raise SystemExit(f"{PROG}: under DeepSpeed ZeRO-3 the policy and the critic load partitioned and cannot sample "
+                         "or score candidates; build the pairs first without DeepSpeed (--only_pairs; --shard I/N or "
+                         "a plain multi-GPU accelerate launch, candidates from the policy or --candidates_from "
+                         "openai:MODEL), then train with --pairs_in under ZeRO-3")

@@ -1,0 +1,344 @@
+"""The step-pair stage's candidates: the local transformers path against OpenAI-compatible
+servers, side by side in one run, on the same offline records and the same model.
+
+Every path runs the real stage (``sweet_agent.actor.candidates.build_step_pairs``: sample the
+candidates of every agent turn, score them with a critic, pair them), record by record in turn,
+so a change of machine load mid-run hits every path alike:
+
+- ``local transformers``: the policy in this process (Hugging Face ``generate``, one call per turn
+  with ``num_return_sequences``; bf16; ``--device``, default ``auto``);
+- ``scripts/llama_server.py (n batched)``: llama.cpp answering the turn's one request for ``n``
+  choices in one batch (prompt decoded once, ``n`` sequences decoded together);
+- ``llama_cpp.server``: llama-cpp-python's own server, which ignores ``n`` (the stage then sends
+  ``n`` requests, served one sequence at a time; each reuses the cached prompt);
+- or any running server given by ``--base-url`` (e.g. vLLM on a GPU).
+
+The local servers run the default model's GGUF file (the weights the converted checkpoint
+holds), each started as a subprocess in its own process group and stopped by its group id.
+
+Printed: candidates/s and generated tokens/s of each path (of its sampling, i.e. the stage
+without the critic's time, and of the whole stage), the critic's scoring time per turn, distinct
+candidates per turn and candidates cut at ``--max-new-tokens``, each server's ratio to the local
+path, and the machine load (``os.getloadavg``) before, per record and after. Target (issue 23): a
+server >= 3x the local path in candidates/s.
+
+llama.cpp is not a dependency of the project: install it once, on demand::
+
+    pip install "llama-cpp-python[server]==0.3.36"   # compiles llama.cpp (~20-35 min on 2 cores)
+
+(a wheel built before is reused from pip's cache). Both servers run with llama.cpp's extra CPU
+buffer types off (weight repacking / AMX): this machine's AMX matmul of the build crashed
+(SIGSEGV in ``ggml_backend_amx_mul_mat``) on the default model; ``--extra-bufts`` turns them on.
+
+Run: ``python benchmarks/bench_step_pairs.py`` (``--help`` for sizes; ``--records FILE`` for
+your own offline records).
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from pathlib import Path
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+INSTALL = 'pip install "llama-cpp-python[server]==0.3.36"'
+
+#: Runs llama.cpp's OpenAI-compatible server; ``use_extra_bufts`` off unless asked (see above).
+_LAUNCHER = """
+import sys
+import llama_cpp.llama_cpp as C
+if not {extra}:
+    _defaults = C.llama_model_default_params
+    def _params():
+        p = _defaults()
+        p.use_extra_bufts = False
+        return p
+    C.llama_model_default_params = _params
+from llama_cpp.server.__main__ import main
+sys.argv = ["llama_cpp.server"] + sys.argv[1:]
+main()
+"""
+
+
+class ServerProcess:
+    """A local OpenAI-compatible server as a subprocess on a free port, in its own process group
+    (stopped by its group id: the server and nothing else)."""
+
+    def __init__(self, name: str, argv: list[str], log: Path):
+        self.name, self.log = name, log
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            self.port = s.getsockname()[1]
+        self.argv = [a.replace("{port}", str(self.port)) for a in argv]
+        self.proc: subprocess.Popen | None = None
+
+    @classmethod
+    def llama_cpp(cls, gguf: Path, threads: int, extra_bufts: bool, log: Path) -> ServerProcess:
+        """llama-cpp-python's ``llama_cpp.server`` (one sequence at a time; ignores ``n``)."""
+        return cls("llama_cpp.server", [sys.executable, "-c", _LAUNCHER.format(extra=extra_bufts), "--model", str(gguf),
+                                        "--host", "127.0.0.1", "--port", "{port}", "--n_ctx", "4096",
+                                        "--n_threads", str(threads), "--n_threads_batch", str(threads),
+                                        "--verbose", "false"], log)
+
+    @classmethod
+    def batched(cls, gguf: Path, threads: int, extra_bufts: bool, log: Path) -> ServerProcess:
+        """scripts/llama_server.py: llama.cpp answering ``n`` choices in one batch."""
+        return cls("scripts/llama_server.py (n batched)",
+                   [sys.executable, str(ROOT / "scripts" / "llama_server.py"), "--model", str(gguf), "--port", "{port}",
+                    "--threads", str(threads)] + (["--extra-bufts"] if extra_bufts else []), log)
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/v1"
+
+    def __enter__(self) -> ServerProcess:
+        with open(self.log, "w") as log:
+            self.proc = subprocess.Popen(self.argv, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+        t0 = time.time()
+        while True:
+            try:
+                urllib.request.urlopen(f"{self.base_url}/models", timeout=2).read()
+                break
+            except OSError:
+                if self.proc.poll() is not None or time.time() - t0 > 600:
+                    self.__exit__()
+                    raise SystemExit(f"{self.name} did not start (see {self.log})") from None
+                time.sleep(0.5)
+        print(f"[bench] {self.name} up in {time.time() - t0:.1f} s at {self.base_url} (pid {self.proc.pid})")
+        return self
+
+    def __exit__(self, *exc) -> None:
+        if self.proc is None or self.proc.poll() is not None:
+            return
+        try:
+            os.killpg(self.proc.pid, signal.SIGTERM)
+            self.proc.wait(timeout=30)
+        except (ProcessLookupError, subprocess.TimeoutExpired):
+            try:
+                os.killpg(self.proc.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            self.proc.wait(timeout=30)
+
+
+_QUESTIONS = ("Before I write it, one question: what should it return when nothing applies?",
+              "What are the exact names of the inputs, and their types?",
+              "Should the result be rounded, and how?",
+              "Are there limits or special cases I should know about?")
+
+
+def scripted_agent(questions: int):
+    """Plays offline records without a model: ``questions`` questions, then an answer (the prompts
+    the policy sees are what matter here: system prompt, task, the person's replies)."""
+    from sweet_agent.policies.base import Generation, Policy
+
+    class Scripted(Policy):
+        name = "scripted"
+
+        def generate(self, conversations, sampling=None, seeds=None):
+            out = []
+            for c in conversations:
+                k = sum(m["role"] == "assistant" for m in c)
+                out.append(Generation(_QUESTIONS[k % len(_QUESTIONS)] if k < questions else
+                                      "I WANT TO ANSWER:\ndef solution(*args):\n    return 0\n"))
+            return out
+
+    return Scripted()
+
+
+def offline_records(path: str | None, episodes: int, questions: int, out_dir: Path) -> list[dict]:
+    from sweet_agent.training_data.records import load_records
+
+    if path:
+        return load_records(path)
+    from sweet_agent.rollout.collector import RolloutConfig, collect
+
+    out = out_dir / "records.jsonl"
+    collect(scripted_agent(questions), RolloutConfig(tasks="embedded:train", num_tasks=episodes,
+                                                     max_turns=questions + 1), out, progress=False)
+    return load_records(out)
+
+
+def run_stage(name, records, policy, tok, critic, cfg, candidates=None, turns_in_flight=1) -> dict:
+    from sweet_agent.actor.candidates import build_step_pairs, local_policy
+
+    stats: dict = {}
+    timings: dict = {}
+    sampled: list[list[str]] = []  # every turn's candidates, as the stage received them
+    src = candidates if candidates is not None else local_policy(policy, tok, cfg.num_candidates)
+    if getattr(src, "prefers_async", False):
+        orig_async = src.asample_n
+
+        async def recording_async(*a, **k):
+            gens = await orig_async(*a, **k)
+            sampled.append([g.text for g in gens])
+            return gens
+
+        src.asample_n = recording_async
+    else:
+        orig = src.sample_n
+
+        def recording(*a, **k):
+            gens = orig(*a, **k)
+            sampled.append([g.text for g in gens])
+            return gens
+
+        src.sample_n = recording
+    t0 = time.perf_counter()
+    rows = build_step_pairs(records, policy, tok, critic, cfg, seed=0, stats=stats, timings=timings,
+                            candidates=src, turns_in_flight=turns_in_flight)
+    wall = time.perf_counter() - t0
+    turns = max(1, timings["sampled_turns"])
+    sampling_s = max(1e-9, wall - timings["scoring_seconds"])
+    return {"name": name, "turns": timings["sampled_turns"], "candidates": timings["sampled_candidates"],
+            "tokens": timings["sampled_tokens"], "wall": wall, "sampling": sampling_s,
+            "critic_per_turn": timings["scoring_seconds"] / turns, "pairs": len(rows),
+            "cut": stats.get("truncated_candidates", 0), "failed": stats.get("failed_turns", 0),
+            "distinct": (sum(len(set(t)) for t in sampled) / len(sampled)) if sampled else None,
+            "from": stats.get("candidates_from")}
+
+
+def _add(totals: dict[str, dict], part: dict) -> None:
+    """Sum one chunk's result into its path's totals (distinct candidates: turn-weighted)."""
+    t = totals.setdefault(part["name"], {**part, "turns": 0, "candidates": 0, "tokens": 0, "wall": 0.0,
+                                         "sampling": 0.0, "critic": 0.0, "pairs": 0, "cut": 0, "failed": 0,
+                                         "distinct_sum": 0.0})
+    for key in ("turns", "candidates", "tokens", "wall", "sampling", "pairs", "cut", "failed"):
+        t[key] += part[key]
+    t["critic"] += part["critic_per_turn"] * part["turns"]
+    t["distinct_sum"] += (part["distinct"] or 0.0) * part["turns"]
+    t["critic_per_turn"] = t["critic"] / max(1, t["turns"])
+    t["distinct"] = t["distinct_sum"] / max(1, t["turns"])
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--records", help="offline trajectory JSONL (default: a few scripted episodes of embedded:train)")
+    ap.add_argument("--episodes", type=int, default=3, help="scripted episodes when --records is not given")
+    ap.add_argument("--questions", type=int, default=1, help="questions before the answer in the scripted episodes "
+                                                              "(more: longer dialogues, longer prompts)")
+    ap.add_argument("--turns", type=int, default=6, help="agent turns used (the first N of the stage)")
+    ap.add_argument("--num-candidates", type=int, default=4, help="per turn (train-actor --config cpu: 4)")
+    ap.add_argument("--max-new-tokens", type=int, default=128, help="candidate cap (train-actor --config cpu: 128)")
+    ap.add_argument("--device", default="auto", help="device of the local path and of the critic")
+    ap.add_argument("--base-url", help="an already running OpenAI-compatible server (e.g. vLLM) instead of starting "
+                                       "llama.cpp's")
+    ap.add_argument("--model-name", default="default", help="model name sent to --base-url")
+    ap.add_argument("--server", choices=("batched", "llama_cpp", "both"), default="both",
+                    help="which local llama.cpp server(s): scripts/llama_server.py (n choices in one batch), "
+                         "llama-cpp-python's llama_cpp.server (one sequence at a time), or both")
+    ap.add_argument("--server-threads", type=int, default=os.cpu_count() or 2, help="llama.cpp server threads")
+    ap.add_argument("--extra-bufts", action="store_true", help="keep llama.cpp's extra CPU buffer types (AMX, repack)")
+    ap.add_argument("--turns-in-flight", type=int, default=0,
+                    help="turns requested ahead from the server while the critic scores (default 0: none, so "
+                         "sampling and scoring times separate cleanly; on 2 cores they share the CPU anyway)")
+    ap.add_argument("--skip-local", action="store_true", help="only the server path")
+    args = ap.parse_args(argv)
+
+    import torch
+
+    from sweet_agent.actor.candidates import StepPairConfig, stage_turns
+    from sweet_agent.critic.loading import LoadedCritic
+    from sweet_agent.devices import resolve_device
+    from sweet_agent.policies.default_model import gguf_path, resolve_model_path
+    from sweet_agent.policies.openai_policy import OpenAIPolicy
+    from sweet_agent.training_setup import load_model
+
+    load_before = os.getloadavg()
+    device = resolve_device(args.device)
+    print(f"[bench] load average before: {load_before[0]:.2f} {load_before[1]:.2f} {load_before[2]:.2f} "
+          f"on {os.cpu_count()} cores; device {device}; torch threads {torch.get_num_threads()}")
+    if not args.base_url:
+        try:
+            import llama_cpp  # noqa: F401
+            if args.server != "batched":
+                import llama_cpp.server  # noqa: F401
+        except ImportError:
+            print(f"[bench] skipped: llama.cpp's server (llama-cpp-python) is not installed; it is not a dependency "
+                  f"of the project: install it once with `{INSTALL}` (or pass --base-url of a running server)")
+            return 0
+    tmp = Path(tempfile.mkdtemp(prefix="bench_step_pairs."))
+    records = offline_records(args.records, args.episodes, args.questions, tmp)
+    cfg = StepPairConfig(num_candidates=args.num_candidates, max_new_tokens=args.max_new_tokens, temperature=1.0,
+                         pairs_per_turn=1)
+    turns = stage_turns(records, cfg)
+    keep = {ri for ri, _, _ in turns[: args.turns]}
+    records = [r for i, r in enumerate(records) if i in keep]
+    turns = stage_turns(records, cfg)
+    path = resolve_model_path("default", quiet=True)
+    policy, tok = load_model(path, "bfloat16", device=device)
+    critic_model, _ = load_model(path, "bfloat16", device=device)
+    ref, _ = load_model(path, "bfloat16", device=device)
+    critic = LoadedCritic(critic_model.eval(), ref.eval(), tok, {"normalize": "turn", "use_privileged_info": True})
+    lens = [len(tok.apply_chat_template(t[2], tokenize=False, add_generation_prompt=True)) for t in turns]
+    print(f"[bench] {len(records)} records, {len(turns)} agent turns (prompts of {min(lens)}-{max(lens)} characters), "
+          f"{args.num_candidates} candidates of up to {args.max_new_tokens} tokens per turn, temperature 1.0; "
+          "model Qwen2.5-Coder-0.5B-Instruct (local: bf16 checkpoint; server: its GGUF)")
+    local_name = "local transformers"
+    totals: dict[str, dict] = {}
+    servers: list[ServerProcess] = []
+    if not args.base_url:
+        gguf = gguf_path()
+        if args.server in ("batched", "both"):
+            servers.append(ServerProcess.batched(gguf, args.server_threads, args.extra_bufts, tmp / "batched.log"))
+        if args.server in ("llama_cpp", "both"):
+            servers.append(ServerProcess.llama_cpp(gguf, args.server_threads, args.extra_bufts, tmp / "llama_cpp.log"))
+    with contextlib.ExitStack() as stack:
+        endpoints = []  # (name, policy)
+        if args.base_url:
+            endpoints.append((f"server ({args.base_url})", lambda: OpenAIPolicy(
+                args.model_name, base_url=args.base_url, api_key="EMPTY", timeout=600, concurrency=args.num_candidates)))
+        for srv in servers:
+            stack.enter_context(srv)
+            endpoints.append((srv.name, lambda srv=srv: OpenAIPolicy(
+                "qwen2.5-coder-0.5b-instruct", base_url=srv.base_url, api_key="EMPTY", timeout=600,
+                concurrency=args.num_candidates)))
+        # record by record, every path in turn: a change of machine load mid-run hits them alike
+        for i, rec in enumerate(records):
+            print(f"[bench] record {i + 1}/{len(records)} (load {os.getloadavg()[0]:.2f}) ...", flush=True)
+            if not args.skip_local:
+                _add(totals, run_stage(local_name, [rec], policy, tok, critic, cfg))
+            for name, make in endpoints:
+                _add(totals, run_stage(name, [rec], policy, tok, critic, cfg, make(), args.turns_in_flight))
+    results = list(totals.values())
+    load_after = os.getloadavg()
+    print()
+    print("| path | turns | candidates | tokens | stage s | candidates/s | tokens/s | sampling candidates/s | "
+          "sampling tokens/s | critic s/turn | distinct/turn | cut | failed turns |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+    for r in results:
+        print(f"| {r['name']} | {r['turns']} | {r['candidates']} | {r['tokens']} | {r['wall']:.1f} | "
+              f"{r['candidates'] / r['wall']:.3f} | {r['tokens'] / r['wall']:.2f} | {r['candidates'] / r['sampling']:.3f} | "
+              f"{r['tokens'] / r['sampling']:.2f} | {r['critic_per_turn']:.2f} | "
+              f"{'-' if r['distinct'] is None else format(r['distinct'], '.1f')} | "
+              f"{r['cut']} | {r['failed']} |")
+    local = next((r for r in results if r["name"] == local_name), None)
+    if local is not None:
+        for r in results:
+            if r is local:
+                continue
+            ratio = (r["candidates"] / r["wall"]) / (local["candidates"] / local["wall"])
+            sratio = (r["candidates"] / r["sampling"]) / (local["candidates"] / local["sampling"])
+            print(f"\n{r['name']} / local, candidates per second: {sratio:.1f}x for sampling, {ratio:.1f}x for the "
+                  f"whole stage with the critic (target >= 3x for sampling: {'MET' if sratio >= 3 else 'NOT MET'})")
+    print(f"load average after: {load_after[0]:.2f} {load_after[1]:.2f} {load_after[2]:.2f} "
+          f"(before: {load_before[0]:.2f} {load_before[1]:.2f} {load_before[2]:.2f})")
+    print(json.dumps({"results": results, "load_before": load_before, "load_after": load_after}))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
