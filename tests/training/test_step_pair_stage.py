@@ -226,3 +226,42 @@ def test_train_actor_shard_needs_only_pairs(tmp_path, toy_records, tiny_model_di
     with pytest.raises(SystemExit, match="--shard 1/2 builds 1/2 of the pairs: add --only_pairs"):
         main(["train-actor", "--data", str(data), "--critic", str(tmp_path), "--model_name_or_path",
               str(tiny_model_dir), "--output_dir", str(tmp_path / "o"), "--shard", "1/2", "--report_to", "none"])
+
+
+@pytest.mark.slow
+def test_a_two_process_launch_builds_one_shard_each_and_merges_them(tmp_path, toy_records):
+    """``torchrun --nproc_per_node 2 ... train-actor --only_pairs``: each process builds its shard
+    (RANK/WORLD_SIZE), waits for the other's, and the main process writes the merged file, equal to
+    what one process writes."""
+    import subprocess
+
+    from tiny_model import save_tiny
+
+    model, critic, ref = (save_tiny(tmp_path / n, seed=s) for n, s in (("model", 2), ("critic", 0), ("ref", 1)))
+    (critic / "sweet_critic.json").write_text(json.dumps({"reference_model": str(ref)}))
+    data = tmp_path / "data.jsonl"
+    data.write_text("".join(json.dumps(r) + "\n" for r in toy_records[:4]))
+    args = ["train-actor", "--data", str(data), "--critic", str(critic), "--model_name_or_path", str(model),
+            "--num_candidates", "3", "--max_new_tokens", "6", "--only_pairs", "--report_to", "none", "--use_cpu", "true"]
+    launch = subprocess.run([str(Path(sys.executable).with_name("torchrun")), "--nproc_per_node", "2",
+                             "--master_port", str(_free_port()), "-m", "sweet_agent.cli", *args, "--output_dir",
+                             str(tmp_path / "o2"), "--pairs_out", str(tmp_path / "two.jsonl")],
+                            capture_output=True, text=True, timeout=900)
+    assert launch.returncode == 0, launch.stderr[-3000:]
+    assert "shard 0/2" in launch.stdout and "shard 1/2" in launch.stdout
+    assert "step pairs of 2 processes merged" in launch.stdout
+    one = subprocess.run([sys.executable, "-m", "sweet_agent.cli", *args, "--output_dir", str(tmp_path / "o1"),
+                          "--pairs_out", str(tmp_path / "one.jsonl")], capture_output=True, text=True, timeout=900)
+    assert one.returncode == 0, one.stderr[-3000:]
+    assert (tmp_path / "two.jsonl").read_text() == (tmp_path / "one.jsonl").read_text() != ""
+    assert PF.read_pair_meta(tmp_path / "two.jsonl")["merged_from"] == [
+        str(PF.Shard(i, 2).path(tmp_path / "two.jsonl")) for i in range(2)]
+
+
+def _free_port() -> int:
+    """A free local port for the launch's rendezvous."""
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
