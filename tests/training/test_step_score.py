@@ -152,7 +152,7 @@ def test_cli_release_step_score_loads_no_critic_reference(tmp_path, toy_records,
             "--max_new_tokens", "6", "--pairs_out", str(out), "--only_pairs"]
     assert main([*base, "--step_score", "release"]) == 0
     printed = capsys.readouterr().out
-    assert "(step score: release)" in printed and "note:" not in printed
+    assert "(step score: release; candidates from policy:" in printed and "note:" not in printed
     rows = [json.loads(x) for x in out.read_text().splitlines()]
     assert rows and all(r["chosen_score"] >= r["rejected_score"] for r in rows)
     assert main(base) == 1  # ours reads the critic's reference model, which is missing here
