@@ -59,14 +59,10 @@ INSTALL = 'pip install "llama-cpp-python[server]==0.3.36"'
 #: Runs llama.cpp's OpenAI-compatible server; ``use_extra_bufts`` off unless asked (see above).
 _LAUNCHER = """
 import sys
-import llama_cpp.llama_cpp as C
+sys.path.insert(0, {scripts!r})
 if not {extra}:
-    _defaults = C.llama_model_default_params
-    def _params():
-        p = _defaults()
-        p.use_extra_bufts = False
-        return p
-    C.llama_model_default_params = _params
+    from llama_server import disable_extra_bufts
+    disable_extra_bufts()
 from llama_cpp.server.__main__ import main
 sys.argv = ["llama_cpp.server"] + sys.argv[1:]
 main()
@@ -88,7 +84,7 @@ class ServerProcess:
     @classmethod
     def llama_cpp(cls, gguf: Path, threads: int, extra_bufts: bool, log: Path) -> ServerProcess:
         """llama-cpp-python's ``llama_cpp.server`` (one sequence at a time; ignores ``n``)."""
-        return cls("llama_cpp.server", [sys.executable, "-c", _LAUNCHER.format(extra=extra_bufts), "--model", str(gguf),
+        return cls("llama_cpp.server", [sys.executable, "-c", _LAUNCHER.format(extra=extra_bufts, scripts=str(ROOT / "scripts")), "--model", str(gguf),
                                         "--host", "127.0.0.1", "--port", "{port}", "--n_ctx", "4096",
                                         "--n_threads", str(threads), "--n_threads_batch", str(threads),
                                         "--verbose", "false"], log)

@@ -36,6 +36,22 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 
 
+def disable_extra_bufts() -> None:
+    """Load every later llama.cpp model without its extra CPU buffer types (AMX, repacking): on
+    this machine's build they crash in ``ggml_backend_amx_mul_mat`` (SIGSEGV). The one place for
+    this workaround: this server and ``benchmarks/bench_step_pairs.py``'s ``llama_cpp.server``."""
+    import llama_cpp.llama_cpp as C
+
+    defaults = C.llama_model_default_params
+
+    def params():
+        p = defaults()
+        p.use_extra_bufts = False
+        return p
+
+    C.llama_model_default_params = params
+
+
 class BatchedLlama:
     """The model, one context holding ``max_seqs`` sequences, and ``sample_n``."""
 
@@ -44,14 +60,7 @@ class BatchedLlama:
         import llama_cpp.llama_cpp as C
 
         if not extra_bufts:
-            defaults = C.llama_model_default_params
-
-            def params():
-                p = defaults()
-                p.use_extra_bufts = False
-                return p
-
-            C.llama_model_default_params = params
+            disable_extra_bufts()
         from llama_cpp import Llama
         from llama_cpp.llama_chat_format import Jinja2ChatFormatter
 
