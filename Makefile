@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 export HF_HUB_OFFLINE ?= 1
 export TOKENIZERS_PARALLELISM ?= false
 
-.PHONY: setup setup-base demo test test-fast bench bench-learning lint clean soak gpu-smoke
+.PHONY: setup setup-base demo test test-fast bench bench-learning llama-cpp lint clean soak gpu-smoke
 
 setup:
 	@bash scripts/setup.sh full
@@ -27,8 +27,16 @@ bench: setup
 
 # The learning benchmark protocol (~8 h on 2 cores in sittings, resumable; docs/training.md): zero-shot, RFT, MT-DPO, SWEET-RL and
 # critic-guided best-of-N, selected on collab:val, 3 seeds, tested once. E.g. ARGS="--profile quick".
-bench-learning: setup
+# Its step-pair candidates come from a llama.cpp server on the default model's GGUF (llama-cpp-python, next target).
+bench-learning: setup llama-cpp
 	@$(PY) benchmarks/bench_learning.py $(ARGS)
+
+# llama-cpp-python, for the llama.cpp candidate server (scripts/llama_server.py): not a dependency of the project,
+# installed once on demand (no prebuilt wheel: pip compiles llama.cpp, 20-35 min on 2 cores; pip's cache keeps the wheel)
+llama-cpp: setup
+	@if $(PY) -c "import llama_cpp" 2>/dev/null; then echo "llama-cpp-python: installed"; else \
+	  echo "llama-cpp-python: installing llama-cpp-python==0.3.36 once (compiles llama.cpp: 20-35 min on 2 cores)"; \
+	  $(VENV)/bin/pip install -q "llama-cpp-python==0.3.36"; fi
 
 # fault-injection soak of rollouts (>= 500 episodes, concurrency 32, SIGKILLs + resumes; see docs/agent.md)
 soak: setup

@@ -101,9 +101,12 @@ PROFILES: dict[str, dict[str, Any]] = {
         # per-method settings fixed in advance (the findings log in docs/training.md says where from)
         rft_steps=16, mtdpo_steps=6, critic_steps=6, critic_lr=2e-4, sweet_steps=16, sweet_nll_weight=1.0,
         num_candidates=2, candidate_tokens=96, explore_candidates=0.5, pair_turns=2,
-        # who samples step-pair candidates: "" = the policy in process, or "openai:MODEL" with
-        # candidates_base_url (a llama.cpp server with the same weights; train-actor --candidates_from)
-        candidates_from="", candidates_base_url="",
+        # who samples step-pair candidates: "auto" = on a machine without a GPU, with the default
+        # model and llama-cpp-python installed, a llama.cpp server this benchmark starts on the
+        # model's GGUF (scripts/llama_server.py: a turn's candidates in one batch); "llama" = that,
+        # or an error; "none" = the policy in process. candidates_from "openai:MODEL" with
+        # candidates_base_url uses a server you run (train-actor --candidates_from).
+        candidate_server="auto", candidates_from="", candidates_base_url="",
         # who samples best-of-N's candidates: "" = the model in process, or "openai:MODEL" with
         # best_of_base_url (the same weights on a llama.cpp server; the critic scores in process)
         best_of_policy="", best_of_base_url="",
@@ -113,8 +116,8 @@ PROFILES: dict[str, dict[str, Any]] = {
         frontend_max_new_tokens=384, frontend_max_length=1536,
     ),
     "quick": dict(  # noqa: C408
-        model="default", max_turns=2, max_new_tokens=48, max_length=768, concurrency=4,
-        train_tasks="collab:train", train_episodes=3, k=2, explore_rate=0.5, explore_turns=1, train_temperature=0.8,
+        model="default", max_turns=2, max_new_tokens=128, max_length=1024, concurrency=4,
+        train_tasks="collab:train", train_episodes=4, k=2, explore_rate=0.5, explore_turns=1, train_temperature=0.8,
         data_seed=0,
         val_tasks="collab:val", val_episodes=2, test_tasks="collab:test", test_start=1000, test_episodes=2,
         embedded_tasks="embedded:test", embedded_episodes=1, eval_temperature=0.0, eval_seed=1000,
@@ -122,7 +125,7 @@ PROFILES: dict[str, dict[str, Any]] = {
         grid_lr="5e-5,1e-4", grid_best_of="2,3",
         rft_steps=1, mtdpo_steps=1, critic_steps=1, critic_lr=1e-4, sweet_steps=1, sweet_nll_weight=1.0,
         num_candidates=2, candidate_tokens=24, explore_candidates=0.5, pair_turns=2,
-        candidates_from="", candidates_base_url="", best_of_policy="", best_of_base_url="",
+        candidate_server="auto", candidates_from="", candidates_base_url="", best_of_policy="", best_of_base_url="",
         frontend_train_tasks="generated:train", frontend_train_episodes=1, frontend_k=2,
         frontend_test_tasks="generated:test", frontend_test_episodes=1, frontend_max_turns=1,
         frontend_max_new_tokens=64, frontend_max_length=768,
@@ -220,6 +223,7 @@ class Stage:
     tmp: Path | None = None  # where the command writes; renamed to ``output`` on success
     resumable: bool = False  # a rollout: keep the partial file across restarts
     priority: int = 0
+    finish: Callable[[], None] | None = None  # instead of renaming ``tmp``: checks and moves the output itself
     extra: dict[str, Any] = field(default_factory=dict)
 
     def done(self) -> bool:
@@ -295,13 +299,19 @@ def build_stages(s: dict[str, Any], run: Path) -> dict[str, Stage]:
     def pairs(name: str, out: Path, deps: tuple[str, ...], priority: int, seed: int, data: Path, critic: Path,
               window: list[Any]) -> None:
         tmp = out.with_name(out.name + ".tmp")
-        frm = ["--candidates_from", s["candidates_from"]] if s["candidates_from"] else []
-        if s["candidates_base_url"]:
-            frm += ["--candidates_base_url", s["candidates_base_url"]]
-        stages[name] = Stage(name, out, deps, _sa(
-            "train-actor", "--config", "cpu", "--only_pairs", "--data", data, "--critic", critic, "--pairs_out", tmp,
-            "--output_dir", out.with_name(out.name + ".scratch"), "--num_candidates", s["num_candidates"],
-            "--max_new_tokens", s["candidate_tokens"], "--seed", seed, *window, *frm), tmp=tmp, priority=priority)
+
+        def cmd() -> list[str]:  # built when the stage starts: the benchmark's own server has a port by then
+            url = CANDIDATE_SERVER.base_url if CANDIDATE_SERVER is not None else s["candidates_base_url"]
+            frm = ["--candidates_from", CANDIDATE_MODEL if CANDIDATE_SERVER is not None else s["candidates_from"]]
+            frm = (frm if frm[1] else []) + (["--candidates_base_url", url] if url else [])
+            # --resume: an interrupted stage (or one whose turns failed) samples only the turns its journal lacks
+            return _sa("train-actor", "--config", "cpu", "--only_pairs", "--data", data, "--critic", critic,
+                       "--pairs_out", tmp, "--output_dir", out.with_name(out.name + ".scratch"),
+                       "--num_candidates", s["num_candidates"], "--max_new_tokens", s["candidate_tokens"],
+                       "--seed", seed, "--resume", *window, *frm)
+
+        stages[name] = Stage(name, out, deps, cmd, tmp=tmp, resumable=True, priority=priority,
+                             finish=lambda: finish_pairs(tmp, out), extra={"candidates": True})
 
     # -- offline data (one data-collection seed) and zero-shot
     rollout("collect", L.data, (), 100, tasks=s["train_tasks"], policy=s["model"], episodes=s["train_episodes"],
@@ -438,6 +448,79 @@ def build_stages(s: dict[str, Any], run: Path) -> dict[str, Stage]:
 
 
 # ------------------------------------------------------------------------------ running
+#: The llama.cpp server this benchmark started for step-pair candidates (``candidate_server``), or None.
+CANDIDATE_SERVER: Any = None
+#: The model name the step-pair stages ask it for (train-actor --candidates_from).
+CANDIDATE_MODEL = "openai:qwen2.5-coder-0.5b-instruct"
+LLAMA_INSTALL = 'pip install "llama-cpp-python==0.3.36"'
+
+
+def resolve_candidate_server(s: dict[str, Any]) -> str:
+    """``candidate_server`` as this run uses it: ``llama`` (start scripts/llama_server.py on the
+    default model's GGUF) or ``none`` (the policy in process, or a server given by
+    ``candidates_from``). ``auto`` is ``llama`` on a machine without a GPU when the model is the
+    default one and llama-cpp-python is installed: there the server samples a turn's candidates
+    in one batch on all cores, while the stage's in-process ``generate`` gets one core of two.
+    The resolved value is what the run directory's settings remember, so a resumed run cannot
+    switch backends silently."""
+    import importlib.util
+
+    want = s["candidate_server"]
+    if want not in ("auto", "llama", "none"):
+        raise SystemExit(f"error: --candidate-server must be auto, llama or none, got {want!r}")
+    if s["candidates_from"] or want == "none":
+        return "none"
+    have = importlib.util.find_spec("llama_cpp") is not None
+    if want == "llama":
+        if not have:
+            raise SystemExit(f"error: --candidate-server llama needs llama-cpp-python: install it once with "
+                             f"`{LLAMA_INSTALL}` (compiles llama.cpp, 20-35 min on 2 cores) or pass --candidate-server none")
+        if s["model"] != "default":
+            raise SystemExit("error: --candidate-server llama serves the default model's GGUF; with another --model "
+                             "run your own server (--candidates-from openai:MODEL --candidates-base-url URL)")
+        return "llama"
+    from sweet_agent.devices import resolve_device
+
+    if s["model"] != "default" or resolve_device("auto") != "cpu":
+        return "none"
+    if not have:
+        say(f"step-pair candidates from the policy in process: llama-cpp-python is not installed (`{LLAMA_INSTALL}` "
+            "once, or `make llama-cpp`, gives the faster llama.cpp server path)")
+        return "none"
+    return "llama"
+
+
+def finish_pairs(tmp: Path, out: Path) -> None:
+    """A step-pair stage's output, once every one of its turns was sampled: a turn that failed
+    after the retries leaves the stage unfinished (the next run resumes only those turns) instead
+    of a pair file silently missing them. The pair file moves with its metadata."""
+    from sweet_agent.actor.pair_files import meta_path, read_pair_meta
+
+    failed = read_pair_meta(tmp).get("failed_turns") or []
+    if failed:
+        raise RuntimeError(f"{len(failed)} turns failed after retries (turns {failed[:8]}); run again to resume them")
+    os.replace(meta_path(tmp), meta_path(out))
+    os.replace(tmp, out)
+
+
+def candidate_server(stages: dict[str, Stage], want: set[str], run: Path, s: Mapping[str, Any]) -> Any:
+    """The llama.cpp server for the step-pair stages still to run (a context manager; a null one
+    when none is needed). Its threads sleep when idle (``OMP_WAIT_POLICY=PASSIVE``): it shares the
+    cores with the other stage and with the critic scoring its own candidates."""
+    import contextlib
+
+    if s["candidate_server"] != "llama" or not any(
+            stages[n].extra.get("candidates") and not stages[n].done() for n in want):
+        return contextlib.nullcontext()
+    sys.path.insert(0, str(ROOT / "scripts"))
+    from llama_server import ServerProcess
+
+    from sweet_agent.policies.default_model import gguf_path
+
+    return ServerProcess.batched(gguf_path(), os.cpu_count() or 2, run / "logs" / "llama-server.log",
+                                 env={"OMP_WAIT_POLICY": "PASSIVE"}, model_name=CANDIDATE_MODEL.partition(":")[2])
+
+
 def _lock(run: Path, name: str) -> Path | None:
     """A per-stage lock (pid inside); None when a live process holds it."""
     lock = run / "locks" / f"{name}.lock"
@@ -509,7 +592,13 @@ def run_stage(st: Stage, run: Path) -> bool:
         if proc.returncode != 0:
             say(f"! {st.name} failed (exit {proc.returncode}) after {time.time() - t0:.0f} s; see {log}")
             return False
-        if st.tmp is not None:
+        if st.finish is not None:
+            try:
+                st.finish()
+            except Exception as exc:  # noqa: BLE001 - reported, the stage counts as failed (and resumes)
+                say(f"! {st.name}: {exc}")
+                return False
+        elif st.tmp is not None:
             os.replace(st.tmp, st.output)
         _log_timing(run, st.name, time.time() - t0)
         say(f"= {st.name} done in {time.time() - t0:.0f} s")
@@ -519,16 +608,24 @@ def run_stage(st: Stage, run: Path) -> bool:
 
 
 def run_all(stages: dict[str, Stage], run: Path, jobs: int, only: set[str] | None, settings: dict) -> None:
+    global CANDIDATE_SERVER
     want = {n for n in stages if only is None or n in only}
     failed: set[str] = set()
     running: dict[Future, str] = {}
-    with ThreadPoolExecutor(max_workers=jobs) as pool:
+    with candidate_server(stages, want, run, settings) as server, ThreadPoolExecutor(max_workers=jobs) as pool:
+        if server is not None:
+            CANDIDATE_SERVER = server
+            say(f"step-pair candidates from {server.name} at {server.base_url} (up in {server.started_in:.0f} s; "
+                f"log: {server.log})")
         while True:
             busy = set(running.values())
             ready = sorted((stages[n] for n in want if n not in busy and n not in failed and not stages[n].done()
                             and all(stages[d].done() for d in stages[n].deps)), key=lambda st: -st.priority)
             while ready and len(running) < jobs:
                 st = ready.pop(0)
+                if st.extra.get("candidates") and server is not None and not server.alive():
+                    say(f"! {server.name} exited (see {server.log}); starting it again")
+                    server.__enter__()
                 running[pool.submit(run_stage, st, run)] = st.name
             if not running:
                 break
@@ -632,8 +729,11 @@ def critic_choices(run: Path) -> list[dict[str, Any]]:
                 continue
             row = json.loads(line)
             kinds = [agent_turn_kinds({"dialogue_history": row[side]})[0] for side in ("chosen", "rejected")]
-            c = per.setdefault(int(row.get("turn_index", -1)), {"pairs": 0, "question_vs_answer": 0, "chose_question": 0})
+            c = per.setdefault(int(row.get("turn_index", -1)), {"pairs": 0, "question_vs_answer": 0, "chose_question": 0,
+                                                                 "candidates_from": []})
             c["pairs"] += 1
+            if row.get("candidates_from") and row["candidates_from"] not in c["candidates_from"]:
+                c["candidates_from"].append(row["candidates_from"])
             if set(kinds) == {"question", "answer"}:
                 c["question_vs_answer"] += 1
                 c["chose_question"] += kinds[0] == "question"
@@ -760,7 +860,8 @@ def write_report(run: Path, settings: dict) -> dict[str, Any]:
     if choices:
         md.append("Critic's choices (step pairs offering a question against an answer): " + "; ".join(
             f"{c['file']} turn {c['turn_index']}: chose the question in {c['chose_question']} of "
-            f"{c['question_vs_answer']} ({c['pairs']} pairs)" for c in choices) + ".")
+            f"{c['question_vs_answer']} ({c['pairs']} pairs; candidates from "
+            f"{', '.join(c.get('candidates_from') or ['?'])})" for c in choices) + ".")
     if offline:
         md.append("Offline data (behaviour policy, " + f"{offline['episodes']} episodes): " + "; ".join(
             f"{name} turns ({offline[name]['episodes']} episodes): tests passed {100 * offline[name]['tests']:.1f} %, "
@@ -793,6 +894,7 @@ def main(argv: list[str] | None = None) -> int:
     s = dict(PROFILES[args.profile])
     s.update({k: getattr(args, k) for k in s if getattr(args, k, None) is not None})
     check_grid(s)
+    s["candidate_server"] = resolve_candidate_server(s)
     run = Path(args.run_dir or ("runs/learning" if args.profile == "full" else f"runs/learning-{args.profile}"))
     run.mkdir(parents=True, exist_ok=True)
     settings_file = run / "settings.json"

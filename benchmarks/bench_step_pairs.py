@@ -40,19 +40,18 @@ import argparse
 import contextlib
 import json
 import os
-import signal
-import socket
-import subprocess
 import sys
 import tempfile
 import time
-import urllib.request
 from pathlib import Path
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+
+sys.path.insert(0, str(ROOT / "scripts"))
+from llama_server import ServerProcess as _Launcher  # noqa: E402 - after the path set-up
 
 INSTALL = 'pip install "llama-cpp-python[server]==0.3.36"'
 
@@ -69,17 +68,8 @@ main()
 """
 
 
-class ServerProcess:
-    """A local OpenAI-compatible server as a subprocess on a free port, in its own process group
-    (stopped by its group id: the server and nothing else)."""
-
-    def __init__(self, name: str, argv: list[str], log: Path):
-        self.name, self.log = name, log
-        with socket.socket() as s:
-            s.bind(("127.0.0.1", 0))
-            self.port = s.getsockname()[1]
-        self.argv = [a.replace("{port}", str(self.port)) for a in argv]
-        self.proc: subprocess.Popen | None = None
+class ServerProcess(_Launcher):
+    """:class:`scripts/llama_server.ServerProcess` plus llama-cpp-python's own server."""
 
     @classmethod
     def llama_cpp(cls, gguf: Path, threads: int, extra_bufts: bool, log: Path) -> ServerProcess:
@@ -89,45 +79,10 @@ class ServerProcess:
                                         "--n_threads", str(threads), "--n_threads_batch", str(threads),
                                         "--verbose", "false"], log)
 
-    @classmethod
-    def batched(cls, gguf: Path, threads: int, extra_bufts: bool, log: Path) -> ServerProcess:
-        """scripts/llama_server.py: llama.cpp answering ``n`` choices in one batch."""
-        return cls("scripts/llama_server.py (n batched)",
-                   [sys.executable, str(ROOT / "scripts" / "llama_server.py"), "--model", str(gguf), "--port", "{port}",
-                    "--threads", str(threads)] + (["--extra-bufts"] if extra_bufts else []), log)
-
-    @property
-    def base_url(self) -> str:
-        return f"http://127.0.0.1:{self.port}/v1"
-
     def __enter__(self) -> ServerProcess:
-        with open(self.log, "w") as log:
-            self.proc = subprocess.Popen(self.argv, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
-        t0 = time.time()
-        while True:
-            try:
-                urllib.request.urlopen(f"{self.base_url}/models", timeout=2).read()
-                break
-            except OSError:
-                if self.proc.poll() is not None or time.time() - t0 > 600:
-                    self.__exit__()
-                    raise SystemExit(f"{self.name} did not start (see {self.log})") from None
-                time.sleep(0.5)
-        print(f"[bench] {self.name} up in {time.time() - t0:.1f} s at {self.base_url} (pid {self.proc.pid})")
+        super().__enter__()
+        print(f"[bench] {self.name} up in {self.started_in:.1f} s at {self.base_url} (pid {self.proc.pid})")
         return self
-
-    def __exit__(self, *exc) -> None:
-        if self.proc is None or self.proc.poll() is not None:
-            return
-        try:
-            os.killpg(self.proc.pid, signal.SIGTERM)
-            self.proc.wait(timeout=30)
-        except (ProcessLookupError, subprocess.TimeoutExpired):
-            try:
-                os.killpg(self.proc.pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-            self.proc.wait(timeout=30)
 
 
 _QUESTIONS = ("Before I write it, one question: what should it return when nothing applies?",
@@ -289,7 +244,7 @@ def main(argv=None) -> int:
     if not args.base_url:
         gguf = gguf_path()
         if args.server in ("batched", "both"):
-            servers.append(ServerProcess.batched(gguf, args.server_threads, args.extra_bufts, tmp / "batched.log"))
+            servers.append(ServerProcess.batched(gguf, args.server_threads, tmp / "batched.log", extra_bufts=args.extra_bufts))
         if args.server in ("llama_cpp", "both"):
             servers.append(ServerProcess.llama_cpp(gguf, args.server_threads, args.extra_bufts, tmp / "llama_cpp.log"))
     with contextlib.ExitStack() as stack:

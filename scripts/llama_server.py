@@ -26,9 +26,13 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import signal
+import socket
+import subprocess
 import sys
 import threading
 import time
+import urllib.request
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
@@ -51,6 +55,68 @@ def disable_extra_bufts() -> None:
 
     C.llama_model_default_params = params
 
+
+
+class ServerProcess:
+    """A local OpenAI-compatible server as a subprocess on a free port, in its own process group
+    (stopped by its group id: the server and nothing else). The one launcher for the benchmarks
+    that start a server of their own (``bench_step_pairs.py``, ``bench_learning.py``)."""
+
+    def __init__(self, name: str, argv: list[str], log: Path, env: dict[str, str] | None = None,
+                 start_timeout: float = 600.0):
+        self.name, self.log, self.env, self.start_timeout = name, Path(log), env, start_timeout
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            self.port = s.getsockname()[1]
+        self.argv = [a.replace("{port}", str(self.port)) for a in argv]
+        self.proc: subprocess.Popen | None = None
+
+    @classmethod
+    def batched(cls, gguf: str | os.PathLike[str], threads: int, log: Path, *, extra_bufts: bool = False,
+                env: dict[str, str] | None = None, model_name: str = "default") -> ServerProcess:
+        """This script: llama.cpp answering ``n`` choices in one batch."""
+        return cls("scripts/llama_server.py (n batched)",
+                   [sys.executable, str(Path(__file__).resolve()), "--model", str(gguf), "--port", "{port}",
+                    "--threads", str(threads), "--model-name", model_name] + (["--extra-bufts"] if extra_bufts else []),
+                   log, env)
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/v1"
+
+    def alive(self) -> bool:
+        return self.proc is not None and self.proc.poll() is None
+
+    def __enter__(self) -> ServerProcess:
+        self.log.parent.mkdir(parents=True, exist_ok=True)
+        with open(self.log, "a") as log:
+            self.proc = subprocess.Popen(self.argv, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+                                         env=None if self.env is None else {**os.environ, **self.env})
+        t0 = time.time()
+        while True:
+            try:
+                urllib.request.urlopen(f"{self.base_url}/models", timeout=2).read()
+                break
+            except OSError:
+                if self.proc.poll() is not None or time.time() - t0 > self.start_timeout:
+                    self.__exit__()
+                    raise SystemExit(f"{self.name} did not start (see {self.log})") from None
+                time.sleep(0.5)
+        self.started_in = time.time() - t0
+        return self
+
+    def __exit__(self, *exc) -> None:
+        if self.proc is None or self.proc.poll() is not None:
+            return
+        try:
+            os.killpg(self.proc.pid, signal.SIGTERM)
+            self.proc.wait(timeout=30)
+        except (ProcessLookupError, subprocess.TimeoutExpired):
+            try:
+                os.killpg(self.proc.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            self.proc.wait(timeout=30)
 
 class BatchedLlama:
     """The model, one context holding ``max_seqs`` sequences, and ``sample_n``."""

@@ -20,7 +20,7 @@ import importlib
 import json
 import os
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import SimpleNamespace
@@ -237,11 +237,13 @@ class TrainingCommand:
         return load_records(require_data(self.prog, data_args.data))
 
     def train_on_trajectories(self, args: SimpleNamespace, make_rows: Callable[..., list],
-                              make_trainer: Callable[..., Any], *, empty: str, fix: str, summary: str) -> int:
+                              make_trainer: Callable[..., Any], *, empty: str, fix: str, rules: Mapping[str, str],
+                              summary: str) -> int:
         """The whole ``run`` of a command that fine-tunes the policy on rows built from the
         trajectories of ``--data`` (RFT, multi-turn DPO): check the run, read the records, build
         the rows (``make_rows(records, success_threshold, system_prompt, pair_rule)``), stop with
-        :func:`nothing_to_train` (``empty``; ``fix``) when there are none, print ``summary``, then
+        :func:`nothing_to_train` (``empty``; ``fix`` and the other ``rules``, see :func:`no_rows_advice`)
+        when there are none, print ``summary``, then
         :meth:`train_policy`. ``empty`` and ``summary`` are formatted with the counts ``records``
         and ``rows`` and the ``rule``."""
         data_args, cfg, model_args = args.script, args.training, args.model
@@ -250,7 +252,8 @@ class TrainingCommand:
         rows = make_rows(records, data_args.success_threshold, data_args.system_prompt, data_args.pair_rule)
         counts = {"records": len(records), "rows": len(rows), "rule": data_args.pair_rule}
         if not rows:
-            nothing_to_train(self.prog, empty.format(**counts), fix)
+            nothing_to_train(self.prog, empty.format(**counts),
+                             no_rows_advice(data_args.pair_rule, records, fix, rules))
         print(f"[{self.name}] {summary.format(**counts)}")
         self.train_policy(make_trainer, rows, cfg, model_args)
         return 0
@@ -347,6 +350,20 @@ def check_report_to(prog: str, report_to: str | list[str] | None) -> None:
                 name == "tensorboard" and importlib.util.find_spec("tensorboardX")):
             raise SystemExit(f"{prog}: --report_to {name} needs the {module!r} package; "
                              f"`pip install {module}` or choose another logger (none, tensorboard, wandb, trackio)")
+
+
+def no_rows_advice(rule: str, records: Sequence[Mapping[str, Any]], collect: str, rules: Mapping[str, str]) -> str:
+    """What to change when ``--pair_rule rule`` built nothing from ``records``: when every
+    trajectory has the same reward no rule can prefer one, so the advice is the data; otherwise
+    ``collect``, the threshold (for the ``success`` rule, the only one it decides) and the other
+    ``rules`` (name -> when it helps), never the rule in use."""
+    rewards = {r.get("reward") for r in records}
+    if len(records) > 1 and len(rewards) == 1:
+        return (f"every one of the {len(records)} trajectories has reward {next(iter(rewards))!r}, so no --pair_rule "
+                f"can prefer one: {collect} (more samples per task, a longer --max-new-tokens, easier tasks)")
+    tips = [collect] + (["lower --success_threshold"] if rule == "success" else [])
+    others = [f"--pair_rule {name}" + (f" ({why})" if why else "") for name, why in rules.items() if name != rule]
+    return ", ".join(tips) + (", or use " + " / ".join(others) if others else "")
 
 
 def nothing_to_train(prog: str, why: str, what_to_change: str) -> NoReturn:

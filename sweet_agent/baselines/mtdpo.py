@@ -157,5 +157,6 @@ def run(args: SimpleNamespace) -> int:
         args, mtdpo_rows, make_mtdpo_trainer,
         empty="no trajectory pairs under --pair_rule {rule} in {records} trajectories (no task has a preferred "
               "trajectory and a worse one)",
-        fix="collect several samples per task, lower --success_threshold, or use --pair_rule reward / top-bottom",
+        fix="collect several samples per task",
+        rules={"reward": "any reward gap", "top-bottom": "each task's best against its worst"},
         summary="{rows} trajectory pairs from {records} trajectories")

@@ -80,6 +80,6 @@ def run(args: SimpleNamespace) -> int:
     return COMMAND.train_on_trajectories(
         args, rft_rows, make_rft_trainer,
         empty="no trajectory of {records} is kept under --pair_rule {rule}",
-        fix="collect more rollouts, lower --success_threshold, or use --pair_rule best / top-bottom "
-            "(each task's best samples)",
+        fix="collect more rollouts",
+        rules={"best": "each task's best samples", "top-bottom": "each task's best samples"},
         summary="fine-tuning on {rows} of {records} trajectories (rule: {rule})")

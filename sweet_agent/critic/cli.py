@@ -42,6 +42,7 @@ def run(args: SimpleNamespace) -> int:
     from sweet_agent.training_setup import (
         check_run,
         load_model,
+        no_rows_advice,
         nothing_to_train,
         peft_config,
         resolve_model,
@@ -57,8 +58,9 @@ def run(args: SimpleNamespace) -> int:
     if not pairs:
         nothing_to_train(PROG, f"no preference pairs under --pair_rule {data_args.pair_rule} in {len(records)} "
                                "trajectories (no task has a preferred trajectory and a worse one)",
-                         "collect several samples per task, lower --success_threshold, or use --pair_rule reward "
-                         "(any reward gap) / top-bottom (continuous rewards such as the frontend's)")
+                         no_rows_advice(data_args.pair_rule, records, "collect several samples per task",
+                                        {"reward": "any reward gap",
+                                         "top-bottom": "continuous rewards such as the frontend's"}))
     train, held = split_by_task(pairs, data_args.eval_fraction, cfg.seed)
     print(f"[train-critic] {len(records)} trajectories -> {len(train)} train / {len(held)} held-out pairs "
           f"(rule: {data_args.pair_rule})")

@@ -186,3 +186,75 @@ def test_seed_variance_widens_the_interval():
     one = hierarchical_bootstrap({0: base})
     three = hierarchical_bootstrap({sd: base for sd in range(3)})
     assert (three.high - three.low) == pytest.approx(one.high - one.low, rel=0.25)
+
+
+def test_candidate_server_resolution(bench, monkeypatch):
+    """auto: the llama.cpp server on a CPU-only machine with the default model and llama-cpp-python;
+    the policy in process otherwise; a server of the user's own (candidates_from) always wins."""
+    import importlib.util as iu
+
+    import sweet_agent.devices as devices
+
+    s = dict(bench.PROFILES["full"])
+    assert s["candidate_server"] == "auto" and bench.PROFILES["quick"]["candidate_server"] == "auto"
+    real_find = iu.find_spec
+    have = {"llama_cpp": True}
+    monkeypatch.setattr(iu, "find_spec", lambda name, *a: object() if have.get(name) else
+                        (None if name in have else real_find(name, *a)))
+    monkeypatch.setattr(devices, "resolve_device", lambda spec="auto": "cpu")
+    assert bench.resolve_candidate_server(dict(s)) == "llama"
+    assert bench.resolve_candidate_server(dict(s, model="/some/other/model")) == "none"
+    assert bench.resolve_candidate_server(dict(s, candidates_from="openai:m", candidates_base_url="http://x/v1")) == "none"
+    assert bench.resolve_candidate_server(dict(s, candidate_server="none")) == "none"
+    monkeypatch.setattr(devices, "resolve_device", lambda spec="auto": "cuda:0")
+    assert bench.resolve_candidate_server(dict(s)) == "none"  # generate on the GPU
+    monkeypatch.setattr(devices, "resolve_device", lambda spec="auto": "cpu")
+    have["llama_cpp"] = False
+    assert bench.resolve_candidate_server(dict(s)) == "none"
+    with pytest.raises(SystemExit, match="llama-cpp-python"):
+        bench.resolve_candidate_server(dict(s, candidate_server="llama"))
+    with pytest.raises(SystemExit, match="auto, llama or none"):
+        bench.resolve_candidate_server(dict(s, candidate_server="vllm"))
+
+
+def test_step_pair_stages_ask_the_benchmark_server_and_resume(bench, tmp_path, monkeypatch):
+    s = dict(bench.PROFILES["quick"], candidate_server="llama")
+    stages = bench.build_stages(s, tmp_path)
+    pair_stages = [st for st in stages.values() if st.extra.get("candidates")]
+    assert {st.name for st in pair_stages} >= {"pairs-first-s0", "pairs-later-s2", "pairs-frontend-s1"}
+
+    class Server:
+        base_url = "http://127.0.0.1:5555/v1"
+
+    monkeypatch.setattr(bench, "CANDIDATE_SERVER", Server())
+    for st in pair_stages:
+        cmd = st.command()
+        assert cmd[cmd.index("--candidates_from") + 1] == bench.CANDIDATE_MODEL
+        assert cmd[cmd.index("--candidates_base_url") + 1] == Server.base_url
+        assert "--resume" in cmd and st.resumable  # an interrupted stage keeps its journal
+    monkeypatch.setattr(bench, "CANDIDATE_SERVER", None)
+    cmd = stages["pairs-first-s0"].command()
+    assert "--candidates_from" not in cmd and "--candidates_base_url" not in cmd  # the policy in process
+    own = bench.build_stages(dict(s, candidates_from="openai:mine", candidates_base_url="http://h:1/v1"), tmp_path)
+    cmd = own["pairs-first-s0"].command()
+    assert cmd[cmd.index("--candidates_from") + 1] == "openai:mine"
+    assert cmd[cmd.index("--candidates_base_url") + 1] == "http://h:1/v1"
+
+
+def test_a_pair_stage_with_failed_turns_is_not_done(bench, tmp_path):
+    """finish_pairs: turns that failed after retries leave no output (the next run resumes them);
+    a complete file moves with its metadata."""
+    from sweet_agent.actor.pair_files import meta_path
+
+    tmp, out = tmp_path / "first-s0.jsonl.tmp", tmp_path / "first-s0.jsonl"
+    tmp.write_text('{"prompt": "p"}\n')
+    from sweet_agent.actor.pair_files import FORMAT
+
+    meta_path(tmp).write_text(json.dumps({"format": FORMAT, "failed_turns": [3, 7], "counts": {"turns": 9}}))
+    with pytest.raises(RuntimeError, match="2 turns failed"):
+        bench.finish_pairs(tmp, out)
+    assert not out.exists() and tmp.exists()
+    meta_path(tmp).write_text(json.dumps({"format": FORMAT, "failed_turns": [], "counts": {"turns": 9}}))
+    bench.finish_pairs(tmp, out)
+    assert out.read_text() == '{"prompt": "p"}\n' and json.loads(meta_path(out).read_text())["counts"]["turns"] == 9
+    assert not tmp.exists() and not meta_path(tmp).exists()

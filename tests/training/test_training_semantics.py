@@ -261,6 +261,23 @@ def test_nothing_to_train_is_one_line_not_a_traceback(command, tmp_path, tiny_mo
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith(f"sweet-agent {command}: nothing to train on: ")
     assert "--pair_rule" in err[0] and "Traceback" not in err[0]
+    # every trajectory scored 0.0: no rule can pair them, so the advice is the data, not another rule
+    assert "every one of the 3 trajectories has reward 0.0" in err[0]
+
+
+@pytest.mark.parametrize("command,rule", [("train-critic", "success"), ("train-critic", "reward"),
+                                          ("train-rft", "success"), ("train-mtdpo", "reward")])
+def test_nothing_to_train_never_suggests_the_rule_in_use(command, rule, tmp_path, tiny_model_dir, capsys):
+    """One trajectory per task, rewards that differ across tasks: nothing pairs within a task
+    (RFT's success rule keeps nothing below the threshold)."""
+    recs = [make_traj(make_task(i), False, 0.1 * i, 0) for i in range(3)]
+    with pytest.raises(SystemExit) as exc:
+        main([command, "--data", _trajs(tmp_path, recs), "--model_name_or_path", str(tiny_model_dir),
+              "--output_dir", str(tmp_path / "o"), "--pair_rule", rule])
+    assert exc.value.code == NOTHING_TO_TRAIN
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and f"--pair_rule {rule} " not in err[0].partition("; ")[2] + " "
+    assert ("lower --success_threshold" in err[0]) == (rule == "success")
 
 
 def test_actor_with_no_step_pairs_is_one_line(tmp_path, tiny_model_dir, capsys):
