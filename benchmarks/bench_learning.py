@@ -128,7 +128,7 @@ PROFILES: dict[str, dict[str, Any]] = {
         candidate_server="auto", candidates_from="", candidates_base_url="", best_of_policy="", best_of_base_url="",
         frontend_train_tasks="generated:train", frontend_train_episodes=1, frontend_k=2,
         frontend_test_tasks="generated:test", frontend_test_episodes=1, frontend_max_turns=1,
-        frontend_max_new_tokens=64, frontend_max_length=768,
+        frontend_max_new_tokens=384, frontend_max_length=1536,
     ),
 }
 
@@ -634,7 +634,10 @@ def run_all(stages: dict[str, Stage], run: Path, jobs: int, only: set[str] | Non
                 name = running.pop(fut)
                 if not fut.result():
                     failed.add(name)
-                write_report(run, settings)
+                try:
+                    write_report(run, settings)
+                except Exception as exc:  # noqa: BLE001 - a report from partial results must not stop the stages
+                    say(f"! report not written: {type(exc).__name__}: {exc}")
     blocked = sorted(n for n in want if not stages[n].done())
     say("all stages done" if not blocked else f"not done: {', '.join(blocked)}")
 
@@ -723,6 +726,8 @@ def critic_choices(run: Path) -> list[dict[str, Any]]:
     """Per pair file and agent turn: pairs, and how often the critic chose a question over an answer."""
     out = []
     for f in sorted((run / "pairs").glob("*.jsonl")):
+        if not f.name.endswith(".jsonl") or ".tmp" in f.name:  # a stage still running: its file and journal
+            continue
         per: dict[int, dict[str, int]] = {}
         for line in f.read_text(encoding="utf-8").splitlines():
             if not line.strip():

@@ -360,7 +360,7 @@ def no_rows_advice(rule: str, records: Sequence[Mapping[str, Any]], collect: str
     rewards = {r.get("reward") for r in records}
     if len(records) > 1 and len(rewards) == 1:
         return (f"every one of the {len(records)} trajectories has reward {next(iter(rewards))!r}, so no --pair_rule "
-                f"can prefer one: {collect} (more samples per task, a longer --max-new-tokens, easier tasks)")
+                f"can prefer one: {collect}, with a longer --max-new-tokens or on easier tasks, so that samples differ")
     tips = [collect] + (["lower --success_threshold"] if rule == "success" else [])
     others = [f"--pair_rule {name}" + (f" ({why})" if why else "") for name, why in rules.items() if name != rule]
     return ", ".join(tips) + (", or use " + " / ".join(others) if others else "")

@@ -258,3 +258,19 @@ def test_a_pair_stage_with_failed_turns_is_not_done(bench, tmp_path):
     bench.finish_pairs(tmp, out)
     assert out.read_text() == '{"prompt": "p"}\n' and json.loads(meta_path(out).read_text())["counts"]["turns"] == 9
     assert not tmp.exists() and not meta_path(tmp).exists()
+
+
+def test_critic_choices_skip_a_running_stage_and_name_the_backend(bench, tmp_path):
+    """The report is rewritten while a step-pair stage runs: its ``.tmp`` file and journal are not
+    pair files yet. A finished file's rows say which backend sampled them."""
+    q = [{"role": "user", "content": "p"}, {"role": "assistant", "content": "What rate should I use?"}]
+    a = [{"role": "user", "content": "p"}, {"role": "assistant", "content": "I WANT TO ANSWER: def f(): return 0"}]
+    _write(tmp_path / "pairs" / "first-s0.jsonl", [
+        {"chosen": q, "rejected": a, "turn_index": 0, "candidates_from": "openai:m"},
+        {"chosen": a, "rejected": q, "turn_index": 0, "candidates_from": "openai:m"},
+        {"chosen": q, "rejected": q, "turn_index": 0, "candidates_from": "openai:m"}])
+    _write(tmp_path / "pairs" / "later-s0.jsonl.tmp.turns.jsonl", [{"turn": 3, "rows": []}])
+    _write(tmp_path / "pairs" / "later-s0.jsonl.tmp", [{"turn": 3}])
+    got = bench.critic_choices(tmp_path)
+    assert got == [{"file": "first-s0.jsonl", "turn_index": 0, "pairs": 3, "question_vs_answer": 2,
+                    "chose_question": 1, "candidates_from": ["openai:m"]}]
