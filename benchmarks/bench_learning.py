@@ -43,6 +43,7 @@ import json
 import os
 import shlex
 import shutil
+import signal
 import subprocess
 import sys
 import threading
@@ -290,9 +291,10 @@ def build_stages(s: dict[str, Any], run: Path) -> dict[str, Stage]:
         tmp = out.with_name(out.name + ".tmp")
 
         def cmd() -> list[str]:
+            # the LoRA adapter alone (~17 MB): ~27 merged 0.5B copies would take ~60 GB of disk
             return _sa(command, "--config", "cpu", "--output_dir", tmp, "--max_steps", steps,
                        "--max_length", s["frontend_max_length"] if frontend else s["max_length"],
-                       "--save_strategy", "no", "--report_to", "none", "--seed", seed,
+                       "--save_strategy", "no", "--report_to", "none", "--seed", seed, "--merge_adapter", "false",
                        *(args() if callable(args) else args))
         stages[name] = Stage(name, out, deps, cmd, tmp=tmp, priority=priority)
 
@@ -542,6 +544,36 @@ def _lock(run: Path, name: str) -> Path | None:
 
 
 _JOBS = 1
+#: Set by SIGINT / SIGTERM: no stage starts any more, the running ones are stopped.
+STOP = threading.Event()
+_running: dict[int, subprocess.Popen] = {}
+_running_lock = threading.Lock()
+
+
+def _stop_group(proc: subprocess.Popen) -> None:
+    try:
+        os.killpg(proc.pid, signal.SIGTERM)
+    except ProcessLookupError:
+        pass
+
+
+def request_stop(signum: int, _frame: Any = None) -> None:
+    """Stop the run: every running stage's process group gets SIGTERM (what they wrote stays:
+    rollouts resume from their partial files, step pairs from their journals); a second signal
+    kills them."""
+    again = STOP.is_set()
+    STOP.set()
+    say(f"{signal.Signals(signum).name}: stopping the running stages" + (" (killing them)" if again else ""))
+    with _running_lock:
+        procs = list(_running.values())
+    for proc in procs:
+        if again:
+            try:
+                os.killpg(proc.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        else:
+            _stop_group(proc)
 
 
 def _threads_per_stage() -> int:
@@ -588,7 +620,20 @@ def run_stage(st: Stage, run: Path) -> bool:
         with open(log, "a", encoding="utf-8") as fh:
             fh.write("$ " + " ".join(shlex.quote(str(c)) for c in cmd) + "\n")
             fh.flush()
-            proc = subprocess.run(cmd, cwd=ROOT, stdout=fh, stderr=subprocess.STDOUT, env=env, check=False)
+            # its own process group: a stop (Ctrl-C, SIGTERM) ends the stage and everything it started
+            proc = subprocess.Popen(cmd, cwd=ROOT, stdout=fh, stderr=subprocess.STDOUT, env=env, start_new_session=True)
+            with _running_lock:
+                _running[proc.pid] = proc
+            try:
+                if STOP.is_set():
+                    _stop_group(proc)
+                proc.wait()
+            finally:
+                with _running_lock:
+                    _running.pop(proc.pid, None)
+        if STOP.is_set():
+            say(f"~ {st.name} stopped after {time.time() - t0:.0f} s (the next run continues it)")
+            return False
         if proc.returncode != 0:
             say(f"! {st.name} failed (exit {proc.returncode}) after {time.time() - t0:.0f} s; see {log}")
             return False
@@ -619,8 +664,9 @@ def run_all(stages: dict[str, Stage], run: Path, jobs: int, only: set[str] | Non
                 f"log: {server.log})")
         while True:
             busy = set(running.values())
-            ready = sorted((stages[n] for n in want if n not in busy and n not in failed and not stages[n].done()
-                            and all(stages[d].done() for d in stages[n].deps)), key=lambda st: -st.priority)
+            ready = [] if STOP.is_set() else sorted(
+                (stages[n] for n in want if n not in busy and n not in failed and not stages[n].done()
+                 and all(stages[d].done() for d in stages[n].deps)), key=lambda st: -st.priority)
             while ready and len(running) < jobs:
                 st = ready.pop(0)
                 if st.extra.get("candidates") and server is not None and not server.alive():
@@ -639,7 +685,8 @@ def run_all(stages: dict[str, Stage], run: Path, jobs: int, only: set[str] | Non
                 except Exception as exc:  # noqa: BLE001 - a report from partial results must not stop the stages
                     say(f"! report not written: {type(exc).__name__}: {exc}")
     blocked = sorted(n for n in want if not stages[n].done())
-    say("all stages done" if not blocked else f"not done: {', '.join(blocked)}")
+    say("stopped; the same command continues" if STOP.is_set() else
+        "all stages done" if not blocked else f"not done: {', '.join(blocked)}")
 
 
 # ------------------------------------------------------------------------------ report
@@ -923,7 +970,12 @@ def main(argv: list[str] | None = None) -> int:
             return 2
         global _JOBS
         _JOBS = max(1, args.jobs)
+        signal.signal(signal.SIGINT, request_stop)
+        signal.signal(signal.SIGTERM, request_stop)
         run_all(stages, run, _JOBS, only, s)
+        if STOP.is_set():
+            write_report(run, s)
+            return 130
     report = write_report(run, s)
     print((run / "results.md").read_text())
     return 0 if report["test"] else 1

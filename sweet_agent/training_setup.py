@@ -43,6 +43,11 @@ class TrainingDataArguments:
     system_prompt: str | None = field(
         default=None, metadata={"help": "agent system prompt of the rollouts (default: the one each record's "
                                         "meta carries)"})
+    merge_adapter: bool = field(
+        default=True, metadata={"help": "with LoRA (--use_peft): also save the adapter merged into a copy of the "
+                                        "base model, a plain checkpoint any tool loads (default); false: save only "
+                                        "the adapter (OUTPUT_DIR/adapter, ~17 MB for the default model at r 8 "
+                                        "instead of ~2 GB), which every sweet-agent loader merges into its base"})
 
 
 @dataclass
@@ -255,24 +260,24 @@ class TrainingCommand:
             nothing_to_train(self.prog, empty.format(**counts),
                              no_rows_advice(data_args.pair_rule, records, fix, rules))
         print(f"[{self.name}] {summary.format(**counts)}")
-        self.train_policy(make_trainer, rows, cfg, model_args)
+        self.train_policy(make_trainer, rows, cfg, model_args, merge=data_args.merge_adapter)
         return 0
 
     def train_policy(self, make_trainer: Callable[..., Any], rows, cfg, model_args, model=None,
-                     tokenizer=None) -> None:
+                     tokenizer=None, merge: bool = True) -> None:
         """Load ``--model_name_or_path`` (unless ``model`` and ``tokenizer`` are given), build its
         trainer on ``rows`` (``make_trainer(model, tokenizer, rows, cfg, peft_config=...)``, LoRA
         with ``--use_peft``), then :meth:`train_and_save`."""
         if model is None:
             model, tokenizer = load_model(model_args)
         trainer = make_trainer(model, tokenizer, rows, cfg, peft_config=peft_config(model_args))
-        self.train_and_save(trainer, tokenizer, cfg, model_args)
+        self.train_and_save(trainer, tokenizer, cfg, model_args, merge)
 
-    def train_and_save(self, trainer, tokenizer, cfg, model_args) -> None:
+    def train_and_save(self, trainer, tokenizer, cfg, model_args, merge: bool = True) -> None:
         """Train (resuming from ``--resume_from_checkpoint``, if any) and save the final model
-        where the next stage loads it (:func:`save_final`)."""
+        where the next stage loads it (:func:`save_final`; ``merge=False``: the LoRA adapter alone)."""
         trainer.train(resume_from_checkpoint=resume_checkpoint(cfg))
-        save_final(trainer, tokenizer, cfg.output_dir, model_args)
+        save_final(trainer, tokenizer, cfg.output_dir, model_args, merge=merge)
         print(f"[{self.name}] saved to {cfg.output_dir}")
 
 
@@ -397,12 +402,14 @@ def load_model(spec, dtype: str | None = "float32", attn_implementation: str | N
     runs outside a Trainer (the step-pair stage's policy, critic and reference); ``None`` leaves
     it where it loads (the CPU), for the Trainer to place."""
     import torch
-    from transformers import AutoModelForCausalLM, AutoTokenizer
+    from transformers import AutoTokenizer
+
+    from sweet_agent.policies.checkpoints import load_causal_lm, tokenizer_dir
 
     if hasattr(spec, "model_name_or_path"):
         spec, dtype, attn_implementation = spec.model_name_or_path, spec.dtype, spec.attn_implementation
     path = resolve_model(spec)
-    tok = AutoTokenizer.from_pretrained(path)
+    tok = AutoTokenizer.from_pretrained(tokenizer_dir(path))
     if tok.pad_token is None:
         tok.pad_token = tok.eos_token
     if not tok.chat_template:
@@ -410,7 +417,7 @@ def load_model(spec, dtype: str | None = "float32", attn_implementation: str | N
     kw: dict[str, Any] = {"dtype": dtype if dtype in (None, "auto") else getattr(torch, dtype)}
     if attn_implementation:
         kw["attn_implementation"] = attention_implementation(attn_implementation)
-    model = AutoModelForCausalLM.from_pretrained(path, **kw)
+    model = load_causal_lm(path, **kw)  # a LoRA adapter (--merge_adapter false): merged into its base
     model.config.use_cache = False
     if device is not None:
         from sweet_agent.devices import place
@@ -490,10 +497,14 @@ def resume_checkpoint(cfg) -> str | None:
     return str(spec)
 
 
-def save_final(trainer, tokenizer, output_dir: str, model_args=None) -> None:
+def save_final(trainer, tokenizer, output_dir: str, model_args=None, merge: bool = True) -> None:
     """Save a plain checkpoint the next stage loads like any model, through the trainer's own
-    saving path (which gathers ZeRO-3-partitioned weights). A LoRA run saves its adapter that way,
-    then the main process merges it into a fresh copy of the base model."""
+    saving path (which gathers ZeRO-3-partitioned weights). A LoRA run saves its adapter that way
+    (in ``adapter/``), then the main process merges it into a fresh copy of the base model; with
+    ``merge=False`` (``--merge_adapter false``) the adapter and the tokenizer are all it saves,
+    which every loader accepts (:mod:`sweet_agent.policies.checkpoints`)."""
+    from sweet_agent.policies.checkpoints import ADAPTER_SUBDIR, load_causal_lm
+
     summary = distributed_summary(trainer)
     if summary:
         print(f"[save] {summary}; saving the final model to {output_dir}", flush=True)
@@ -501,13 +512,17 @@ def save_final(trainer, tokenizer, output_dir: str, model_args=None) -> None:
     if not hasattr(model, "merge_and_unload"):
         trainer.save_model(output_dir)
         return
-    adapter_dir = os.path.join(output_dir, "adapter")
+    adapter_dir = os.path.join(output_dir, ADAPTER_SUBDIR)
     trainer.save_model(adapter_dir)
     trainer.accelerator.wait_for_everyone()
+    if not merge:
+        if trainer.accelerator.is_main_process:
+            tokenizer.save_pretrained(adapter_dir)
+        trainer.accelerator.wait_for_everyone()
+        return
     if trainer.accelerator.is_main_process:
         import torch
         from peft import PeftModel
-        from transformers import AutoModelForCausalLM
 
         if model_args is not None:
             base_path = resolve_model(model_args.model_name_or_path)
@@ -515,7 +530,7 @@ def save_final(trainer, tokenizer, output_dir: str, model_args=None) -> None:
             base_path = model.peft_config["default"].base_model_name_or_path
         dtype = next(model.parameters()).dtype if model_args is None else model_args.dtype
         dtype = getattr(torch, dtype) if isinstance(dtype, str) and dtype != "auto" else dtype
-        base = AutoModelForCausalLM.from_pretrained(base_path, dtype=dtype)
+        base = load_causal_lm(base_path, dtype=dtype)
         merged = PeftModel.from_pretrained(base, adapter_dir).merge_and_unload()
         merged.save_pretrained(output_dir)
         tokenizer.save_pretrained(output_dir)

@@ -280,7 +280,7 @@ def run(args: SimpleNamespace) -> int:
     if not rows:
         nothing_to_train(PROG, "no step pairs (every turn's candidates were identical, or no turns were selected)",
                          "raise --num_candidates, --temperature or --turn_fraction")
-    COMMAND.train_policy(make_dpo_trainer, rows, cfg, model_args, policy, tok)
+    COMMAND.train_policy(make_dpo_trainer, rows, cfg, model_args, policy, tok, merge=data_args.merge_adapter)
     return 0
 
 

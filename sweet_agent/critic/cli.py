@@ -83,7 +83,7 @@ def run(args: SimpleNamespace) -> int:
             critic.save_pretrained(cfg.output_dir)
             tok.save_pretrained(cfg.output_dir)
     else:
-        save_final(trainer, tok, cfg.output_dir, model_args)
+        save_final(trainer, tok, cfg.output_dir, model_args, merge=data_args.merge_adapter)
     meta = {"reference_model": resolve_model(model_args.model_name_or_path), "critic_type": cfg.critic_type,
             "normalize": cfg.normalize, "use_privileged_info": priv, "beta": cfg.beta,
             "pair_rule": data_args.pair_rule, "system_prompt": data_args.system_prompt,

@@ -314,14 +314,17 @@ def _convert_local_gguf(path: Path, quiet: bool) -> Path:
 def resolve_model_path(spec: str | os.PathLike[str] | None = None, *, quiet: bool = False,
                        install: bool = False) -> str:
     """Turn a ``--policy`` spec into a local checkpoint directory (see the module docstring)."""
+    from sweet_agent.policies.checkpoints import adapter_dir
+
     text = "default" if spec is None else os.fspath(spec)
     path = Path(text).expanduser()
     if path.exists():
         if path.is_file() and path.suffix == ".gguf":
             return str(_convert_local_gguf(path, quiet))
-        if path.is_dir() and (path / "config.json").is_file():
-            return str(path)
-        raise ModelNotAvailableError(f"{path}: not a model checkpoint (expected a directory with config.json, or a .gguf file)")
+        if path.is_dir() and ((path / "config.json").is_file() or adapter_dir(path) is not None):
+            return str(path)  # a model, or a LoRA adapter its loader merges into its base (policies.checkpoints)
+        raise ModelNotAvailableError(f"{path}: not a model checkpoint (expected a directory with config.json, a LoRA "
+                                     "adapter directory, or a .gguf file)")
     copy = ALIASES.get(text) or ALIASES.get(text.lower())
     hub_id = copy.hub_id if copy else text
     if "/" in hub_id and not hub_id.startswith(("/", ".")):

@@ -159,17 +159,18 @@ class TransformersPolicy(Policy):
         """Load a model by local path, hub id (from the HF cache when offline) or ``None``/
         ``"default"`` for the embedded default policy (see :mod:`sweet_agent.policies.default_model`),
         on ``device`` (:func:`sweet_agent.devices.resolve_device`: ``auto`` = CUDA, MPS, CPU)."""
-        from transformers import AutoModelForCausalLM, AutoTokenizer
+        from transformers import AutoTokenizer
 
         from sweet_agent.devices import resolve_device
+        from sweet_agent.policies.checkpoints import load_causal_lm, tokenizer_dir
         from sweet_agent.policies.default_model import resolve_model_path
 
         device = resolve_device(device)
 
         path = resolve_model_path(spec, quiet=quiet)
-        tokenizer = AutoTokenizer.from_pretrained(path)
+        tokenizer = AutoTokenizer.from_pretrained(tokenizer_dir(path))
         tokenizer.padding_side = "left"
-        model = AutoModelForCausalLM.from_pretrained(path, dtype=_torch_dtype(dtype))
+        model = load_causal_lm(path, dtype=_torch_dtype(dtype))  # a LoRA adapter: merged into its base
         model.to(device)
         model.eval()
         from sweet_agent.policies.default_model import ALIASES

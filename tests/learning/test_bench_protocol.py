@@ -274,3 +274,44 @@ def test_critic_choices_skip_a_running_stage_and_name_the_backend(bench, tmp_pat
     got = bench.critic_choices(tmp_path)
     assert got == [{"file": "first-s0.jsonl", "turn_index": 0, "pairs": 3, "question_vs_answer": 2,
                     "chose_question": 1, "candidates_from": ["openai:m"]}]
+
+
+def test_a_stop_ends_the_running_stages_and_what_they_started(bench, tmp_path, monkeypatch):
+    """SIGINT / SIGTERM (request_stop): the running stage's whole process group ends (here a
+    command that started a child of its own), the stage is not done, and no stage starts after."""
+    import os
+    import signal
+    import threading
+    import time
+
+    pidfile = tmp_path / "child.pid"
+    script = ("import subprocess, sys, time; p = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(120)']);"
+              f"open({str(pidfile)!r}, 'w').write(str(p.pid)); time.sleep(120)")
+    st = bench.Stage("sleeper", tmp_path / "out.txt", (), [sys.executable, "-c", script])
+    monkeypatch.setattr(bench, "STOP", threading.Event())
+    result = {}
+    th = threading.Thread(target=lambda: result.setdefault("ok", bench.run_stage(st, tmp_path)))
+    th.start()
+    for _ in range(600):
+        if pidfile.exists() and pidfile.read_text().strip() and bench._running:
+            break
+        time.sleep(0.05)
+    child = int(pidfile.read_text())
+    (stage_pid,) = bench._running
+    bench.request_stop(signal.SIGTERM)
+    th.join(60)
+    assert not th.is_alive() and result["ok"] is False and not st.done()
+    for pid in (stage_pid, child):  # both gone (a zombie of an exited parent is reaped by init)
+        for _ in range(200):
+            try:
+                os.kill(pid, 0)
+            except ProcessLookupError:
+                break
+            if open(f"/proc/{pid}/stat").read().split(")")[1].split()[0] == "Z":
+                break
+            time.sleep(0.05)
+        else:
+            raise AssertionError(f"process {pid} still runs after the stop")
+    stages = {"next": bench.Stage("next", tmp_path / "next.txt", (), [sys.executable, "-c", "pass"])}
+    bench.run_all(stages, tmp_path, 1, None, dict(bench.PROFILES["quick"], candidate_server="none"))
+    assert not stages["next"].done()  # nothing starts once stopped
