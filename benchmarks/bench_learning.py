@@ -133,7 +133,7 @@ PROFILES: dict[str, dict[str, Any]] = {
     ),
 }
 
-_print_lock = threading.Lock()
+_print_lock = threading.RLock()  # say() is also called from the signal handler
 
 
 def say(msg: str) -> None:
@@ -524,7 +524,10 @@ def candidate_server(stages: dict[str, Stage], want: set[str], run: Path, s: Map
 
 
 def _lock(run: Path, name: str) -> Path | None:
-    """A per-stage lock (pid inside); None when a live process holds it."""
+    """A per-stage lock: the benchmark's pid, then the stage's process group once it started.
+    None when a live benchmark holds it. A stale lock (its benchmark is gone) whose stage group
+    still runs (an orphan of a benchmark that was SIGKILLed) has that group stopped first, so two
+    copies of a stage never write the same files."""
     lock = run / "locks" / f"{name}.lock"
     lock.parent.mkdir(parents=True, exist_ok=True)
     for _ in range(2):
@@ -535,12 +538,34 @@ def _lock(run: Path, name: str) -> Path | None:
             return lock
         except FileExistsError:
             try:
-                pid = int(lock.read_text() or "0")
-                os.kill(pid, 0)
+                pid, _, group = (lock.read_text() or "0").partition(" ")
+                os.kill(int(pid), 0)
                 return None  # held by a live process
             except (ValueError, ProcessLookupError, PermissionError):
+                _stop_orphan(group, name)
                 lock.unlink(missing_ok=True)  # stale
     return None
+
+
+def _stop_orphan(group: str, name: str) -> None:
+    """SIGTERM (then SIGKILL after 30 s) the process group ``group`` left running by a benchmark
+    that is gone."""
+    if not group.strip().isdigit():
+        return
+    pgid = int(group)
+    for sig, wait_s in ((signal.SIGTERM, 30.0), (signal.SIGKILL, 10.0)):
+        try:
+            os.killpg(pgid, sig)
+        except ProcessLookupError:
+            return
+        say(f"~ {name}: stopping the stage left running by a benchmark that is gone (group {pgid}, {sig.name})")
+        deadline = time.time() + wait_s
+        while time.time() < deadline:
+            try:
+                os.killpg(pgid, 0)
+            except ProcessLookupError:
+                return
+            time.sleep(0.5)
 
 
 _JOBS = 1
@@ -625,13 +650,14 @@ def run_stage(st: Stage, run: Path) -> bool:
             with _running_lock:
                 _running[proc.pid] = proc
             try:
+                lock.write_text(f"{os.getpid()} {proc.pid}")  # the stage's group, for a resume after a SIGKILL
                 if STOP.is_set():
                     _stop_group(proc)
                 proc.wait()
             finally:
                 with _running_lock:
                     _running.pop(proc.pid, None)
-        if STOP.is_set():
+        if proc.returncode != 0 and STOP.is_set():
             say(f"~ {st.name} stopped after {time.time() - t0:.0f} s (the next run continues it)")
             return False
         if proc.returncode != 0:
@@ -671,7 +697,12 @@ def run_all(stages: dict[str, Stage], run: Path, jobs: int, only: set[str] | Non
                 st = ready.pop(0)
                 if st.extra.get("candidates") and server is not None and not server.alive():
                     say(f"! {server.name} exited (see {server.log}); starting it again")
-                    server.__enter__()
+                    try:
+                        server.__enter__()
+                    except SystemExit as exc:  # it does not start: stop cleanly rather than wait on the rest
+                        say(f"! {exc}; stopping the run")
+                        request_stop(signal.SIGTERM)
+                        break
                 running[pool.submit(run_stage, st, run)] = st.name
             if not running:
                 break
@@ -946,12 +977,19 @@ def main(argv: list[str] | None = None) -> int:
     s = dict(PROFILES[args.profile])
     s.update({k: getattr(args, k) for k in s if getattr(args, k, None) is not None})
     check_grid(s)
-    s["candidate_server"] = resolve_candidate_server(s)
     run = Path(args.run_dir or ("runs/learning" if args.profile == "full" else f"runs/learning-{args.profile}"))
     run.mkdir(parents=True, exist_ok=True)
     settings_file = run / "settings.json"
-    if settings_file.exists():
-        old = json.loads(settings_file.read_text())
+    old = json.loads(settings_file.read_text()) if settings_file.exists() else None
+    if old is not None:
+        old.setdefault("candidate_server", "none")  # run directories from before the setting sampled in process
+    if old is not None and args.candidate_server is None:
+        s["candidate_server"] = old["candidate_server"]  # a resumed run keeps the backend it started with
+        if s["candidate_server"] == "llama" and not (args.list or args.report_only):
+            resolve_candidate_server(s)  # one line if the bindings are gone
+    else:
+        s["candidate_server"] = resolve_candidate_server(s)
+    if old is not None:
         if old != s:
             diff = {k: (old.get(k), s.get(k)) for k in set(old) | set(s) if old.get(k) != s.get(k)}
             print(f"error: {run} was made with other settings {diff}; use another --run-dir", file=sys.stderr)
@@ -970,11 +1008,14 @@ def main(argv: list[str] | None = None) -> int:
             return 2
         global _JOBS
         _JOBS = max(1, args.jobs)
-        signal.signal(signal.SIGINT, request_stop)
-        signal.signal(signal.SIGTERM, request_stop)
+        for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+            signal.signal(sig, request_stop)
         run_all(stages, run, _JOBS, only, s)
         if STOP.is_set():
-            write_report(run, s)
+            try:
+                write_report(run, s)
+            except Exception as exc:  # noqa: BLE001 - partial results; the stages are what matters
+                say(f"! report not written: {type(exc).__name__}: {exc}")
             return 130
     report = write_report(run, s)
     print((run / "results.md").read_text())

@@ -441,6 +441,11 @@ def initial_copy(model):
     if not getattr(model, "name_or_path", None):
         raise ValueError("under DeepSpeed ZeRO-3 the reference model cannot be copied from a partitioned model: "
                          "pass ref_model=AutoModelForCausalLM.from_pretrained(...)")
+    from sweet_agent.policies.checkpoints import adapter_dir, load_causal_lm
+
+    if adapter_dir(model.name_or_path) is not None:
+        return load_causal_lm(model.name_or_path, dtype=model.dtype,
+                              attn_implementation=model.config._attn_implementation).eval()
     return type(model).from_pretrained(model.name_or_path, dtype=model.dtype,
                                        attn_implementation=model.config._attn_implementation).eval()
 
@@ -503,13 +508,16 @@ def save_final(trainer, tokenizer, output_dir: str, model_args=None, merge: bool
     (in ``adapter/``), then the main process merges it into a fresh copy of the base model; with
     ``merge=False`` (``--merge_adapter false``) the adapter and the tokenizer are all it saves,
     which every loader accepts (:mod:`sweet_agent.policies.checkpoints`)."""
-    from sweet_agent.policies.checkpoints import ADAPTER_SUBDIR, load_causal_lm
+    from sweet_agent.policies.checkpoints import ADAPTER_SUBDIR, load_causal_lm, remove_plain_model
 
     summary = distributed_summary(trainer)
     if summary:
         print(f"[save] {summary}; saving the final model to {output_dir}", flush=True)
     model = trainer.accelerator.unwrap_model(trainer.model)
     if not hasattr(model, "merge_and_unload"):
+        if not merge and trainer.accelerator.is_main_process:
+            print("[save] note: --merge_adapter false applies to LoRA runs (--use_peft); this run trained every "
+                  "weight, so it saves the whole model", flush=True)
         trainer.save_model(output_dir)
         return
     adapter_dir = os.path.join(output_dir, ADAPTER_SUBDIR)
@@ -518,6 +526,7 @@ def save_final(trainer, tokenizer, output_dir: str, model_args=None, merge: bool
     if not merge:
         if trainer.accelerator.is_main_process:
             tokenizer.save_pretrained(adapter_dir)
+            remove_plain_model(output_dir)  # a merged model left from an earlier run would shadow the adapter
         trainer.accelerator.wait_for_everyone()
         return
     if trainer.accelerator.is_main_process:

@@ -31,11 +31,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def _tokenizer_for(name: str):
     from transformers import AutoTokenizer
 
+    from sweet_agent.policies.checkpoints import tokenizer_dir
     from sweet_agent.policies.default_model import resolve_model_path
 
     if name.startswith("openai:"):
         raise ValueError(f"policy {name!r} is an API model: pass --tokenizer with a local tokenizer of that model")
-    return AutoTokenizer.from_pretrained(resolve_model_path(name.split("+", 1)[0]))
+    return AutoTokenizer.from_pretrained(tokenizer_dir(resolve_model_path(name.split("+", 1)[0])))
 
 
 def export_release(records: list[dict], out: Path, *, tokenizer: str | None = None, drop_incomplete: bool = False,

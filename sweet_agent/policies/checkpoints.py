@@ -68,10 +68,17 @@ def load_causal_lm(path: str | os.PathLike[str], **kwargs: Any):
 
     from sweet_agent.policies.default_model import resolve_model_path
 
-    base = load_causal_lm(resolve_model_path(adapter_base(adapter), quiet=True), **kwargs)  # an adapter's adapter too
+    import torch
+
+    # merged in float32 then cast once, as a merged checkpoint is (merging in bf16 rounds twice)
+    dtype = kwargs.get("dtype")
+    base = load_causal_lm(resolve_model_path(adapter_base(adapter), quiet=True),  # an adapter's adapter too
+                          **{**kwargs, "dtype": torch.float32})
     model = PeftModel.from_pretrained(base, str(adapter)).merge_and_unload()
+    if dtype not in (None, "auto", torch.float32, "float32"):
+        model = model.to(getattr(torch, dtype) if isinstance(dtype, str) else dtype)
     # what this model is: an adapter trained on top of it records this folder as its base
-    model.config._name_or_path = model.name_or_path = str(Path(path))
+    model.config._name_or_path = model.name_or_path = os.path.abspath(path)
     return model
 
 
@@ -87,5 +94,22 @@ def tokenizer_dir(path: str | os.PathLike[str]) -> str:
     if adapter is not None:
         from sweet_agent.policies.default_model import resolve_model_path
 
-        return resolve_model_path(adapter_base(adapter), quiet=True)
+        return tokenizer_dir(resolve_model_path(adapter_base(adapter), quiet=True))  # its base may be an adapter
     return str(p)
+
+
+#: What a saved plain model consists of (removed when an adapter-only save reuses the folder, so a
+#: stale merged model cannot shadow the new adapter).
+MODEL_FILES = ("config.json", "generation_config.json", "model.safetensors", "model.safetensors.index.json",
+               "pytorch_model.bin", "pytorch_model.bin.index.json")
+
+
+def remove_plain_model(folder: str | os.PathLike[str]) -> list[str]:
+    """Delete a plain model's files from ``folder`` (its weight shards included); the names removed."""
+    p = Path(folder)
+    gone = []
+    for f in [*(p / n for n in MODEL_FILES), *p.glob("model-*-of-*.safetensors"), *p.glob("pytorch_model-*-of-*.bin")]:
+        if f.is_file():
+            f.unlink()
+            gone.append(f.name)
+    return gone

@@ -315,3 +315,41 @@ def test_a_stop_ends_the_running_stages_and_what_they_started(bench, tmp_path, m
     stages = {"next": bench.Stage("next", tmp_path / "next.txt", (), [sys.executable, "-c", "pass"])}
     bench.run_all(stages, tmp_path, 1, None, dict(bench.PROFILES["quick"], candidate_server="none"))
     assert not stages["next"].done()  # nothing starts once stopped
+
+
+def test_a_resume_keeps_the_candidate_backend_it_started_with(bench, tmp_path, monkeypatch):
+    import importlib.util as iu
+
+    run = tmp_path / "run"
+    run.mkdir()
+    old = {k: v for k, v in bench.PROFILES["quick"].items() if k != "candidate_server"}  # made before the setting
+    (run / "settings.json").write_text(json.dumps(old))
+    assert bench.main(["--profile", "quick", "--run-dir", str(run), "--list"]) == 0  # read as "none": no refusal
+    (run / "settings.json").write_text(json.dumps(dict(old, candidate_server="llama")))
+    real_find = iu.find_spec
+    monkeypatch.setattr(iu, "find_spec", lambda name, *a: None if name == "llama_cpp" else real_find(name, *a))
+    assert bench.main(["--profile", "quick", "--run-dir", str(run), "--list"]) == 0  # listing needs no server
+    with pytest.raises(SystemExit, match="llama-cpp-python"):  # running does: one line, not another backend
+        bench.main(["--profile", "quick", "--run-dir", str(run), "--only", "collect"])
+    assert bench.main(["--profile", "quick", "--run-dir", str(run), "--list", "--candidate-server", "none"]) == 2
+
+
+def test_a_stale_lock_stops_the_orphaned_stage_first(bench, tmp_path):
+    """The benchmark that held the lock is gone but its stage (own process group) still runs:
+    taking the lock stops that group, so two copies never write the same files."""
+    import os
+    import subprocess
+
+    orphan = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"], start_new_session=True)
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    (tmp_path / "locks").mkdir()
+    (tmp_path / "locks" / "collect.lock").write_text(f"{dead.pid} {orphan.pid}")
+    import threading
+
+    reaper = threading.Thread(target=orphan.wait)  # as init reaps a real orphan
+    reaper.start()
+    lock = bench._lock(tmp_path, "collect")
+    reaper.join(60)
+    assert lock is not None and lock.read_text() == str(os.getpid())
+    assert orphan.returncode == -15  # SIGTERM

@@ -110,3 +110,39 @@ def test_an_adapter_written_on_another_machine_finds_the_built_in_base(tmp_path)
     assert adapter_base(tmp_path) == "default"
     (tmp_path / "adapter_config.json").write_text(json.dumps({"base_model_name_or_path": "org/unknown-model"}))
     assert adapter_base(tmp_path) == "org/unknown-model"
+
+
+def test_bfloat16_loading_rounds_once_like_the_merged_checkpoint(runs):
+    """Merged in float32 then cast: bit-identical to the merged checkpoint loaded in bf16 (a merge
+    done in bf16 rounds twice and flips ~1 ulp in many weights)."""
+    merged = load_causal_lm(runs["merged"], dtype=torch.bfloat16).state_dict()
+    loaded = load_causal_lm(runs["adapter"], dtype=torch.bfloat16).state_dict()
+    assert all(v.dtype == torch.bfloat16 for v in loaded.values())
+    assert all(torch.equal(merged[k], loaded[k]) for k in merged)
+
+
+def test_an_adapter_only_save_removes_a_stale_merged_model(runs, tmp_path):
+    """Reusing a folder that holds a merged model: the adapter saved there is what loads."""
+    out = tmp_path / "reused"
+    shutil.copytree(runs["merged"], out)
+    _train(tmp_path, runs["data"], runs["merged"].parent / "adapter", "reused", merge=False,
+           extra=["--pair_rule", "best", "--learning_rate", "1e-2"])
+    assert not (out / "config.json").exists() and not list(out.glob("*.safetensors"))
+    assert adapter_dir(out) == out / "adapter"
+
+
+def test_tokenizer_and_base_of_a_chain_resolve_from_anywhere(runs, monkeypatch, tmp_path):
+    """The recorded base is absolute (loads from another working directory), and a chained
+    adapter saved without a tokenizer finds the first one's."""
+    from sweet_agent.policies.checkpoints import tokenizer_dir
+
+    monkeypatch.chdir(runs["tmp"])
+    rel = _train(runs["tmp"], runs["data"], "adapter", "chained", merge=False,
+                 extra=["--pair_rule", "best", "--learning_rate", "1e-2"])
+    monkeypatch.chdir(tmp_path)
+    assert adapter_base(rel / "adapter") == str(runs["adapter"].resolve())
+    for f in (rel / "adapter").glob("*token*"):
+        f.unlink()
+    for f in ("vocab.json", "merges.txt", "special_tokens_map.json", "chat_template.jinja"):
+        (rel / "adapter" / f).unlink(missing_ok=True)
+    assert tokenizer_dir(rel) == str(runs["adapter"] / "adapter")
