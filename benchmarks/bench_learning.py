@@ -961,6 +961,69 @@ def write_report(run: Path, settings: dict) -> dict[str, Any]:
     return report
 
 
+# ------------------------------------------------------------------------------ the demo's adapter
+def export_adapter(run: Path, out: Path, method: str = "sweet", seed: int | None = None) -> dict[str, Any]:
+    """Copy the LoRA adapter of ``method`` (training seed ``seed``, default the first: the
+    validation-chosen grid point's own model) out of a run directory as a small, shippable PEFT
+    folder: weights in bfloat16 (~9 MB for the default 0.5B model at r 8), no tokenizer (its base
+    has it), and ``PROVENANCE.json`` saying what made it — the benchmark command line of the
+    training stage, the code commit, the grid point and its validation numbers, the run's
+    settings and the weights' sha256. Refuses a run whose selection for ``method`` is missing.
+    Written to a temporary folder and renamed, so ``out`` is whole or absent."""
+    import hashlib
+
+    from safetensors.torch import load_file, save_file
+
+    s = json.loads((run / "settings.json").read_text())
+    seed = seeds_of(s)[0] if seed is None else seed
+    L = Layout(run)
+    if not L.selection(method).exists():
+        raise SystemExit(f"error: {run} has no selection for {method} yet ({L.selection(method)}); run the benchmark "
+                         "until its validation stages are done")
+    sel = json.loads(L.selection(method).read_text())
+    point = sel["chosen"]
+    model = L.models / method / (f"g{point}-s{seed}" if seed == seeds_of(s)[0] else f"s{seed}")
+    adapter = model / "adapter"
+    if not (adapter / "adapter_config.json").is_file():
+        raise SystemExit(f"error: {model} holds no LoRA adapter (adapter/adapter_config.json)")
+    stage = f"train-{method}-{model.name}"
+    log = run / "logs" / f"{stage}.log"
+    command = next((line[2:].strip() for line in log.read_text(encoding="utf-8").splitlines()
+                    if line.startswith("$ ")), None) if log.exists() else None
+    commit_file = run.parent / f"{run.name}.commit"
+    tmp = out.with_name(out.name + ".tmp")
+    shutil.rmtree(tmp, ignore_errors=True)
+    tmp.mkdir(parents=True)
+    weights = load_file(str(adapter / "adapter_model.safetensors"))
+    save_file({k: v.to(torch_bf16()) for k, v in weights.items()}, str(tmp / "adapter_model.safetensors"))
+    cfg = json.loads((adapter / "adapter_config.json").read_text())
+    cfg["base_model_name_or_path"] = s["model"]  # "default": found on any machine (policies.checkpoints)
+    (tmp / "adapter_config.json").write_text(json.dumps(cfg, indent=2))
+    blob = (tmp / "adapter_model.safetensors").read_bytes()
+    val = next((v for v in sel["val"] if v["point"] == point), {})
+    info = {"method": LABELS[method], "training_seed": seed, "grid_point": grid_points(s, method)[point],
+            "validation": {k: val.get(k) for k in ("episodes", "tests_passed", "success")},
+            "selection_rule": sel.get("rule"), "stage": stage, "command": command,
+            "commit": commit_file.read_text().strip() if commit_file.exists() else None,
+            "settings": s, "weights_sha256": hashlib.sha256(blob).hexdigest(), "weights_bytes": len(blob),
+            "dtype": "bfloat16 (trained in float32; rounded once for shipping)",
+            "summary": f"{LABELS[method]}, training seed {seed}, "
+                       + ", ".join(f"{k} {v:g}" for k, v in grid_points(s, method)[point].items())
+                       + " (chosen on validation)",
+            "reproduce": f"python benchmarks/bench_learning.py --run-dir RUN && python benchmarks/bench_learning.py "
+                         f"--run-dir RUN --export-adapter {out}"}
+    (tmp / "PROVENANCE.json").write_text(json.dumps(info, indent=2))
+    shutil.rmtree(out, ignore_errors=True)
+    os.replace(tmp, out)
+    return info
+
+
+def torch_bf16():
+    import torch
+
+    return torch.bfloat16
+
+
 # ------------------------------------------------------------------------------ main
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -971,6 +1034,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--only", default=None, help="comma-separated stage names (their missing deps are not run)")
     ap.add_argument("--report-only", action="store_true", help="just rewrite the report from what exists")
     ap.add_argument("--list", action="store_true", help="list stages and whether they are done")
+    ap.add_argument("--export-adapter", metavar="DIR", default=None,
+                    help="write SWEET-RL's validation-chosen LoRA adapter (first training seed) to DIR as a small "
+                         "shippable folder with its PROVENANCE.json (what `make demo` plays), then exit")
     for key, val in PROFILES["full"].items():
         ap.add_argument("--" + key.replace("_", "-"), type=type(val), default=None, help=f"(full: {val!r})")
     args = ap.parse_args(argv)
@@ -997,6 +1063,11 @@ def main(argv: list[str] | None = None) -> int:
     else:
         _write_atomic(settings_file, json.dumps(s, indent=2))
     stages = build_stages(s, run)
+    if args.export_adapter:
+        info = export_adapter(run, Path(args.export_adapter))
+        print(f"{args.export_adapter}: {info['summary']}; {info['weights_bytes'] / 1e6:.1f} MB of weights "
+              f"(sha256 {info['weights_sha256'][:12]}), validation tests passed {info['validation']['tests_passed']}")
+        return 0
     if args.list:
         for st in sorted(stages.values(), key=lambda x: -x.priority):
             print(f"{'done' if st.done() else '    '}  {st.name:<28} <- {', '.join(st.deps) or '-'}")

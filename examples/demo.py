@@ -10,7 +10,12 @@ What it shows, end to end on CPU with no network and no GPU:
    offline record shape, then the file is graded again in the sandbox and summarised with the
    paper's metrics, and read back as a Hugging Face dataset;
 4. the static trajectory viewer is written to ``runs/demo/viewer/index.html`` (open it from
-   ``file://``: transcripts, per-test verdicts, metrics with confidence intervals).
+   ``file://``: transcripts, per-test verdicts, metrics with confidence intervals);
+5. what training does: the same held-out ``collab:test`` tasks (one hidden detail decides each
+   answer; a guess earns little) played greedily by the untrained model and by the model with the
+   SWEET-RL LoRA adapter shipped in ``examples/adapters/`` (trained by the learning benchmark;
+   its ``PROVENANCE.json`` names the command and commit), side by side, and the viewer's paired
+   comparison of the two runs in ``runs/demo/trained/viewer/index.html``.
 
 Run ``python -m examples.demo --help`` for the knobs (more tasks, samples, tokens).
 """
@@ -26,6 +31,9 @@ from pathlib import Path
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
+
+#: The SWEET-RL LoRA adapter the learning benchmark trained (see its PROVENANCE.json).
+TRAINED = Path(__file__).resolve().parent / "adapters" / "sweet-collab-qwen2.5-coder-0.5b"
 
 
 def _show_episode(rec: dict, width: int = 100) -> None:
@@ -50,6 +58,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--output", default="runs/demo/trajectories.jsonl")
     ap.add_argument("--policy", default="default", help="policy spec (see `sweet-agent rollout --help`)")
+    ap.add_argument("--trained", default=None,
+                    help="a trained checkpoint or LoRA adapter to compare with the untrained model on held-out "
+                         "collab:test tasks (default: the shipped SWEET-RL adapter; 'none' skips the comparison)")
+    ap.add_argument("--trained-tasks", type=int, default=4, help="held-out collab:test tasks for the comparison "
+                                                                  "(default: %(default)s)")
     args = ap.parse_args(argv)
 
     from transformers.utils import logging as hf_logging
@@ -95,6 +108,81 @@ def main(argv: list[str] | None = None) -> int:
 
     index = build_site(ViewConfig(runs=[str(out)], output=str(out.parent / "viewer"), names=["demo"]), progress=False)
     print(f"[demo] trajectory viewer: file://{index.resolve()}")
+    if args.trained is None and not TRAINED.exists():
+        print(f"[demo] no trained adapter is shipped yet ({TRAINED.relative_to(Path.cwd()) if TRAINED.is_relative_to(Path.cwd()) else TRAINED}: "
+              "the learning benchmark's run produces it); pass --trained PATH to compare one")
+        return 0
+    if args.trained != "none":
+        args.trained = args.trained or str(TRAINED)
+        return compare_trained(args, out.parent / "trained")
+    return 0
+
+
+def compare_trained(args: argparse.Namespace, out_dir: Path) -> int:
+    """Part 5: the untrained and the trained policy on the same held-out collab tasks, greedy,
+    with the learning benchmark's episode settings (3 agent turns of up to 128 tokens, seed 1000)."""
+    from sweet_agent.metrics import episode_metrics
+    from sweet_agent.policies import SamplingParams, load_policy
+    from sweet_agent.policies.default_model import ModelNotAvailableError
+    from sweet_agent.rollout.collector import RolloutConfig, collect
+    from sweet_agent.viewer import ViewConfig, build_site
+
+    trained = Path(args.trained)
+    if not trained.exists():
+        print(f"[demo] --trained {trained}: no such checkpoint or adapter; pass one, or --trained none", file=sys.stderr)
+        return 2
+    provenance = trained / "PROVENANCE.json"
+    about = ""
+    if provenance.is_file():
+        import json
+
+        info = json.loads(provenance.read_text(encoding="utf-8"))
+        about = f" ({info.get('method', 'trained')}, {info.get('summary', '')})".replace(", )", ")")
+    n = args.trained_tasks
+    indices = list(range(1000, 1000 + n))
+    print(f"\n[demo] what training does: {n} held-out collab:test tasks (indices {indices[0]}-{indices[-1]}), "
+          f"greedy, untrained vs {trained}{about}", flush=True)
+    runs = {}
+    for name, spec in (("untrained", args.policy), ("trained", str(trained))):
+        try:
+            policy = load_policy(spec, dtype="bfloat16", max_batch_size=n)
+        except ModelNotAvailableError as exc:
+            print(f"[demo] {exc}", file=sys.stderr)
+            return 1
+        cfg = RolloutConfig(env_id="ColBench-Backend-v0", tasks="collab:test", simulator="offline",
+                            task_indices=indices, seed=1000, concurrency=n, max_turns=3,
+                            sampling=SamplingParams(max_new_tokens=128, temperature=0.0))
+        runs[name] = out_dir / f"{name}.jsonl"
+        result = collect(policy, cfg, runs[name], overwrite=True)
+        policy.close()
+        print(f"[demo] {name}: {len(result.records)} episodes in {result.wall_time:.0f} s -> {runs[name]}", flush=True)
+
+    from sweet_agent.trajectories import read_trajectories
+
+    by_task = {name: {r["meta"]["task_index"]: r for r in read_trajectories(path)} for name, path in runs.items()}
+    print(f"\n  {'task':>5}  {'untrained: first agent turn':<44} {'trained: first agent turn':<44}")
+    for i in indices:
+        cells = []
+        for name in runs:
+            rec = by_task[name].get(i)
+            if rec is None:
+                cells.append("(episode failed)")
+                continue
+            m = episode_metrics(rec)
+            first = next((t.get("output", t["content"]) for t in rec["dialogue_history"] if t["role"] == "assistant"), "")
+            text = " ".join(first.split())
+            cells.append(f"[{100 * (m.tests_passed or 0):3.0f}% tests] {text[:30]}{'…' if len(text) > 30 else ''}")
+        print(f"  {i:>5}  {cells[0]:<44} {cells[1]:<44}")
+    for name in runs:
+        ms = [episode_metrics(r) for r in by_task[name].values()]
+        asked = sum(m.questions > 0 for m in ms)
+        tests = sum(m.tests_passed or 0 for m in ms) / max(1, len(ms))
+        wins = sum(bool(m.success) for m in ms)
+        print(f"[demo] {name:>9}: asked a question in {asked}/{len(ms)} episodes, solved {wins}/{len(ms)}, "
+              f"{100 * tests:.0f}% of tests passed")
+    index = build_site(ViewConfig(runs=[str(runs["untrained"]), str(runs["trained"])], output=str(out_dir / "viewer"),
+                                  names=["untrained", "trained"]), progress=False)
+    print(f"[demo] paired comparison (same tasks, untrained vs trained): file://{index.resolve()}")
     return 0
 
 

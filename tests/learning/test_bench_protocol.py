@@ -353,3 +353,46 @@ def test_a_stale_lock_stops_the_orphaned_stage_first(bench, tmp_path):
     reaper.join(60)
     assert lock is not None and lock.read_text() == str(os.getpid())
     assert orphan.returncode == -15  # SIGTERM
+
+
+def test_export_adapter_writes_the_chosen_point_in_bf16_with_its_provenance(bench, tmp_path):
+    """What `make demo` ships: the validation-chosen grid point's adapter (training seed 0),
+    weights rounded to bf16 once, base named `default`, and where it came from."""
+    import torch
+    from peft import LoraConfig, get_peft_model
+    from safetensors.torch import load_file
+
+    sys.path.insert(0, str(ROOT / "tests" / "training"))
+    from tiny_model import build_tiny_model, build_tiny_tokenizer
+
+    from sweet_agent.policies.checkpoints import adapter_dir
+
+    run = tmp_path / "runs" / "proto"
+    s = dict(bench.PROFILES["quick"], candidate_server="none")
+    run.mkdir(parents=True)
+    (run / "settings.json").write_text(json.dumps(s))
+    (tmp_path / "runs" / "proto.commit").write_text("abc123\n")
+    with pytest.raises(SystemExit, match="no selection for sweet"):
+        bench.export_adapter(run, tmp_path / "out")
+    sel = {"chosen": 1, "rule": "max val tests passed", "val": [
+        {"point": 0, "episodes": 2, "tests_passed": 0.1, "success": 0.0},
+        {"point": 1, "episodes": 2, "tests_passed": 0.3, "success": 0.5}]}
+    bench._write_atomic(run / "selection" / "sweet.json", json.dumps(sel))
+    peft_model = get_peft_model(build_tiny_model(build_tiny_tokenizer(), seed=0),
+                                LoraConfig(r=2, target_modules="all-linear", init_lora_weights=False))
+    peft_model.save_pretrained(run / "models" / "sweet" / "g1-s0" / "adapter")
+    (run / "logs").mkdir()
+    (run / "logs" / "train-sweet-g1-s0.log").write_text("$ python -m sweet_agent.cli train-actor --seed 0\nlog...\n")
+    info = bench.export_adapter(run, tmp_path / "out")
+    out = tmp_path / "out"
+    assert adapter_dir(out) == out and not (out / "tokenizer.json").exists()
+    src = load_file(str(run / "models" / "sweet" / "g1-s0" / "adapter" / "adapter_model.safetensors"))
+    got = load_file(str(out / "adapter_model.safetensors"))
+    assert src.keys() == got.keys() and all(got[k].dtype == torch.bfloat16 for k in got)
+    assert all(torch.equal(got[k], src[k].to(torch.bfloat16)) for k in src)
+    assert json.loads((out / "adapter_config.json").read_text())["base_model_name_or_path"] == "default"
+    prov = json.loads((out / "PROVENANCE.json").read_text())
+    assert prov == info and prov["commit"] == "abc123" and prov["stage"] == "train-sweet-g1-s0"
+    assert prov["command"] == "python -m sweet_agent.cli train-actor --seed 0"
+    assert prov["grid_point"] == bench.grid_points(s, "sweet")[1] and prov["validation"]["tests_passed"] == 0.3
+    assert prov["weights_bytes"] == (out / "adapter_model.safetensors").stat().st_size
