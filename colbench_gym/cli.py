@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import logging
 import os
 import signal
 import sys
@@ -127,6 +128,11 @@ def dispatch(prog: str, commands: list[tuple[tuple[str, ...], str, str]], argv: 
     except KeyboardInterrupt as exc:
         if debug:
             traceback.print_exc()
+        else:
+            # The interrupt landed inside an asyncio task: the task keeps it as its exception too,
+            # and asyncio would print "Task exception was never retrieved" with a traceback when the
+            # task is collected at exit. The one line below says everything.
+            logging.getLogger("asyncio").disabled = True
         what = "terminated (SIGTERM)" if isinstance(exc, Terminated) else "interrupted"
         print(f"{label}: {what}; everything finished so far is kept on disk (rerun with --resume to continue)",
               file=sys.stderr)

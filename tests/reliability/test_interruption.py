@@ -122,3 +122,29 @@ def test_overwrite_keeps_the_previous_output_until_the_new_run_is_complete(tmp_p
         assert done.returncode == 0, done.stderr
     recs = read_trajectories(out)
     assert len(recs) == 12 and {r["meta"]["seed"] for r in recs} == {9} and not partial.exists()
+
+
+def test_an_interrupt_inside_an_asyncio_task_is_still_one_line(tmp_path):
+    """SIGTERM's handler can raise while a rollout task runs (e.g. while it fsyncs a record): the
+    task keeps the exception too, and asyncio printed "Task exception was never retrieved" with a
+    traceback at exit (a fresh-clone run of test_sigterm_keeps_finished_episodes_and_resume_completes
+    failed on it once). Made deterministic: the command's task raises Terminated itself."""
+    script = tmp_path / "cmd.py"
+    script.write_text(
+        "import asyncio, sys, types\n"
+        "from colbench_gym import cli\n"
+        "def run(args):\n"
+        "    async def step():\n"
+        "        raise cli.Terminated()\n"
+        "    async def main():\n"
+        "        await asyncio.gather(asyncio.ensure_future(step()), asyncio.sleep(5))\n"
+        "    asyncio.run(main())\n"
+        "sys.modules['fake_cmd'] = types.SimpleNamespace(add_arguments=lambda p: None, run=run)\n"
+        "sys.exit(cli.dispatch('tool', [(('go',), 'fake_cmd', 'help')], sys.argv[1:]))\n")
+    got = subprocess.run([sys.executable, str(script), "go"], capture_output=True, text=True, env=ENV, timeout=120)
+    assert got.returncode == 130
+    assert got.stderr.strip().splitlines() == [
+        "tool go: terminated (SIGTERM); everything finished so far is kept on disk (rerun with --resume to continue)"]
+    debug = subprocess.run([sys.executable, str(script), "go", "--debug"], capture_output=True, text=True, env=ENV,
+                           timeout=120)
+    assert debug.returncode == 130 and "Traceback" in debug.stderr  # --debug still shows it
