@@ -56,6 +56,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     p_export.add_argument("--release-compatible", action="store_true",
                           help="backend: drop (and report) tests the paper release's grader can never pass "
                                "(its reference raises or returns None there; runs the references in the sandbox)")
+    # `colbench tasks audit` is its own command (colbench_gym.evaluation.task_audit: it grades, a
+    # layer above tasks); the CLI dispatches it before this parser sees it. Listed here so that
+    # `colbench tasks --help` names every action.
+    sub.add_parser("audit", help="a verdict per backend task: can it be solved (`colbench tasks audit --help`)")
 
 
 def _function_name(task: BackendTask | FrontendTask) -> str:

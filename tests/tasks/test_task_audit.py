@@ -8,6 +8,8 @@ import json
 import re
 from pathlib import Path
 
+import pytest
+
 from colbench_gym.cli import main
 from colbench_gym.tasks.sources import resolve_task_source
 from tests.local_openai_server import LocalOpenAIServer
@@ -115,3 +117,17 @@ def test_the_audit_reads_the_embedded_tasks_through_their_source():
 
     entries = read_entries("embedded:test")
     assert [t.task_id for _, t, _ in entries] == [source[i].task_id for i in range(len(source))]
+
+
+def test_tasks_help_names_the_audit_and_audit_is_its_own_command(capsys):
+    """`colbench tasks --help` lists every action, audit included; `colbench tasks audit` still
+    reaches the audit command (not the tasks parser's placeholder)."""
+    with pytest.raises(SystemExit) as exc:
+        main(["tasks", "--help"])
+    assert exc.value.code == 0
+    actions = capsys.readouterr().out
+    for action in ("sources", "list", "show", "export", "audit"):
+        assert f"    {action} " in actions
+    with pytest.raises(SystemExit):
+        main(["tasks", "audit", "--help"])
+    assert "--strict" in capsys.readouterr().out
