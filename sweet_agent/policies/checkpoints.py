@@ -64,11 +64,10 @@ def load_causal_lm(path: str | os.PathLike[str], **kwargs: Any):
     adapter = adapter_dir(path)
     if adapter is None:
         return AutoModelForCausalLM.from_pretrained(path, **kwargs)
+    import torch
     from peft import PeftModel
 
     from sweet_agent.policies.default_model import resolve_model_path
-
-    import torch
 
     # merged in float32 then cast once, as a merged checkpoint is (merging in bf16 rounds twice)
     dtype = kwargs.get("dtype")
