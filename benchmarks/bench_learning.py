@@ -972,6 +972,7 @@ def export_adapter(run: Path, out: Path, method: str = "sweet", seed: int | None
     Written to a temporary folder and renamed, so ``out`` is whole or absent."""
     import hashlib
 
+    import torch
     from safetensors.torch import load_file, save_file
 
     s = json.loads((run / "settings.json").read_text())
@@ -995,7 +996,7 @@ def export_adapter(run: Path, out: Path, method: str = "sweet", seed: int | None
     shutil.rmtree(tmp, ignore_errors=True)
     tmp.mkdir(parents=True)
     weights = load_file(str(adapter / "adapter_model.safetensors"))
-    save_file({k: v.to(torch_bf16()) for k, v in weights.items()}, str(tmp / "adapter_model.safetensors"))
+    save_file({k: v.to(torch.bfloat16) for k, v in weights.items()}, str(tmp / "adapter_model.safetensors"))
     cfg = json.loads((adapter / "adapter_config.json").read_text())
     cfg["base_model_name_or_path"] = s["model"]  # "default": found on any machine (policies.checkpoints)
     (tmp / "adapter_config.json").write_text(json.dumps(cfg, indent=2))
@@ -1016,12 +1017,6 @@ def export_adapter(run: Path, out: Path, method: str = "sweet", seed: int | None
     shutil.rmtree(out, ignore_errors=True)
     os.replace(tmp, out)
     return info
-
-
-def torch_bf16():
-    import torch
-
-    return torch.bfloat16
 
 
 # ------------------------------------------------------------------------------ main

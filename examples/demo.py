@@ -109,8 +109,8 @@ def main(argv: list[str] | None = None) -> int:
     index = build_site(ViewConfig(runs=[str(out)], output=str(out.parent / "viewer"), names=["demo"]), progress=False)
     print(f"[demo] trajectory viewer: file://{index.resolve()}")
     if args.trained is None and not TRAINED.exists():
-        print(f"[demo] no trained adapter is shipped yet ({TRAINED.relative_to(Path.cwd()) if TRAINED.is_relative_to(Path.cwd()) else TRAINED}: "
-              "the learning benchmark's run produces it); pass --trained PATH to compare one")
+        print(f"[demo] no trained adapter is shipped yet ({TRAINED}: the learning benchmark's run produces it); "
+              "pass --trained PATH to compare one")
         return 0
     if args.trained != "none":
         args.trained = args.trained or str(TRAINED)
@@ -137,7 +137,7 @@ def compare_trained(args: argparse.Namespace, out_dir: Path) -> int:
         import json
 
         info = json.loads(provenance.read_text(encoding="utf-8"))
-        about = f" ({info.get('method', 'trained')}, {info.get('summary', '')})".replace(", )", ")")
+        about = f" ({', '.join(x for x in (info.get('method'), info.get('summary')) if x)})"
     n = args.trained_tasks
     indices = list(range(1000, 1000 + n))
     print(f"\n[demo] what training does: {n} held-out collab:test tasks (indices {indices[0]}-{indices[-1]}), "
