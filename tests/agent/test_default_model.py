@@ -4,7 +4,7 @@ real generation with Qwen2.5-Coder-0.5B-Instruct (slow; runs in CI after `make s
 from __future__ import annotations
 
 import hashlib
-import time
+from pathlib import Path
 
 import pytest
 
@@ -94,12 +94,9 @@ def test_default_model_loads_fast_and_follows_the_protocol():
     path = dm.resolve_model_path("default")
     if status["source"] == "converted registry copy":
         assert (dm.converted_dir() / dm.MARKER).is_file()
-    from transformers import AutoModelForCausalLM
-
-    AutoModelForCausalLM.from_pretrained(path, dtype="float32")  # warm the page cache
-    t0 = time.perf_counter()
-    AutoModelForCausalLM.from_pretrained(path, dtype="float32")
-    assert time.perf_counter() - t0 < 5.0  # converted once: no GGUF dequantisation on later loads
+    # converted once: later loads read safetensors, never the GGUF again (no dequantisation per load)
+    files = {p.name for p in Path(path).iterdir()}
+    assert any(f.endswith(".safetensors") for f in files) and not any(f.endswith(".gguf") for f in files), files
 
     policy = load_policy("default", quiet=True)
     dialogue = [{"role": "user", "content": "Write a python function add_tax(price) that adds 20% tax to a price. "
