@@ -284,7 +284,8 @@ def build_stages(s: dict[str, Any], run: Path) -> dict[str, Stage]:
                        "--temperature", s["eval_temperature"] if temperature is None else temperature,
                        "--seed", s["eval_seed"] if seed is None else seed, "--concurrency", s["concurrency"],
                        "--output", part, "--resume", "--no-progress", *(extra() if callable(extra) else extra))
-        stages[name] = Stage(name, out, deps, cmd, tmp=part, resumable=True, priority=priority)
+        stages[name] = Stage(name, out, deps, cmd, tmp=part, resumable=True, priority=priority,
+                             finish=lambda: finish_rollout(part, out))
 
     def train(name: str, command: str, out: Path, deps: tuple[str, ...], priority: int, seed: int,
               args: Callable[[], list[Any]] | list[Any], *, steps: int, frontend: bool = False) -> None:
@@ -490,6 +491,21 @@ def resolve_candidate_server(s: dict[str, Any]) -> str:
             "once, or `make llama-cpp`, gives the faster llama.cpp server path)")
         return "none"
     return "llama"
+
+
+def finish_rollout(part: Path, out: Path) -> None:
+    """A rollout stage's output, once every planned episode has a score: an episode that failed
+    for infrastructure reasons (the simulator, the grader, ...) leaves the stage unfinished, and the
+    next run's ``--resume`` plays it again. Otherwise a method would be scored on fewer tasks than
+    the others, and the paired comparisons would silently drop those tasks."""
+    from sweet_agent.trajectories import iter_trajectories
+
+    bad = [r["meta"].get("episode_id") for r in iter_trajectories(part, require_reward=False)
+           if r["meta"].get("infrastructure_failure")]
+    if bad:
+        raise RuntimeError(f"{len(bad)} episodes failed for infrastructure reasons (episodes {bad[:8]}); "
+                           "run again to play them again")
+    os.replace(part, out)
 
 
 def finish_pairs(tmp: Path, out: Path) -> None:

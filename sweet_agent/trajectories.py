@@ -16,7 +16,8 @@ system prompt the agent saw. Readers that only know the official keys ignore ``s
 
 Writing is append-only with ``fsync`` per episode, under an exclusive ``flock``, so a killed
 rollout loses at most the episode being written; on ``resume`` a torn last line (no newline, or
-not JSON) is cut off and every episode already on disk is skipped, never duplicated.
+not JSON) is cut off, every episode already on disk is skipped, never duplicated, and an episode
+that failed for infrastructure reasons is played again (its record moved to ``<file>.replaced``).
 """
 
 from __future__ import annotations
@@ -218,6 +219,13 @@ class TrajectoryWriter:
     ``resume=True`` keeps what is on disk (cutting a torn last line) and exposes the finished
     episode ids in :attr:`done`; ``overwrite=True`` starts afresh; otherwise an existing
     non-empty file is an error (so a finished run is never clobbered by accident).
+
+    An episode that failed for infrastructure reasons (``meta.infrastructure_failure``: the
+    endpoint, the simulator, the grader — not the agent) is not finished: ``resume`` takes its
+    record out of the file (moved to ``<file>.replaced``, nothing is lost) so it is played again,
+    as the rollout's "fix the cause, then rerun with --resume" promises. Otherwise a resumed run
+    would report on fewer episodes than planned, and two methods would be compared on different
+    tasks. An agent's own failure (``agent_error``) is a scored episode and stays.
     """
 
     def __init__(self, path: str | os.PathLike[str], *, resume: bool = False, overwrite: bool = False):
@@ -240,6 +248,7 @@ class TrajectoryWriter:
         self.done: Counter[str] = Counter()
         self.records_on_disk = 0
         self.torn_bytes = 0
+        self.replayed: list[str] = []  # episode ids taken out on resume, to be played again
         if resume:
             self._scan_and_repair()
 
@@ -248,6 +257,7 @@ class TrajectoryWriter:
         data = self._fh.read()
         good_end = 0
         pos = 0
+        replay: list[tuple[int, int]] = []  # byte spans of infrastructure-failed records
         while pos < len(data):
             nl = data.find(b"\n", pos)
             if nl < 0:
@@ -264,7 +274,12 @@ class TrajectoryWriter:
                             "line; the file is damaged in the middle, refusing to resume (fix or move it)"
                         ) from None
                     break  # a bad final line is a torn write
-                self._count(rec)
+                meta = rec.get("meta")
+                if isinstance(meta, Mapping) and meta.get("infrastructure_failure"):
+                    replay.append((pos, nl + 1))
+                    self.replayed.append(str(record_episode_id(rec)))
+                else:
+                    self._count(rec)
             good_end = nl + 1
             pos = nl + 1
         if good_end < len(data):
@@ -272,6 +287,36 @@ class TrajectoryWriter:
             self._fh.truncate(good_end)
             self._fh.flush()
             os.fsync(self._fh.fileno())
+        if replay:
+            self._take_out(data[:good_end], replay)
+
+    def _take_out(self, data: bytes, spans: list[tuple[int, int]]) -> None:
+        """Move the records at ``spans`` to ``<file>.replaced`` (appended, fsync'd first), then
+        replace the file by the rest atomically and hold the lock on the new file."""
+        with open(self.path.with_name(self.path.name + ".replaced"), "ab") as side:
+            side.write(b"".join(data[a:b] for a, b in spans))
+            side.flush()
+            os.fsync(side.fileno())
+        kept, last = [], 0
+        for a, b in spans:
+            kept.append(data[last:a])
+            last = b
+        kept.append(data[last:])
+        tmp = self.path.with_name(self.path.name + ".resume-tmp")
+        with open(tmp, "wb") as fh:
+            fh.write(b"".join(kept))
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, self.path)
+        old, self._fh = self._fh, open(self.path, "a+b")  # noqa: SIM115 - closed in close()
+        try:  # the old inode stays locked by us until the new one is
+            fcntl.flock(self._fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            self._fh.close()
+            self._fh = old
+            raise RuntimeError(f"{self.path} was taken by another process while resuming; wait for it") from None
+        fcntl.flock(old, fcntl.LOCK_UN)
+        old.close()
 
     def write(self, rec: Record) -> None:
         validate_record(rec)

@@ -11,6 +11,7 @@ output file (made with the same settings); ``--overwrite`` replaces it once the 
 (until then the new records go to ``OUTPUT.partial``), and never with a run in which every episode
 failed. An episode whose endpoint fails for good is written as a failed record (``error`` set,
 reward null) and the run goes on; a run in which every episode failed exits with status 1.
+``--resume`` plays such infrastructure failures again (their records move to ``OUTPUT.replaced``).
 """
 
 from __future__ import annotations
@@ -89,7 +90,8 @@ def add_arguments(parser: argparse.ArgumentParser, output_required: bool = True)
     g = parser.add_argument_group("execution and output")
     g.add_argument("--output", "-o", required=output_required, help="trajectory JSONL to write")
     mode = g.add_mutually_exclusive_group()
-    mode.add_argument("--resume", action="store_true", help="continue an interrupted output: skip episodes already in it")
+    mode.add_argument("--resume", action="store_true", help="continue an interrupted output: skip episodes already in it, play again those that "
+                                                                  "failed for infrastructure reasons")
     mode.add_argument("--overwrite", action="store_true", help="replace an existing output file")
     g.add_argument("--concurrency", type=_positive_int, default=None,
                    help="episodes in flight (default: 8 for local models = generation batch; for endpoints up to 32, "
@@ -183,7 +185,9 @@ def play(args: argparse.Namespace) -> None:
         policy.close()
     rate = result.completion_tokens / result.wall_time if result.wall_time > 0 else 0.0
     failed = len(result.failed)
-    print(f"played {len(result.records)} episodes ({result.skipped} already in {args.output}"
+    again = (f", {len(result.replayed)} played again after an infrastructure failure (the failed records are in "
+             f"{args.output}.replaced)") if result.replayed else ""
+    print(f"played {len(result.records)} episodes ({result.skipped} already in {args.output}{again}"
           f"{f', {failed} failed: see their error field' if failed else ''}) in "
           f"{result.wall_time:.1f} s, {result.completion_tokens} generated tokens ({rate:.1f} tok/s)")
     if result.records and failed == len(result.records):  # nothing succeeded: not a usable run (exit 1)

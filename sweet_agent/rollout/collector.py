@@ -129,6 +129,9 @@ class RolloutResult:
     skipped: int
     wall_time: float
     completion_tokens: int
+    #: Episode ids a resume played again because their earlier record was an infrastructure
+    #: failure (the old records are in ``<output>.replaced``).
+    replayed: list[str] = field(default_factory=list)
 
     @property
     def failed(self) -> list[Record]:
@@ -416,7 +419,8 @@ def collect(policy: Policy, cfg: RolloutConfig, output: str | Path | None = None
                         f"every one of the {len(records)} episodes failed (the first with: "
                         f"{records[0]['error'][:300]}); {out} was NOT replaced, the failed run is in {target}")
                 os.replace(target, out)  # the previous output is replaced only by a complete run
-        return RolloutResult(out, records, skipped, time.perf_counter() - t0, tokens)
+        return RolloutResult(out, records, skipped, time.perf_counter() - t0, tokens,
+                             replayed=list(writer.replayed) if writer is not None else [])
     finally:
         for env in envs:
             env.close()

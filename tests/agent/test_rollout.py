@@ -231,3 +231,50 @@ def test_frontend_rollout_records_similarity(tmp_path, monkeypatch):
 
     s = summarize(recs, reference=recs)
     assert s.kind == "frontend" and s.win_rate == 0.5 and s.similarity == pytest.approx(sum(r["reward"] for r in recs) / 2)
+
+
+class _BrokenForSomeTasks(TaggingSimulator):
+    """A person whose backend is down for the tasks in ``down`` (a SimulatorError: infrastructure)."""
+
+    def __init__(self, down: set[str]):
+        self.down = down
+
+    def respond(self, task, dialogue, **context):
+        from colbench_gym.simulators.base import SimulatorError
+
+        if task.ground_truth.split("def ", 1)[1].split("(", 1)[0] in self.down:
+            raise SimulatorError("simulator endpoint unreachable")
+        return super().respond(task, dialogue, **context)
+
+
+def test_resume_plays_infrastructure_failures_again_and_keeps_their_records(tiny_policy, tmp_path, monkeypatch):
+    import sweet_agent.rollout.collector as collector
+
+    monkeypatch.setattr(collector, "SIMULATOR_RETRIES", 0)
+    source = resolve_task_source("embedded:test", "backend")
+    down = {source[1].ground_truth.split("def ", 1)[1].split("(", 1)[0]}
+    out = tmp_path / "run.jsonl"
+    person = _BrokenForSomeTasks(down)
+    first = collect(tiny_policy, _cfg(simulator=person), out, progress=False)
+    broken = sorted(r["meta"]["episode_id"] for r in first.infrastructure_failures)
+    # only episodes that reached the person fail; at least one asked (the tiny model rarely answers at once)
+    assert broken and all(i.startswith("1:") for i in broken)
+    assert all(r["reward"] is None for r in first.infrastructure_failures)
+
+    person.down = set()  # the person's backend is back
+    res = collect(tiny_policy, _cfg(simulator=person), out, resume=True, progress=False)
+    assert sorted(res.replayed) == broken and sorted(r["meta"]["episode_id"] for r in res.records) == broken
+    assert res.skipped == 8 - len(broken)
+    final = read_trajectories(out, require_reward=False)
+    ids = [r["meta"]["episode_id"] for r in final]
+    assert len(ids) == len(set(ids)) == 8 and not any(r["meta"]["infrastructure_failure"] for r in final)
+    # what was taken out is kept beside the file, byte for byte
+    kept = [json.loads(x) for x in (tmp_path / "run.jsonl.replaced").read_text().splitlines()]
+    assert sorted(r["meta"]["episode_id"] for r in kept) == broken and all(r["error"] for r in kept)
+    # the replayed episodes are the ones a clean run plays (same seeds)
+    clean = _by_id(collect(tiny_policy, _cfg(), None, progress=False).records)
+    for rec in final:
+        assert rec["dialogue_history"] == clean[rec["meta"]["episode_id"]]["dialogue_history"]
+    # a finished file: nothing to replay, nothing played
+    again = collect(tiny_policy, _cfg(simulator=person), out, resume=True, progress=False)
+    assert again.records == [] and again.replayed == [] and again.skipped == 8

@@ -30,7 +30,7 @@ def _rec(split: str, reward: float, eid: str, *, meta_tasks: str | None = None) 
             "source": split}
     text = "What rate?" if reward else "I WANT TO ANSWER: def f(): return 0"
     return {"task": task, "dialogue_history": [{"role": "user", "content": "p"}, {"role": "assistant", "content": text}],
-            "reward": reward, "success": reward == 1.0,
+            "answer": "" if reward else text, "reward": reward, "success": reward == 1.0,
             "meta": {"episode_id": eid, "tasks": meta_tasks or split, "sample": 0}}
 
 
@@ -239,6 +239,28 @@ def test_step_pair_stages_ask_the_benchmark_server_and_resume(bench, tmp_path, m
     cmd = own["pairs-first-s0"].command()
     assert cmd[cmd.index("--candidates_from") + 1] == "openai:mine"
     assert cmd[cmd.index("--candidates_base_url") + 1] == "http://h:1/v1"
+
+
+def test_a_rollout_stage_with_infrastructure_failures_is_not_done(bench, tmp_path):
+    """finish_rollout: an episode the simulator or grader failed (no score) leaves the stage
+    unfinished, so the next run's --resume plays it again; an agent's own error is a scored
+    episode and does not."""
+    part, out = tmp_path / "test" / "sweet-s0.jsonl.partial", tmp_path / "test" / "sweet-s0.jsonl"
+    ok = _rec("collab:test", 1.0, "1000:0")
+    agent_err = {**_rec("collab:test", 0.0, "1001:0"), "error": "agent output unparsable"}
+    agent_err["meta"] = {**agent_err["meta"], "failed": True, "infrastructure_failure": False}
+    infra = {**_rec("collab:test", 0.0, "1002:0"), "reward": None, "success": None, "error": "simulator down"}
+    infra["meta"] = {**infra["meta"], "failed": True, "infrastructure_failure": True, "end_reason": "simulator_error"}
+    _write(part, [ok, agent_err, infra])
+    with pytest.raises(RuntimeError, match=r"1 episodes failed for infrastructure reasons \(episodes \['1002:0'\]\)"):
+        bench.finish_rollout(part, out)
+    assert not out.exists() and part.exists()
+    _write(part, [ok, agent_err])
+    bench.finish_rollout(part, out)
+    assert [json.loads(x)["meta"]["episode_id"] for x in out.read_text().splitlines()] == ["1000:0", "1001:0"]
+    assert not part.exists()
+    stages = bench.build_stages(dict(bench.PROFILES["quick"]), tmp_path / "run")
+    assert all(st.finish is not None for n, st in stages.items() if st.resumable)  # every rollout and pair stage
 
 
 def test_a_pair_stage_with_failed_turns_is_not_done(bench, tmp_path):
