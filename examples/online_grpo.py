@@ -44,10 +44,11 @@ def main() -> None:
     args = ap.parse_args()
 
     from peft import LoraConfig
-    from transformers import AutoModelForCausalLM, AutoTokenizer
+    from transformers import AutoTokenizer
 
     from colbench_gym import make_tool_env_factory
     from sweet_agent.grpo import ColBenchGRPOConfig, ColBenchGRPOTrainer, SweetCriticReward, build_prompt_dataset
+    from sweet_agent.policies.checkpoints import load_causal_lm, tokenizer_dir
     from sweet_agent.training_setup import resolve_model
 
     # 1. The environment: one ColBench tool env per rollout (tools ask_user / submit_answer).
@@ -62,9 +63,10 @@ def main() -> None:
     dataset = build_prompt_dataset("backend", args.tasks, num_tasks=args.num_tasks)
 
     # 3. The policy, with a LoRA adapter.
+    #    A LoRA adapter folder (a SWEET-RL or RFT run with --merge_adapter false) is merged into its base.
     path = resolve_model(args.model)
-    tokenizer = AutoTokenizer.from_pretrained(path)
-    model = AutoModelForCausalLM.from_pretrained(path, dtype="float32")
+    tokenizer = AutoTokenizer.from_pretrained(tokenizer_dir(path))
+    model = load_causal_lm(path, dtype="float32")
     lora = LoraConfig(r=16, lora_alpha=32, target_modules="all-linear", task_type="CAUSAL_LM")
 
     # 4. GRPO: the env's reward (fraction of hidden tests passed) plus, optionally, λ × critic score.

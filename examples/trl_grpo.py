@@ -39,10 +39,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 def main(argv: list[str] | None = None):
     args = parse_args(argv)
     from peft import LoraConfig
+    from transformers import AutoTokenizer
     from trl import GRPOConfig, GRPOTrainer
 
     from colbench_gym import make_tool_env_factory
     from sweet_agent.grpo import build_prompt_dataset
+    from sweet_agent.policies.checkpoints import adapter_dir, load_causal_lm, tokenizer_dir
     from sweet_agent.policies.default_model import resolve_model_path
 
     # 1. The dataset: one row per task. Columns: prompt (the tool-use instructions as the system
@@ -61,8 +63,14 @@ def main(argv: list[str] | None = None):
         per_device_train_batch_size=args.num_generations, max_completion_length=args.max_completion_length,
         max_tool_calling_iterations=10, learning_rate=1e-5, temperature=1.0, beta=0.0, use_cpu=True, bf16=False,
         gradient_checkpointing=False, save_strategy="no", report_to="none", logging_steps=1)
+    #    The model by path; a LoRA adapter folder (a SWEET-RL or RFT run with --merge_adapter false)
+    #    is merged into its base first, since TRL loads a path as a full model.
+    path = resolve_model_path(args.model)
+    adapter = adapter_dir(path) is not None
     trainer = GRPOTrainer(
-        model=resolve_model_path(args.model), args=config, train_dataset=dataset, environment_factory=factory,
+        model=load_causal_lm(path, dtype="float32") if adapter else path, args=config, train_dataset=dataset,
+        processing_class=AutoTokenizer.from_pretrained(tokenizer_dir(path)) if adapter else None,
+        environment_factory=factory,
         peft_config=None if args.no_lora else LoraConfig(r=16, lora_alpha=32, target_modules="all-linear",
                                                           task_type="CAUSAL_LM"))
     trainer.train()

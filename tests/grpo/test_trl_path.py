@@ -116,6 +116,33 @@ def test_the_example_script_runs(tiny_qwen_dir, tmp_path, capsys):
     assert trainer.state.global_step == 1 and "step 1: reward" in capsys.readouterr().out
 
 
+@patch.dict(os.environ, {"TRL_EXPERIMENTAL_SILENCE": "1"})
+def test_the_example_script_starts_from_a_lora_adapter(tiny_qwen_dir, tmp_path, capsys):
+    """A SWEET-RL / RFT output saved as an adapter only (--merge_adapter false) is a --model: GRPO
+    starts from the base with that adapter merged in, not from the bare base."""
+    import torch
+    from peft import LoraConfig, get_peft_model
+    from transformers import AutoModelForCausalLM
+
+    from examples.trl_grpo import main
+    from sweet_agent.policies.checkpoints import load_causal_lm
+
+    base = AutoModelForCausalLM.from_pretrained(tiny_qwen_dir, dtype=torch.float32)
+    peft = get_peft_model(base, LoraConfig(r=2, target_modules="all-linear", init_lora_weights=False))
+    peft.peft_config["default"].base_model_name_or_path = tiny_qwen_dir
+    peft.save_pretrained(tmp_path / "adapter")
+    trainer = main(["--model", str(tmp_path / "adapter"), "--num-tasks", "2", "--max-steps", "1",
+                    "--num-generations", "2", "--max-completion-length", "24", "--output-dir", str(tmp_path / "out")])
+    assert trainer.state.global_step == 1 and "step 1: reward" in capsys.readouterr().out
+
+    def q_proj(model):
+        return next(p for n, p in model.named_parameters() if "layers.0.self_attn.q_proj" in n and "lora" not in n)
+
+    started = q_proj(trainer.model).detach()  # the frozen weight under GRPO's own LoRA
+    assert torch.equal(started, q_proj(load_causal_lm(tmp_path / "adapter", dtype="float32")))
+    assert not torch.equal(started, q_proj(AutoModelForCausalLM.from_pretrained(tiny_qwen_dir, dtype=torch.float32)))
+
+
 # ------------------------------------------------------------------------ token-in / token-out
 def _call(name: str, **arguments) -> str:
     return f"<tool_call>\n{json.dumps({'name': name, 'arguments': arguments})}\n</tool_call><|im_end|>"
