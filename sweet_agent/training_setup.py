@@ -35,6 +35,13 @@ PRESETS_DIR = Path(__file__).resolve().parent / "configs"
 NOTHING_TO_TRAIN = 3
 
 
+#: ``--merge_adapter``, an option of every training command that saves a model (train-grpo too).
+MERGE_ADAPTER_HELP = ("with LoRA (--use_peft): also save the adapter merged into a copy of the base model, a plain "
+                      "checkpoint any tool loads (default); false: save only the adapter (OUTPUT_DIR/adapter, ~17 MB "
+                      "for the default model at r 8 instead of ~2 GB), which every sweet-agent loader merges into "
+                      "its base")
+
+
 @dataclass
 class TrainingDataArguments:
     """What a training command reads (the role of TRL's ``ScriptArguments``)."""
@@ -43,11 +50,7 @@ class TrainingDataArguments:
     system_prompt: str | None = field(
         default=None, metadata={"help": "agent system prompt of the rollouts (default: the one each record's "
                                         "meta carries)"})
-    merge_adapter: bool = field(
-        default=True, metadata={"help": "with LoRA (--use_peft): also save the adapter merged into a copy of the "
-                                        "base model, a plain checkpoint any tool loads (default); false: save only "
-                                        "the adapter (OUTPUT_DIR/adapter, ~17 MB for the default model at r 8 "
-                                        "instead of ~2 GB), which every sweet-agent loader merges into its base"})
+    merge_adapter: bool = field(default=True, metadata={"help": MERGE_ADAPTER_HELP})
 
 
 @dataclass

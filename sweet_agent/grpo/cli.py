@@ -11,7 +11,7 @@ cpu`` / ``--config paper`` (shipped presets) or ``--config my.yaml``; flags over
 The command line, the model loading, resuming (``--resume_from_checkpoint``) and the final save
 are every training command's (:mod:`sweet_agent.training_setup`): ``--output_dir`` receives the
 model the next stage loads (with LoRA: the adapter in ``adapter/``, merged into a copy of the
-base model beside it), ``trainer_state.json`` (per-step ``reward``, ``rewards/<Env>/mean``,
+base model beside it unless ``--merge_adapter false``), ``trainer_state.json`` (per-step ``reward``, ``rewards/<Env>/mean``,
 ``tools/call_frequency``, ``colbench/*`` episode statistics) and ``grpo_steps.jsonl`` (one line
 per logged step).
 """
@@ -107,7 +107,7 @@ def run(args) -> int:
     os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")  # environment_factory is experimental in TRL 1.16
     check_run(PROG, training)
     trainer = build_trainer(script, training, model_args)
-    COMMAND.train_and_save(trainer, trainer.processing_class, training, model_args)
+    COMMAND.train_and_save(trainer, trainer.processing_class, training, model_args, merge=script.merge_adapter)
     trainer.save_state()
     steps = step_records(trainer.state.log_history)
     write_jsonl_atomic(Path(training.output_dir) / "grpo_steps.jsonl", steps)

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from trl import GRPOConfig
 
 from colbench_gym.protocol import MAX_TURNS
-from sweet_agent.training_setup import resolve_machine_defaults
+from sweet_agent.training_setup import MERGE_ADAPTER_HELP, resolve_machine_defaults
 
 
 @dataclass
@@ -37,6 +37,7 @@ class GRPOScriptArguments:
     max_turns: int = field(default=MAX_TURNS, metadata={"help": "agent turns per episode (paper: 10)"})
     env_url: str | None = field(default=None, metadata={
         "help": "train against a remote `colbench serve` env, e.g. http://host:8000/backend (OpenEnv client)"})
+    merge_adapter: bool = field(default=True, metadata={"help": MERGE_ADAPTER_HELP})
 
 
 @dataclass
