@@ -497,15 +497,30 @@ def finish_rollout(part: Path, out: Path) -> None:
     """A rollout stage's output, once every planned episode has a score: an episode that failed
     for infrastructure reasons (the simulator, the grader, ...) leaves the stage unfinished, and the
     next run's ``--resume`` plays it again. Otherwise a method would be scored on fewer tasks than
-    the others, and the paired comparisons would silently drop those tasks."""
-    from sweet_agent.trajectories import iter_trajectories
+    the others, and the paired comparisons would silently drop those tasks. An episode that
+    failed the same way after ``MAX_REPLAYS`` replays (a task no grader can use fails for every
+    method alike) is accepted, and said, so that one bad task cannot stall the protocol."""
+    from sweet_agent.trajectories import (
+        MAX_REPLAYS,
+        is_infrastructure_failure,
+        iter_trajectories,
+        replaced_path,
+        replay_counts,
+    )
 
-    bad = [r["meta"].get("episode_id") for r in iter_trajectories(part, require_reward=False)
-           if r["meta"].get("infrastructure_failure")]
+    failed = [r["meta"].get("episode_id") for r in iter_trajectories(part, require_reward=False)
+              if is_infrastructure_failure(r)]
+    tries = replay_counts(part)
+    bad = [e for e in failed if tries[e] < MAX_REPLAYS]
     if bad:
         raise RuntimeError(f"{len(bad)} episodes failed for infrastructure reasons (episodes {bad[:8]}); "
                            "run again to play them again")
+    if failed:
+        say(f"! {out.name}: {len(failed)} episodes failed for infrastructure reasons after {MAX_REPLAYS} replays "
+            f"(episodes {failed[:8]}); kept as failed (no score)")
     os.replace(part, out)
+    if replaced_path(part).exists():  # the replaced records stay beside the output, under its name
+        os.replace(replaced_path(part), replaced_path(out))
 
 
 def finish_pairs(tmp: Path, out: Path) -> None:

@@ -26,6 +26,7 @@ import fcntl
 import json
 import os
 import re
+import stat
 from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
@@ -33,6 +34,7 @@ from typing import Any
 
 from colbench_gym.jsonl import write_jsonl_atomic
 from colbench_gym.protocol import Messages, parse_action
+from colbench_gym.tasks.accounting import is_infrastructure, record_end_reason
 from colbench_gym.tasks.identity import task_identity
 from colbench_gym.tasks.kinds import kind_of_task
 from colbench_gym.tasks.loaders import parse_jsonl_lines
@@ -189,6 +191,41 @@ def record_episode_id(rec: Mapping[str, Any]) -> str | None:
     return meta.get("episode_id") if isinstance(meta, Mapping) else None
 
 
+#: How many times ``resume`` plays an episode again after an infrastructure failure; an episode
+#: that failed that often the same way (a task no grader can use, a reference that never runs)
+#: keeps its failed record, so a run can finish, and reports count it apart.
+MAX_REPLAYS = 2
+
+
+def is_infrastructure_failure(rec: Mapping[str, Any]) -> bool:
+    """The episode failed for infrastructure reasons (endpoint, simulator, grader, renderer, task;
+    :mod:`colbench_gym.tasks.accounting`), not by the agent's doing. Records written before end
+    reasons existed are judged by their ``error``, as ``evaluate`` does."""
+    meta = rec.get("meta")
+    if isinstance(meta, Mapping) and meta.get("infrastructure_failure"):
+        return True
+    return is_infrastructure(record_end_reason(rec))
+
+
+def replaced_path(path: str | os.PathLike[str]) -> Path:
+    """Where ``resume`` moves the records of episodes it plays again."""
+    path = Path(os.path.realpath(path))
+    return path.with_name(path.name + ".replaced")
+
+
+def replay_counts(path: str | os.PathLike[str]) -> Counter[str]:
+    """How many times each episode of ``path`` was already taken out to be played again."""
+    side = replaced_path(path)
+    counts: Counter[str] = Counter()
+    if side.is_file():
+        with side.open("rb") as fh:
+            for _, rec in parse_jsonl_lines(fh, str(side), torn_tail=True, error=TrajectoryFormatError):
+                eid = record_episode_id(rec) if isinstance(rec, Mapping) else None
+                if eid is not None:
+                    counts[eid] += 1
+    return counts
+
+
 # --------------------------------------------------------------------------- agent prompts
 def agent_turns(rec: Mapping[str, Any], system_prompt: str | None = None) -> Iterator[tuple[Messages, str]]:
     """Yield ``(prompt_messages, output)`` for each agent turn: the chat messages the agent saw
@@ -220,37 +257,55 @@ class TrajectoryWriter:
     episode ids in :attr:`done`; ``overwrite=True`` starts afresh; otherwise an existing
     non-empty file is an error (so a finished run is never clobbered by accident).
 
-    An episode that failed for infrastructure reasons (``meta.infrastructure_failure``: the
-    endpoint, the simulator, the grader — not the agent) is not finished: ``resume`` takes its
-    record out of the file (moved to ``<file>.replaced``, nothing is lost) so it is played again,
-    as the rollout's "fix the cause, then rerun with --resume" promises. Otherwise a resumed run
-    would report on fewer episodes than planned, and two methods would be compared on different
-    tasks. An agent's own failure (``agent_error``) is a scored episode and stays.
+    An episode that failed for infrastructure reasons (:func:`is_infrastructure_failure`: the
+    endpoint, the simulator, the grader, the task — not the agent) is not finished: ``resume``
+    takes its record out of the file (moved to ``<file>.replaced``, nothing is lost) so it is
+    played again, as the rollout's "fix the cause, then rerun with --resume" promises; after
+    :data:`MAX_REPLAYS` such attempts its failed record stays (:attr:`kept_failures`). Otherwise a
+    resumed run would report on fewer episodes than planned, and two methods would be compared on
+    different tasks. An agent's own failure (``agent_error``) is a scored episode and stays.
     """
 
     def __init__(self, path: str | os.PathLike[str], *, resume: bool = False, overwrite: bool = False):
         if resume and overwrite:
             raise ValueError("pass resume=True or overwrite=True, not both")
-        self.path = Path(path)
+        self.path = Path(os.path.realpath(path))  # a symlinked output: its target is what a resume rewrites
         self.path.parent.mkdir(parents=True, exist_ok=True)
         if self.path.exists() and self.path.stat().st_size > 0 and not (resume or overwrite):
             raise FileExistsError(
                 f"{self.path} already holds trajectories; pass --resume to continue it or --overwrite to replace it"
             )
-        self._fh = open(self.path, "a+b")  # noqa: SIM115 - closed in close()
-        try:
-            fcntl.flock(self._fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            self._fh.close()
-            raise RuntimeError(f"{self.path} is being written by another process (locked); wait for it or pick another --output") from None
+        self._fh = self._open_locked(
+            f"{self.path} is being written by another process (locked); wait for it or pick another --output")
         if overwrite:
             self._fh.truncate(0)
         self.done: Counter[str] = Counter()
         self.records_on_disk = 0
         self.torn_bytes = 0
         self.replayed: list[str] = []  # episode ids taken out on resume, to be played again
+        self.kept_failures: list[str] = []  # infrastructure failures kept: already replayed MAX_REPLAYS times
         if resume:
             self._scan_and_repair()
+
+    def _open_locked(self, busy: str):
+        """The file opened for appending under an exclusive lock; the lock is checked to be on the
+        inode the path names now (a resume of another process may have replaced the file between
+        our open and our lock: then we open it again)."""
+        for _ in range(3):
+            fh = open(self.path, "a+b")  # noqa: SIM115 - closed in close()
+            try:
+                fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                fh.close()
+                raise RuntimeError(busy) from None
+            try:
+                same = os.fstat(fh.fileno()).st_ino == os.stat(self.path).st_ino
+            except FileNotFoundError:
+                same = False
+            if same:
+                return fh
+            fh.close()
+        raise RuntimeError(busy)
 
     def _scan_and_repair(self) -> None:
         self._fh.seek(0)
@@ -258,6 +313,7 @@ class TrajectoryWriter:
         good_end = 0
         pos = 0
         replay: list[tuple[int, int]] = []  # byte spans of infrastructure-failed records
+        before = replay_counts(self.path)
         while pos < len(data):
             nl = data.find(b"\n", pos)
             if nl < 0:
@@ -274,10 +330,14 @@ class TrajectoryWriter:
                             "line; the file is damaged in the middle, refusing to resume (fix or move it)"
                         ) from None
                     break  # a bad final line is a torn write
-                meta = rec.get("meta")
-                if isinstance(meta, Mapping) and meta.get("infrastructure_failure"):
-                    replay.append((pos, nl + 1))
-                    self.replayed.append(str(record_episode_id(rec)))
+                eid = record_episode_id(rec)
+                if eid is not None and is_infrastructure_failure(rec):
+                    if before[eid] < MAX_REPLAYS:
+                        replay.append((pos, nl + 1))
+                        self.replayed.append(eid)
+                    else:  # failed the same way every time (a task the grader cannot use): it stays
+                        self.kept_failures.append(eid)
+                        self._count(rec)
                 else:
                     self._count(rec)
             good_end = nl + 1
@@ -291,12 +351,18 @@ class TrajectoryWriter:
             self._take_out(data[:good_end], replay)
 
     def _take_out(self, data: bytes, spans: list[tuple[int, int]]) -> None:
-        """Move the records at ``spans`` to ``<file>.replaced`` (appended, fsync'd first), then
-        replace the file by the rest atomically and hold the lock on the new file."""
-        with open(self.path.with_name(self.path.name + ".replaced"), "ab") as side:
-            side.write(b"".join(data[a:b] for a, b in spans))
-            side.flush()
-            os.fsync(side.fileno())
+        """Move the records at ``spans`` to ``<file>.replaced`` (appended, fsync'd first; not
+        again after a crash between the two steps), then replace the file by the rest atomically
+        (same permissions) and hold the lock on the new file."""
+        moved = b"".join(data[a:b] for a, b in spans)
+        side_path = replaced_path(self.path)
+        with open(side_path, "a+b") as side:
+            side.seek(0, os.SEEK_END)
+            size = side.tell()
+            if size < len(moved) or (side.seek(size - len(moved)), side.read())[1] != moved:
+                side.write(moved)
+                side.flush()
+                os.fsync(side.fileno())
         kept, last = [], 0
         for a, b in spans:
             kept.append(data[last:a])
@@ -306,17 +372,15 @@ class TrajectoryWriter:
         with open(tmp, "wb") as fh:
             fh.write(b"".join(kept))
             fh.flush()
+            os.fchmod(fh.fileno(), stat.S_IMODE(os.fstat(self._fh.fileno()).st_mode))
             os.fsync(fh.fileno())
         os.replace(tmp, self.path)
-        old, self._fh = self._fh, open(self.path, "a+b")  # noqa: SIM115 - closed in close()
-        try:  # the old inode stays locked by us until the new one is
-            fcntl.flock(self._fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            self._fh.close()
-            self._fh = old
-            raise RuntimeError(f"{self.path} was taken by another process while resuming; wait for it") from None
-        fcntl.flock(old, fcntl.LOCK_UN)
-        old.close()
+        old = self._fh  # stays locked by us until the new inode is
+        try:
+            self._fh = self._open_locked(f"{self.path} was taken by another process while resuming; wait for it")
+        finally:
+            fcntl.flock(old, fcntl.LOCK_UN)
+            old.close()
 
     def write(self, rec: Record) -> None:
         validate_record(rec)

@@ -183,10 +183,15 @@ def play(args: argparse.Namespace) -> None:
         raise
     finally:
         policy.close()
+    from sweet_agent.trajectories import MAX_REPLAYS, replaced_path
+
     rate = result.completion_tokens / result.wall_time if result.wall_time > 0 else 0.0
     failed = len(result.failed)
     again = (f", {len(result.replayed)} played again after an infrastructure failure (the failed records are in "
-             f"{args.output}.replaced)") if result.replayed else ""
+             f"{replaced_path(args.output)})") if result.replayed else ""
+    if result.kept_failures:
+        again += (f", {len(result.kept_failures)} kept as infrastructure failures after {MAX_REPLAYS} replays "
+                  f"(episodes {', '.join(result.kept_failures[:5])}): see their error field")
     print(f"played {len(result.records)} episodes ({result.skipped} already in {args.output}{again}"
           f"{f', {failed} failed: see their error field' if failed else ''}) in "
           f"{result.wall_time:.1f} s, {result.completion_tokens} generated tokens ({rate:.1f} tok/s)")

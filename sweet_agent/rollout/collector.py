@@ -132,6 +132,8 @@ class RolloutResult:
     #: Episode ids a resume played again because their earlier record was an infrastructure
     #: failure (the old records are in ``<output>.replaced``).
     replayed: list[str] = field(default_factory=list)
+    #: Infrastructure failures a resume kept: they failed ``MAX_REPLAYS`` times already.
+    kept_failures: list[str] = field(default_factory=list)
 
     @property
     def failed(self) -> list[Record]:
@@ -419,8 +421,10 @@ def collect(policy: Policy, cfg: RolloutConfig, output: str | Path | None = None
                         f"every one of the {len(records)} episodes failed (the first with: "
                         f"{records[0]['error'][:300]}); {out} was NOT replaced, the failed run is in {target}")
                 os.replace(target, out)  # the previous output is replaced only by a complete run
+        planned = {sp.id for sp in todo}
         return RolloutResult(out, records, skipped, time.perf_counter() - t0, tokens,
-                             replayed=list(writer.replayed) if writer is not None else [])
+                             replayed=[i for i in writer.replayed if i in planned] if writer is not None else [],
+                             kept_failures=list(writer.kept_failures) if writer is not None else [])
     finally:
         for env in envs:
             env.close()

@@ -278,3 +278,36 @@ def test_resume_plays_infrastructure_failures_again_and_keeps_their_records(tiny
     # a finished file: nothing to replay, nothing played
     again = collect(tiny_policy, _cfg(simulator=person), out, resume=True, progress=False)
     assert again.records == [] and again.replayed == [] and again.skipped == 8
+
+
+def test_an_episode_that_fails_every_time_is_kept_after_the_replays(tiny_policy, tmp_path, monkeypatch):
+    """A failure that repeats (a task no grader can use) is played again MAX_REPLAYS times, then
+    its failed record stays, so a resumed run can finish; a symlinked output keeps its link and
+    the file its permissions."""
+    import os
+
+    import sweet_agent.rollout.collector as collector
+    from sweet_agent.trajectories import MAX_REPLAYS, replay_counts
+
+    monkeypatch.setattr(collector, "SIMULATOR_RETRIES", 0)
+    source = resolve_task_source("embedded:test", "backend")
+    person = _BrokenForSomeTasks({source[2].ground_truth.split("def ", 1)[1].split("(", 1)[0]})
+    real = tmp_path / "data" / "run.jsonl"
+    real.parent.mkdir()
+    link = tmp_path / "run.jsonl"
+    link.symlink_to(real)
+    cfg = _cfg(simulator=person, num_tasks=3, samples_per_task=1)
+    first = collect(tiny_policy, cfg, link, progress=False)
+    broken = [r["meta"]["episode_id"] for r in first.infrastructure_failures]
+    assert broken == ["2:0"]
+    os.chmod(real, 0o600)
+    for attempt in range(MAX_REPLAYS):
+        res = collect(tiny_policy, cfg, link, resume=True, progress=False)
+        assert res.replayed == broken and res.kept_failures == [] and len(res.failed) == 1
+        assert replay_counts(link)["2:0"] == attempt + 1
+    last = collect(tiny_policy, cfg, link, resume=True, progress=False)
+    assert last.records == [] and last.replayed == [] and last.kept_failures == broken
+    assert link.is_symlink() and (real.stat().st_mode & 0o777) == 0o600
+    final = read_trajectories(real, require_reward=False)
+    assert sorted(r["meta"]["episode_id"] for r in final) == ["0:0", "1:0", "2:0"]
+    assert len((tmp_path / "data" / "run.jsonl.replaced").read_text().splitlines()) == MAX_REPLAYS

@@ -248,7 +248,7 @@ def test_a_rollout_stage_with_infrastructure_failures_is_not_done(bench, tmp_pat
     part, out = tmp_path / "test" / "sweet-s0.jsonl.partial", tmp_path / "test" / "sweet-s0.jsonl"
     ok = _rec("collab:test", 1.0, "1000:0")
     agent_err = {**_rec("collab:test", 0.0, "1001:0"), "error": "agent output unparsable"}
-    agent_err["meta"] = {**agent_err["meta"], "failed": True, "infrastructure_failure": False}
+    agent_err["meta"] = {**agent_err["meta"], "failed": True, "infrastructure_failure": False, "end_reason": "agent_error"}
     infra = {**_rec("collab:test", 0.0, "1002:0"), "reward": None, "success": None, "error": "simulator down"}
     infra["meta"] = {**infra["meta"], "failed": True, "infrastructure_failure": True, "end_reason": "simulator_error"}
     _write(part, [ok, agent_err, infra])
@@ -259,6 +259,18 @@ def test_a_rollout_stage_with_infrastructure_failures_is_not_done(bench, tmp_pat
     bench.finish_rollout(part, out)
     assert [json.loads(x)["meta"]["episode_id"] for x in out.read_text().splitlines()] == ["1000:0", "1001:0"]
     assert not part.exists()
+    # a failure that stayed after MAX_REPLAYS replays (every method meets the same bad task) is accepted
+    from sweet_agent.trajectories import MAX_REPLAYS, replaced_path
+
+    out.unlink()
+    _write(part, [ok, agent_err, infra])
+    _write(replaced_path(part), [infra] * (MAX_REPLAYS - 1))
+    with pytest.raises(RuntimeError, match="infrastructure"):
+        bench.finish_rollout(part, out)
+    _write(replaced_path(part), [infra] * MAX_REPLAYS)
+    bench.finish_rollout(part, out)
+    assert len(out.read_text().splitlines()) == 3 and not part.exists()
+    assert len(replaced_path(out).read_text().splitlines()) == MAX_REPLAYS and not replaced_path(part).exists()
     stages = bench.build_stages(dict(bench.PROFILES["quick"]), tmp_path / "run")
     assert all(st.finish is not None for n, st in stages.items() if st.resumable)  # every rollout and pair stage
 
