@@ -137,7 +137,9 @@ def compare_trained(args: argparse.Namespace, out_dir: Path) -> int:
         import json
 
         info = json.loads(provenance.read_text(encoding="utf-8"))
-        about = f" ({', '.join(x for x in (info.get('method'), info.get('summary')) if x)})"
+        method, summary = info.get("method") or "", info.get("summary") or ""
+        parts = [summary] if method and summary.startswith(method) else [method, summary]  # no "X, X, ..."
+        about = f" ({', '.join(x for x in parts if x)})"
     n = args.trained_tasks
     indices = list(range(1000, 1000 + n))
     print(f"\n[demo] what training does: {n} held-out collab:test tasks (indices {indices[0]}-{indices[-1]}), "
