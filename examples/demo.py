@@ -90,7 +90,9 @@ def main(argv: list[str] | None = None) -> int:
                         sampling=SamplingParams(max_new_tokens=args.max_new_tokens, temperature=args.temperature))
     out = Path(args.output)
     result = collect(policy, cfg, out, overwrite=True)
-    policy.close()
+    comparing = args.trained != "none" and (args.trained is not None or TRAINED.exists())
+    if not comparing:
+        policy.close()
     rate = result.completion_tokens / result.wall_time if result.wall_time else 0.0
     print(f"[demo] {len(result.records)} episodes in {result.wall_time:.0f} s "
           f"({result.completion_tokens} tokens generated, {rate:.1f} tok/s) -> {out}")
@@ -114,13 +116,18 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     if args.trained != "none":
         args.trained = args.trained or str(TRAINED)
-        return compare_trained(args, out.parent / "trained")
+        try:  # the loaded model plays the untrained side too (one load fewer)
+            return compare_trained(args, out.parent / "trained", untrained=policy)
+        finally:
+            policy.close()
     return 0
 
 
-def compare_trained(args: argparse.Namespace, out_dir: Path) -> int:
+def compare_trained(args: argparse.Namespace, out_dir: Path, untrained=None) -> int:
     """Part 5: the untrained and the trained policy on the same held-out collab tasks, greedy,
-    with the learning benchmark's episode settings (3 agent turns of up to 128 tokens, seed 1000)."""
+    with the learning benchmark's episode settings (3 agent turns of up to 128 tokens, seed 1000).
+    ``untrained``: an already loaded policy of ``args.policy`` to play the untrained side (the
+    caller closes it)."""
     from sweet_agent.metrics import episode_metrics
     from sweet_agent.policies import SamplingParams, load_policy
     from sweet_agent.policies.default_model import ModelNotAvailableError
@@ -146,8 +153,9 @@ def compare_trained(args: argparse.Namespace, out_dir: Path) -> int:
           f"greedy, untrained vs {trained}{about}", flush=True)
     runs = {}
     for name, spec in (("untrained", args.policy), ("trained", str(trained))):
+        given = untrained if name == "untrained" else None
         try:
-            policy = load_policy(spec, dtype="bfloat16", max_batch_size=n)
+            policy = given or load_policy(spec, dtype="bfloat16", max_batch_size=n)
         except ModelNotAvailableError as exc:
             print(f"[demo] {exc}", file=sys.stderr)
             return 1
@@ -156,7 +164,8 @@ def compare_trained(args: argparse.Namespace, out_dir: Path) -> int:
                             sampling=SamplingParams(max_new_tokens=128, temperature=0.0))
         runs[name] = out_dir / f"{name}.jsonl"
         result = collect(policy, cfg, runs[name], overwrite=True)
-        policy.close()
+        if given is None:
+            policy.close()
         print(f"[demo] {name}: {len(result.records)} episodes in {result.wall_time:.0f} s -> {runs[name]}", flush=True)
 
     from sweet_agent.trajectories import read_trajectories
