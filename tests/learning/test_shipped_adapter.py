@@ -46,7 +46,7 @@ def test_the_adapter_loads_and_changes_the_first_turn():
 
     prompts = [agent_messages([{"role": "user", "content": generate_collab_spec(i, "test").description}],
                               system_prompt("backend")) for i in range(1000, 1004)]
-    sp = SamplingParams(max_new_tokens=64, temperature=0.0)
+    sp = SamplingParams(max_new_tokens=24, temperature=0.0)
     texts = {}
     for name, spec in (("untrained", "default"), ("trained", str(TRAINED))):
         policy = load_policy(spec, dtype="bfloat16", max_batch_size=len(prompts), quiet=True)
