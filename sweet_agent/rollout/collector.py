@@ -312,6 +312,13 @@ class _Episode:
         rec = make_record(task, self.messages, answer=str(info.get("answer", "")), reward=reward,
                           success=None if success is None else bool(success), meta=meta)
         rec["error"] = ""  # always present (one schema): "" = the episode did not fail
+        if meta["infrastructure_failure"]:
+            # the grader failed, no test could measure the task, or the reference page did not
+            # render: what the env computed measures nothing, so the record has no score (as every
+            # infrastructure failure), and says why; training skips it, --resume plays it again
+            why = info.get("grade_error") or info.get("render_error") or ""
+            rec["reward"] = rec["success"] = None
+            rec["error"] = f"{meta['end_reason']}: {why}".rstrip(": ")[:2000]
         return rec
 
 

@@ -8,6 +8,7 @@ so nothing else in the training code touches the raw layout.
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
@@ -24,7 +25,7 @@ class RecordError(ValueError):
 def load_records(paths: str | Path | Iterable[str | Path]) -> list[dict[str, Any]]:
     """Read trajectory records from one or more JSONL files (the rollout package's reader,
     which validates each line and names the file and line of a bad one)."""
-    from sweet_agent.trajectories import read_trajectories
+    from sweet_agent.trajectories import is_infrastructure_failure, read_trajectories
 
     if isinstance(paths, (str, Path)):
         paths = [paths]
@@ -34,9 +35,16 @@ def load_records(paths: str | Path | Iterable[str | Path]) -> list[dict[str, Any
         if not path.exists():
             raise FileNotFoundError(f"trajectory file {path} does not exist; collect rollouts first "
                                     "(`sweet-agent rollout ...` or examples/sweet_rl/collect.py)")
+        skipped = 0
         for i, rec in enumerate(read_trajectories(path)):
+            if is_infrastructure_failure(rec):  # no score (the simulator, grader, ... failed): nothing to learn from
+                skipped += 1
+                continue
             check_record(rec, f"{path}: record {i}")
             out.append(rec)
+        if skipped:
+            print(f"[data] {path}: skipped {skipped} episode(s) that failed for infrastructure reasons (no score; "
+                  "`sweet-agent rollout --resume` plays them again)", file=sys.stderr)
     return out
 
 

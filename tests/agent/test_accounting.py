@@ -202,3 +202,40 @@ def test_a_local_simulator_model_counts_its_tokens_with_its_tokenizer(tiny_model
                                                      + again["simulator_usage"]["prompt_tokens"])  # per episode
     finally:
         env.close()
+
+
+class _Answering(Policy):
+    """Answers every task at once with the same function."""
+
+    name = "answering"
+
+    def generate(self, conversations, sampling=None, seeds=None):
+        from sweet_agent.policies.base import Generation
+
+        return [Generation(text="I WANT TO ANSWER:\ndef f(x):\n    return x\n", completion_tokens=9) for _ in conversations]
+
+
+def test_a_score_that_measures_nothing_is_no_score_and_training_skips_it(tmp_path, capsys):
+    """An answer graded against a task no test can measure (the reference cannot run: task_error)
+    gets the env's number, but that number measures nothing: the record has no reward, says
+    why, counts as an infrastructure failure, and training never learns from it."""
+    from sweet_agent.evaluation import summarize
+    from sweet_agent.training_data.records import load_records
+
+    broken = {"problem_description": "Write f(x).", "ground_truth": "import numpy_is_not_here\n\ndef f(x):\n    return x\n",
+              "test_cases": {"test1": "f(1)", "test2": "f(2)"}}
+    good = {"problem_description": "Write f(x) returning x.", "ground_truth": "def f(x):\n    return x\n",
+            "test_cases": {"test1": "f(1)", "test2": "f(2)"}}
+    out = tmp_path / "run.jsonl"
+    res = collect(_Answering(), RolloutConfig(tasks=[broken, good], num_tasks=2, max_turns=2, seed=0), out,
+                  progress=False)
+    recs = {r["task"]["problem_description"]: r for r in res.records}
+    bad, ok = recs[broken["problem_description"]], recs[good["problem_description"]]
+    assert bad["meta"]["end_reason"] == "task_error" and bad["meta"]["infrastructure_failure"] is True
+    assert bad["reward"] is None and bad["success"] is None and bad["error"].startswith("task_error")
+    assert ok["reward"] == 1.0 and ok["success"] is True and ok["error"] == ""
+    s = summarize(read_trajectories(out, require_reward=False))
+    assert s.infrastructure_failures == 1 and s.success == 1.0
+    rows = load_records(out)
+    assert [r["task"]["problem_description"] for r in rows] == [good["problem_description"]]
+    assert "skipped 1 episode(s) that failed for infrastructure reasons" in capsys.readouterr().err
