@@ -25,6 +25,7 @@ from functools import lru_cache
 from typing import Any
 
 from colbench_gym.protocol import ANSWER_MARKER, extract_html
+from colbench_gym.tasks.accounting import end_reason_of, is_infrastructure
 from colbench_gym.tasks.kinds import KINDS, env_kind, load
 
 
@@ -45,7 +46,11 @@ class ColBenchToolEnv:
 
     ``reset(**row)`` starts an episode from a dataset row and returns the person's request;
     ``get_reward()`` is the environment's reward for the submitted answer (0.0 when nothing was
-    submitted). Counters for logging: :attr:`questions`, :attr:`drafts`, :attr:`turns`,
+    submitted), or ``None`` when the episode failed for infrastructure reasons (the simulated
+    person's endpoint, the grader, a task no test can measure, a reference page that did not
+    render: :attr:`infrastructure_failure` says which) — TRL's GRPOTrainer then leaves the
+    completion out of its group's baseline and gives it no advantage, instead of training on a
+    number that measures nothing. Counters for logging: :attr:`questions`, :attr:`drafts`, :attr:`turns`,
     :attr:`submitted`, :attr:`ended`, :attr:`success`.
     """
 
@@ -59,6 +64,7 @@ class ColBenchToolEnv:
 
     def _reset_counters(self) -> None:
         self._reward = 0.0
+        self._infra: str | None = None
         self._info: dict[str, Any] = {}
         self._questions = 0
         self._drafts = 0
@@ -101,10 +107,19 @@ class ColBenchToolEnv:
         self._started = True
         return obs
 
-    def get_reward(self) -> float:
+    def get_reward(self) -> float | None:
         """The environment's reward for this episode: success (0/1), fraction of tests passed or
-        similarity, as the env is configured; 0.0 when the episode ended without an answer."""
+        similarity, as the env is configured; 0.0 when the episode ended without an answer; None
+        when it failed for infrastructure reasons (no score: TRL excludes it)."""
+        if self._infra is not None:
+            return None
         return float(self._reward) if self._ended and self._started else 0.0
+
+    @property
+    def infrastructure_failure(self) -> str | None:
+        """The end reason of an infrastructure failure in this episode (``simulator_error``,
+        ``grading_error``, ``task_error``, ``rendering_error``, ...), or None."""
+        return self._infra
 
     # ------------------------------------------------------------------ tools
     def ask_user(self, question: str) -> str:
@@ -141,12 +156,20 @@ class ColBenchToolEnv:
         if self._ended:
             raise ToolEnvError("the conversation is over (an answer was submitted or the turn limit was reached); "
                                "no more tool calls are possible")
-        obs, reward, terminated, truncated, info = self._env.step(action)
+        try:
+            obs, reward, terminated, truncated, info = self._env.step(action)
+        except Exception as exc:
+            reason = end_reason_of(exc, "environment_error")
+            if is_infrastructure(reason):  # e.g. the person's endpoint failed for good: this episode has no score
+                self._infra = reason
+            raise
         self._turns += 1
         self._info = dict(info)
         if terminated or truncated:
             self._ended = True
             self._reward = float(reward)
+            if is_infrastructure(info.get("end_reason")):
+                self._infra = info["end_reason"]
             if info.get("ended_by") == "turn_limit":
                 return (f"That was your last turn ({info.get('turn')} of {info.get('max_turns')}): the conversation "
                         "is over and that turn was taken as your final answer.")

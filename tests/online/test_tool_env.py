@@ -163,3 +163,32 @@ def test_frontend_draft_and_answer_match_gym(browser_ready) -> None:
     assert terminated and feedback == gym_feedback
     assert tool_env.get_reward() == pytest.approx(reward) and reward > 0
     assert tool_env.drafts == 1 and tool_env.turns == 2
+
+
+def test_an_infrastructure_failure_has_no_reward_for_trl() -> None:
+    """A score that measures nothing (a task no test can measure) and a person whose endpoint
+    failed give get_reward() None — TRL's GRPOTrainer then leaves the completion out of its
+    group's baseline — where the env's own number would have trained the policy on noise."""
+    from colbench_gym.simulators.base import HumanSimulator, SimulatorError
+
+    broken = {"problem_description": "Write f(x).", "ground_truth": "import numpy_is_not_here\n\ndef f(x):\n    return x\n",
+              "test_cases": {"test1": "f(1)", "test2": "f(2)"}}
+    tool_env = make_tool_env_factory("ColBench-Backend-v0")()
+    tool_env.reset(task=broken)
+    tool_env.submit_answer("def f(x):\n    return x\n")
+    assert tool_env.info["end_reason"] == "task_error" and tool_env.get_reward() is None
+    assert tool_env.infrastructure_failure == "task_error"
+
+    class Down(HumanSimulator):
+        kind = "backend"
+
+        def respond(self, task, dialogue, **context):
+            raise SimulatorError("the person's endpoint is down")
+
+    tool_env = ColBenchToolEnv(gym.make("ColBench-Backend-v0", simulator=Down()))
+    tool_env.reset(task_index=0, seed=0)
+    with pytest.raises(SimulatorError):
+        tool_env.ask_user("What should it return?")
+    assert tool_env.get_reward() is None and tool_env.infrastructure_failure == "simulator_error"
+    tool_env.reset(task_index=0, seed=0)  # a new episode starts clean
+    assert tool_env.get_reward() == 0.0 and tool_env.infrastructure_failure is None
