@@ -36,9 +36,14 @@ os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
 TRAINED = Path(__file__).resolve().parent / "adapters" / "sweet-collab-qwen2.5-coder-0.5b"
 
 
+def _score(rec: dict) -> str:
+    """The reward, or why there is none (an infrastructure failure: its error)."""
+    return f"{rec['reward']:.2f}" if rec.get("reward") is not None else f"none ({rec.get('error') or 'not graded'})"
+
+
 def _show_episode(rec: dict, width: int = 100) -> None:
     meta = rec.get("meta", {})
-    print(f"\n-- episode {meta.get('episode_id')} (task {meta.get('task_index')}): reward {rec['reward']:.2f}, "
+    print(f"\n-- episode {meta.get('episode_id')} (task {meta.get('task_index')}): reward {_score(rec)}, "
           f"success {rec['success']}, {meta.get('turns')} agent turn(s), ended by {meta.get('ended_by')}")
     for turn in rec["dialogue_history"]:
         who = "PERSON" if turn["role"] == "user" else "AGENT "

@@ -204,6 +204,8 @@ def is_infrastructure_failure(rec: Mapping[str, Any]) -> bool:
     meta = rec.get("meta")
     if isinstance(meta, Mapping) and meta.get("infrastructure_failure"):
         return True
+    if rec.get("infrastructure_failure") or is_infrastructure(rec.get("end_reason")):
+        return True  # the verdict `colbench evaluate backend|frontend` writes beside the record
     return is_infrastructure(record_end_reason(rec))
 
 

@@ -100,8 +100,10 @@ class ColBenchToolEnv:
                 options["task_index"] = index
             else:  # the row's source, not the env's: play that task as a record
                 options["task"] = _task_source(str(spec), self.kind)[index].to_record()
-        obs, info = self._env.reset(seed=None if seed is None else int(seed), options=options or None)
+        # nothing of the previous episode survives a reset that fails (its reward, its failure)
         self._reset_counters()
+        self._ended, self._started = True, False
+        obs, info = self._env.reset(seed=None if seed is None else int(seed), options=options or None)
         self._info = dict(info)
         self._ended = False
         self._started = True
@@ -159,8 +161,11 @@ class ColBenchToolEnv:
         try:
             obs, reward, terminated, truncated, info = self._env.step(action)
         except Exception as exc:
-            reason = end_reason_of(exc, "environment_error")
-            if is_infrastructure(reason):  # e.g. the person's endpoint failed for good: this episode has no score
+            # a cause the accounting knows (the person's endpoint, the renderer, the task) has no
+            # score; anything else (a malformed tool call: TRL passes the model's arguments as they
+            # are) is the agent's doing and stays scored
+            reason = end_reason_of(exc, "agent_error")
+            if is_infrastructure(reason):
                 self._infra = reason
             raise
         self._turns += 1

@@ -47,10 +47,13 @@ class SweetCriticReward:
                                  normalize=self.critic.normalize)
         return float(sum(values))
 
-    def __call__(self, environments: list[Any] | None = None, **kwargs: Any) -> list[float]:
+    def __call__(self, environments: list[Any] | None = None, **kwargs: Any) -> list[float | None]:
         if environments is None:
             raise ValueError("the SWEET critic reward needs ColBench tool environments (environment_factory)")
-        return [self.score(env.messages, _reference_solution(env)) for env in environments]
+        # an episode that failed for infrastructure reasons has no score from the env (None); the
+        # critic gives none either, so TRL leaves it out instead of nansum-ing a missing env reward to 0
+        return [None if getattr(env, "infrastructure_failure", None) else self.score(env.messages, _reference_solution(env))
+                for env in environments]
 
 
 def _reference_solution(tool_env: Any) -> str | None:

@@ -195,7 +195,9 @@ def play(args: argparse.Namespace) -> None:
     print(f"played {len(result.records)} episodes ({result.skipped} already in {args.output}{again}"
           f"{f', {failed} failed: see their error field' if failed else ''}) in "
           f"{result.wall_time:.1f} s, {result.completion_tokens} generated tokens ({rate:.1f} tok/s)")
-    if result.records and failed == len(result.records):  # nothing succeeded: not a usable run (exit 1)
+    # nothing succeeded and nothing else is in the file: not a usable run (exit 1). A resume that
+    # only replayed earlier failures, beside finished episodes, is judged with them.
+    if result.records and failed == len(result.records) and not result.skipped:
         first = " ".join(str(result.failed[0].get("error", "")).split())[:300]
         raise RolloutError(f"every one of the {failed} episodes failed (the first with: {first}); "
                            f"their records in {args.output} say why")

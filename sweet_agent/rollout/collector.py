@@ -316,9 +316,11 @@ class _Episode:
             # the grader failed, no test could measure the task, or the reference page did not
             # render: what the env computed measures nothing, so the record has no score (as every
             # infrastructure failure), and says why; training skips it, --resume plays it again
-            why = info.get("grade_error") or info.get("render_error") or ""
+            why = info.get("grade_error") or ("the reference page did not render"
+                                              if meta["end_reason"] == "rendering_error" else "")
             rec["reward"] = rec["success"] = None
             rec["error"] = f"{meta['end_reason']}: {why}".rstrip(": ")[:2000]
+            meta.update(failed=True, error=rec["error"])
         return rec
 
 

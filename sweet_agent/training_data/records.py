@@ -25,7 +25,12 @@ class RecordError(ValueError):
 def load_records(paths: str | Path | Iterable[str | Path]) -> list[dict[str, Any]]:
     """Read trajectory records from one or more JSONL files (the rollout package's reader,
     which validates each line and names the file and line of a bad one)."""
-    from sweet_agent.trajectories import is_infrastructure_failure, read_trajectories
+    from sweet_agent.trajectories import (
+        TrajectoryFormatError,
+        is_infrastructure_failure,
+        missing_reward_hint,
+        read_trajectories,
+    )
 
     if isinstance(paths, (str, Path)):
         paths = [paths]
@@ -36,10 +41,12 @@ def load_records(paths: str | Path | Iterable[str | Path]) -> list[dict[str, Any
             raise FileNotFoundError(f"trajectory file {path} does not exist; collect rollouts first "
                                     "(`sweet-agent rollout ...` or examples/sweet_rl/collect.py)")
         skipped = 0
-        for i, rec in enumerate(read_trajectories(path)):
+        for i, rec in enumerate(read_trajectories(path, require_reward=False)):
             if is_infrastructure_failure(rec):  # no score (the simulator, grader, ... failed): nothing to learn from
                 skipped += 1
                 continue
+            if rec.get("reward") is None and not rec.get("error"):
+                raise TrajectoryFormatError(f"{path}:{i + 1}: {missing_reward_hint(rec, f'{path}:{i + 1}')}")
             check_record(rec, f"{path}: record {i}")
             out.append(rec)
         if skipped:

@@ -239,3 +239,10 @@ def test_a_score_that_measures_nothing_is_no_score_and_training_skips_it(tmp_pat
     rows = load_records(out)
     assert [r["task"]["problem_description"] for r in rows] == [good["problem_description"]]
     assert "skipped 1 episode(s) that failed for infrastructure reasons" in capsys.readouterr().err
+    # `colbench evaluate backend` writes its verdict beside the record (a release file graded before training)
+    graded = tmp_path / "graded.jsonl"
+    base = {"dialogue_history": [{"role": "user", "content": "p"}], "answer": "def f(x):\n    return x\n"}
+    graded.write_text(json.dumps({**base, "task": broken, "reward": 0.0, "end_reason": "task_error",
+                                  "infrastructure_failure": True}) + "\n"
+                      + json.dumps({**base, "task": good, "reward": 1.0, "end_reason": "answer"}) + "\n")
+    assert [r["task"]["problem_description"] for r in load_records(graded)] == [good["problem_description"]]

@@ -35,3 +35,25 @@ def test_a_fresh_run_whose_every_episode_failed_exits_non_zero(tmp_path, capsys)
     assert "every" in capsys.readouterr().err
     recs = read_trajectories(out, require_reward=False)  # the failures stay on disk for inspection
     assert len(recs) == 2 and all(r["error"] for r in recs)
+
+
+def test_a_resume_that_only_replays_a_failure_beside_finished_episodes_exits_zero(tiny_model_dir, tmp_path, capsys):
+    """A task no test can measure fails every time (task_error, no score): the resume plays it
+    again and it fails again, but the file holds finished episodes, so the run is usable (exit 0)
+    and says what it replayed."""
+    broken = {"problem_description": "Write f(x).", "ground_truth": "import numpy_is_not_here\n\ndef f(x):\n    return x\n",
+              "test_cases": {"test1": "f(1)", "test2": "f(2)"}}
+    good = {"problem_description": "Write f(x) returning x.", "ground_truth": "def f(x):\n    return x\n",
+            "test_cases": {"test1": "f(1)", "test2": "f(2)"}}
+    tasks = tmp_path / "tasks.jsonl"
+    tasks.write_text(json.dumps(good) + "\n" + json.dumps(broken) + "\n")
+    out = tmp_path / "run.jsonl"
+    argv = ["rollout", "--policy", str(tiny_model_dir), "--dtype", "float32", "--tasks", str(tasks), "--episodes", "2",
+            "--max-turns", "1", "--max-new-tokens", "8", "--no-progress", "--output", str(out)]
+    assert main(argv) == 0  # the last turn is taken as the answer: both are graded
+    recs = {r["meta"]["task_index"]: r for r in read_trajectories(out, require_reward=False)}
+    assert recs[1]["meta"]["end_reason"] == "task_error" and recs[1]["reward"] is None
+    assert recs[0]["reward"] is not None
+    capsys.readouterr()
+    assert main(argv + ["--resume"]) == 0
+    assert "1 played again after an infrastructure failure" in capsys.readouterr().out

@@ -192,3 +192,40 @@ def test_an_infrastructure_failure_has_no_reward_for_trl() -> None:
     assert tool_env.get_reward() is None and tool_env.infrastructure_failure == "simulator_error"
     tool_env.reset(task_index=0, seed=0)  # a new episode starts clean
     assert tool_env.get_reward() == 0.0 and tool_env.infrastructure_failure is None
+
+
+def test_a_malformed_tool_call_is_the_agents_and_a_failed_reset_leaves_nothing_behind() -> None:
+    """TRL passes the model's tool arguments as they are: a list where a string belongs is the
+    agent's mistake (the episode stays scored), not an infrastructure failure. A reset that fails
+    keeps nothing of the previous episode (its reward, its failure)."""
+    broken = {"problem_description": "Write f(x).", "ground_truth": "import numpy_is_not_here\n\ndef f(x):\n    return x\n",
+              "test_cases": {"test1": "f(1)", "test2": "f(2)"}}
+    tool_env = make_tool_env_factory("ColBench-Backend-v0")()
+    tool_env.reset(task_index=0, seed=0)
+    with pytest.raises(Exception):  # noqa: B017 - whatever the env raises for it
+        tool_env.ask_user(["not", "a", "string"])
+    assert tool_env.infrastructure_failure is None
+    tool_env.submit_answer("def nothing():\n    return None\n")
+    assert tool_env.get_reward() == 0.0
+    tool_env.reset(task=broken)
+    tool_env.submit_answer("def f(x):\n    return x\n")
+    assert tool_env.get_reward() is None
+    with pytest.raises(Exception):  # noqa: B017 - a task the env cannot load
+        tool_env.reset(task={"problem_description": "no reference"})
+    assert tool_env.infrastructure_failure is None and tool_env.get_reward() == 0.0
+    with pytest.raises(ToolEnvError, match="not started"):
+        tool_env.submit_answer("def f(x):\n    return x\n")
+
+
+def test_the_critic_reward_gives_no_score_to_an_infrastructure_failure() -> None:
+    """With --critic beside the env's reward, an episode the env could not score gets None from
+    the critic too: TRL's nansum would otherwise count the missing env reward as 0 beside the
+    critic's score and hand the completion a spurious negative advantage."""
+    pytest.importorskip("torch")
+    from sweet_agent.grpo.critic_reward import SweetCriticReward
+
+    class Failed:
+        infrastructure_failure = "simulator_error"
+
+    reward = object.__new__(SweetCriticReward)  # the short-circuit touches no critic weights
+    assert reward(environments=[Failed()]) == [None]
