@@ -122,10 +122,15 @@ def test_permanent_error_fails_one_episode_and_the_others_go_on(tmp_path):
 
 def test_failing_simulator_replies_never_consume_the_agent_turn(tmp_path):
     with FaultServer(scripted) as server:
-        sim_calls = itertools.count()
+        seen: set[str] = set()
 
         def faulty(body):
-            if body.get("model") == "sim" and next(sim_calls) % 2 == 0:
+            # every reply fails the first time it is asked for, then succeeds: per request, so an
+            # episode's retry never depends on how other episodes' calls interleave (a global
+            # "every other call" could fail one episode three times in a row under load)
+            key = json.dumps(body.get("messages"), sort_keys=True)
+            if body.get("model") == "sim" and key not in seen:
+                seen.add(key)
                 raise RuntimeError("simulator worker crashed")  # -> HTTP 500 from the server
             return scripted(body)
 
