@@ -29,7 +29,8 @@ PROG = "sweet-agent train-grpo"
 PRESETS = "grpo"
 #: Step metrics echoed to the console and written to grpo_steps.jsonl.
 STEP_KEYS = ("reward", "reward_std", "tools/call_frequency", "colbench/questions", "colbench/drafts",
-             "colbench/turns", "colbench/submitted", "colbench/success", "completions/mean_length")
+             "colbench/turns", "colbench/submitted", "colbench/success", "colbench/infrastructure_failures",
+             "completions/mean_length")
 
 
 # No --output_dir required: GRPOConfig has its own default (and the presets name one).

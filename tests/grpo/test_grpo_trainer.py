@@ -100,6 +100,7 @@ def test_grpo_step_with_env_owned_reward(tmp_path, reference) -> None:
     assert logs["colbench/turns"] == pytest.approx(1.5)
     assert logs["colbench/submitted"] == pytest.approx(1.0)
     assert logs["colbench/success"] == pytest.approx(0.5)
+    assert logs["colbench/infrastructure_failures"] == 0.0
     assert logs["tools/call_frequency"] > 0
     changed = [n for n, p in trainer.model.named_parameters() if not torch.equal(before[n], p)]
     assert changed, "no parameter changed after one optimisation step"
@@ -152,3 +153,17 @@ def test_critic_reward_is_a_second_weighted_reward(tmp_path, reference) -> None:
     logs = next(e for e in trainer.state.log_history if "reward" in e)
     assert logs["rewards/sweet_critic/mean"] == pytest.approx(sum(offline) / 2, rel=1e-4)
     assert logs["reward"] == pytest.approx(weight * sum(offline) / 2 + 0.5, rel=1e-4)
+
+
+def test_episode_statistics_leave_an_unscored_episode_out_of_success() -> None:
+    from sweet_agent.grpo.trainer import EPISODE_STATS, _episode_row
+
+    class Env:
+        questions, drafts, turns, submitted, success, infrastructure_failure = 1, 0, 2, True, True, None
+
+    class Failed(Env):
+        success, infrastructure_failure = False, "simulator_error"
+
+    rows = torch.tensor([_episode_row(Env()), _episode_row(Failed())]).nanmean(dim=0).tolist()
+    stats = dict(zip(EPISODE_STATS, rows))
+    assert stats["success"] == 1.0 and stats["infrastructure_failures"] == 0.5 and stats["turns"] == 2.0
