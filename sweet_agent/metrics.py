@@ -32,7 +32,7 @@ from typing import Any, TypeVar
 
 from colbench_gym.evaluation.metrics import TIE_TOLERANCE, win_value
 from colbench_gym.protocol import parse_action
-from colbench_gym.tasks.accounting import is_infrastructure, record_end_reason
+from colbench_gym.tasks.accounting import is_infrastructure_failure, record_end_reason
 from colbench_gym.tasks.identity import task_identity
 from colbench_gym.tasks.kinds import kind_of_task
 from colbench_gym.tasks.records import record_success
@@ -114,7 +114,7 @@ def episode_metrics(rec: Mapping[str, Any], position: int = 0) -> EpisodeMetrics
     return EpisodeMetrics(
         task_id=task_identity(rec.get("task") or {}), sample=episode_sample(rec, position), kind=kind,
         reward=reward, success=success, tests_passed=tests, similarity=sim, turns=len(kinds),
-        questions=kinds.count("question"), failed=is_infrastructure(end), end_reason=end)
+        questions=kinds.count("question"), failed=is_infrastructure_failure(rec), end_reason=end)
 
 
 @dataclass(frozen=True)

@@ -34,7 +34,7 @@ from typing import Any
 
 from colbench_gym.jsonl import write_jsonl_atomic
 from colbench_gym.protocol import Messages, parse_action
-from colbench_gym.tasks.accounting import is_infrastructure, record_end_reason
+from colbench_gym.tasks.accounting import is_infrastructure_failure
 from colbench_gym.tasks.identity import task_identity
 from colbench_gym.tasks.kinds import kind_of_task
 from colbench_gym.tasks.loaders import parse_jsonl_lines
@@ -197,18 +197,6 @@ def record_episode_id(rec: Mapping[str, Any]) -> str | None:
 MAX_REPLAYS = 2
 
 
-def is_infrastructure_failure(rec: Mapping[str, Any]) -> bool:
-    """The episode failed for infrastructure reasons (endpoint, simulator, grader, renderer, task;
-    :mod:`colbench_gym.tasks.accounting`), not by the agent's doing. Records written before end
-    reasons existed are judged by their ``error``, as ``evaluate`` does."""
-    meta = rec.get("meta")
-    if isinstance(meta, Mapping) and meta.get("infrastructure_failure"):
-        return True
-    if rec.get("infrastructure_failure") or is_infrastructure(rec.get("end_reason")):
-        return True  # the verdict `colbench evaluate backend|frontend` writes beside the record
-    return is_infrastructure(record_end_reason(rec))
-
-
 def replaced_path(path: str | os.PathLike[str]) -> Path:
     """Where ``resume`` moves the records of episodes it plays again."""
     path = Path(os.path.realpath(path))
@@ -358,10 +346,9 @@ class TrajectoryWriter:
         (same permissions) and hold the lock on the new file."""
         moved = b"".join(data[a:b] for a, b in spans)
         side_path = replaced_path(self.path)
-        with open(side_path, "a+b") as side:
-            side.seek(0, os.SEEK_END)
-            size = side.tell()
-            if size < len(moved) or (side.seek(size - len(moved)), side.read())[1] != moved:
+        already = side_path.read_bytes().endswith(moved) if side_path.is_file() else False
+        if not already:
+            with open(side_path, "ab") as side:
                 side.write(moved)
                 side.flush()
                 os.fsync(side.fileno())

@@ -141,9 +141,20 @@ def record_end_reason(rec: Mapping[str, Any]) -> str | None:
     error = rec.get("error") or meta.get("error")
     if error:
         name = str(error).split(":", 1)[0].strip()
-        return EXCEPTION_REASONS.get(name, "unknown_error")
+        return name if name in END_REASONS else EXCEPTION_REASONS.get(name, "unknown_error")
     ended_by = meta.get("ended_by")
     return ended_by if ended_by in ("answer", "turn_limit") else None
+
+
+def is_infrastructure_failure(rec: Mapping[str, Any]) -> bool:
+    """The record's episode failed for infrastructure reasons (no score), by any account of it:
+    the rollout's ``meta`` (its flag or end reason), the verdict ``colbench evaluate
+    backend|frontend`` writes beside the record (top-level ``end_reason`` /
+    ``infrastructure_failure``), or, for records older than end reasons, their ``error``."""
+    meta = rec.get("meta")
+    if (isinstance(meta, Mapping) and meta.get("infrastructure_failure")) or rec.get("infrastructure_failure"):
+        return True
+    return is_infrastructure(rec.get("end_reason")) or is_infrastructure(record_end_reason(rec))
 
 
 def count_end_reasons(reasons: Iterable[str | None]) -> dict[str, int]:

@@ -45,7 +45,7 @@ def load_records(paths: str | Path | Iterable[str | Path]) -> list[dict[str, Any
             if is_infrastructure_failure(rec):  # no score (the simulator, grader, ... failed): nothing to learn from
                 skipped += 1
                 continue
-            if rec.get("reward") is None and not rec.get("error"):
+            if rec.get("reward") is None and not rec.get("error"):  # ungraded: the reader's own hint, no second validation
                 raise TrajectoryFormatError(f"{path}:{i + 1}: {missing_reward_hint(rec, f'{path}:{i + 1}')}")
             check_record(rec, f"{path}: record {i}")
             out.append(rec)
