@@ -95,8 +95,9 @@ def main(argv: list[str] | None = None) -> int:
                         sampling=SamplingParams(max_new_tokens=args.max_new_tokens, temperature=args.temperature))
     out = Path(args.output)
     result = collect(policy, cfg, out, overwrite=True)
-    comparing = args.trained != "none" and (args.trained is not None or TRAINED.exists())
-    if not comparing:
+    # part 5's trained side: --trained, else the shipped adapter if there is one; "none" skips it
+    trained = None if args.trained == "none" else args.trained or (str(TRAINED) if TRAINED.exists() else None)
+    if trained is None:
         policy.close()
     rate = result.completion_tokens / result.wall_time if result.wall_time else 0.0
     print(f"[demo] {len(result.records)} episodes in {result.wall_time:.0f} s "
@@ -115,17 +116,16 @@ def main(argv: list[str] | None = None) -> int:
 
     index = build_site(ViewConfig(runs=[str(out)], output=str(out.parent / "viewer"), names=["demo"]), progress=False)
     print(f"[demo] trajectory viewer: file://{index.resolve()}")
-    if args.trained is None and not TRAINED.exists():
-        print(f"[demo] no trained adapter is shipped yet ({TRAINED}: the learning benchmark's run produces it); "
-              "pass --trained PATH to compare one")
+    if trained is None:
+        if args.trained is None:
+            print(f"[demo] no trained adapter is shipped yet ({TRAINED}: the learning benchmark's run produces it); "
+                  "pass --trained PATH to compare one")
         return 0
-    if args.trained != "none":
-        args.trained = args.trained or str(TRAINED)
-        try:  # the loaded model plays the untrained side too (one load fewer)
-            return compare_trained(args, out.parent / "trained", untrained=policy)
-        finally:
-            policy.close()
-    return 0
+    args.trained = trained
+    try:  # the loaded model plays the untrained side too (one load fewer)
+        return compare_trained(args, out.parent / "trained", untrained=policy)
+    finally:
+        policy.close()
 
 
 def compare_trained(args: argparse.Namespace, out_dir: Path, untrained=None) -> int:
