@@ -13,6 +13,9 @@ the dialogue differs from ``gym.make``:
   The final turn is never stepped into the env: the harness scores it with
 * :func:`grade_backend` — the sandboxed grader on the answer's code (success and % tests), and
   :func:`score_frontend` — the renderer and the screenshot scorer (CLIP or the declared fallback).
+  A score that would measure nothing (the grader failed, no test of the task has a usable
+  reference result, the reference page did not render) is never returned as a number: both raise
+  :class:`ScoreUnavailable`, which each harness records as its own kind of error.
 
 Both harnesses also build their dataset the same way: :func:`task_entries` lists the tasks of a
 source with what a sample keeps beside the request and the reference (index, identity, episode
@@ -28,11 +31,25 @@ from typing import Any
 
 from colbench_gym.envs.base import reset_options
 from colbench_gym.protocol import MAX_TURNS, Messages, extract_answer_html, extract_code, parse_action
+from colbench_gym.tasks.accounting import grading_failure
 from colbench_gym.tasks.kinds import env_kind
 from colbench_gym.tasks.sources import resolve_task_source
 
 #: Sources larger than this (the procedural generators) need an explicit ``num_tasks``.
 UNBOUNDED = 1_000_000
+
+
+class ScoreUnavailable(RuntimeError):
+    """The answer has no score because of an infrastructure failure, not because of the answer:
+    ``end_reason`` is ``grading_error`` (the grader failed internally), ``task_error`` (no test of
+    the task has a usable reference result) or ``rendering_error`` (the reference page did not
+    render). A harness records an error (Inspect: a sample error, retried with ``retry_on_error``;
+    verifiers: ``state["error"]``, an ``InfraError`` retried with ``max_retries``), never a number
+    that would reward or punish the policy for the infrastructure."""
+
+    def __init__(self, end_reason: str, detail: str) -> None:
+        super().__init__(f"{end_reason}: {detail}")
+        self.end_reason = end_reason
 
 
 def check_kind(kind: str) -> str:
@@ -177,13 +194,19 @@ class Conversation:
 def grade_backend(answer: str, task: Any, grader: Any = None) -> dict[str, Any]:
     """Grade a backend answer in the sandbox: ``success``, ``fraction``, ``tests_passed`` …
 
-    ``grader`` defaults to the process's shared sandboxed grader (what the env uses).
+    ``grader`` defaults to the process's shared sandboxed grader (what the env uses). Raises
+    :class:`ScoreUnavailable` when the score would not be the answer's own (the env's
+    ``grading_error`` / ``task_error``).
     """
     if grader is None:
         from colbench_gym.grading import get_default_grader
 
         grader = get_default_grader()
     result = grader.grade(extract_code(answer or ""), task)
+    failure = grading_failure(result.error, result.total, len(result.unpassable))
+    if failure is not None:
+        detail = result.error or f"none of the task's {result.total} tests has a usable reference result"
+        raise ScoreUnavailable(failure, detail)
     return {"success": bool(result.success), "fraction": float(result.fraction), "tests_passed": result.passed,
             "tests_total": result.total, "grade_error": result.error}
 
@@ -191,7 +214,7 @@ def grade_backend(answer: str, task: Any, grader: Any = None) -> dict[str, Any]:
 def score_frontend(answer: str, task: Any, scorer: Any = "auto", renderer: Any = None) -> dict[str, Any]:
     """Render a frontend answer and compare it with the reference page: ``similarity`` and the
     scorer's name (CLIP, or the declared fallback — never silently called CLIP). A reference page
-    that does not render raises :class:`~colbench_gym.rendering.ReferenceRenderError` instead of
+    that does not render raises :class:`ScoreUnavailable` (``rendering_error``) instead of
     scoring the answer against a blank page."""
     from colbench_gym.scoring import shared_scorer
 
@@ -205,7 +228,12 @@ def score_frontend(answer: str, task: Any, scorer: Any = "auto", renderer: Any =
                             "render_error": None, "similarity": 0.0}
     if html is None:
         return info
-    reference = renderer.render_reference(task.ground_truth)  # raises ReferenceRenderError: never scored
+    from colbench_gym.rendering import ReferenceRenderError
+
+    try:
+        reference = renderer.render_reference(task.ground_truth)
+    except ReferenceRenderError as exc:  # never scored against a blank page
+        raise ScoreUnavailable("rendering_error", f"the reference page did not render ({exc})") from exc
     final = renderer.render(html)
     info.update(similarity=float(scorer.similarity(final.image(), reference.image())), render_error=final.error)
     return info

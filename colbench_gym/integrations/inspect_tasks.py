@@ -15,7 +15,10 @@
   simulator (no model, deterministic per seed) plays the person;
 * **scorers** — :func:`colbench_grader` (the sandboxed grader: ``success`` and ``tests``, the
   paper's two backend metrics) and :func:`colbench_similarity` (the renderer and the screenshot
-  scorer: CLIP, or the declared fallback named in each score).
+  scorer: CLIP, or the declared fallback named in each score). An answer the infrastructure could
+  not score (grader failure, a task no test can measure, a reference page that did not render)
+  is a sample error (``ScoreUnavailable``), never a score: Inspect then fails the eval, or
+  retries and tolerates it as ``retry_on_error`` / ``fail_on_error`` say.
 
 The dialogue, the person's generations and the scores are in the eval log (``inspect view``).
 """

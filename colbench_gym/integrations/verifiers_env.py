@@ -13,7 +13,11 @@
   ``I WANT TO ANSWER:`` or the last turn ends the rollout;
 * **rubric** — our grader: the sandboxed tests (backend reward: ``success`` 0/1 or the fraction of
   tests passed with ``reward_mode="fraction"``; ``success`` and ``tests`` also as metrics) or the
-  renderer + screenshot scorer (frontend reward: similarity).
+  renderer + screenshot scorer (frontend reward: similarity). An answer the infrastructure could
+  not score (grader failure, a task no test can measure, a reference page that did not render)
+  sets ``state["error"]`` to a ``vf.InfraError`` (retried with ``max_retries``, counted among the
+  outputs' errors): filter rollouts with an ``error`` before using their reward, which verifiers
+  forces to a float (0.0 there).
 
 verifiers (and the ``datasets`` package it loads) is imported only inside
 :func:`load_environment`: importing ``colbench_gym`` never pulls in the ML stack.
@@ -29,6 +33,7 @@ from typing import Any
 from colbench_gym.instructions import instructions
 from colbench_gym.integrations.conversation import (
     Conversation,
+    ScoreUnavailable,
     check_kind,
     entry_task,
     grade_backend,
@@ -120,12 +125,20 @@ def _rubric(kind: str, reward_mode: str, scorer: str) -> Any:
             answer = (state.get("colbench") or {}).get("answer")
             info = state["info"]
             task = row_task(kind, _text(state["prompt"][-1]), state["answer"], info)
-            if answer is None:  # no answer (the rollout failed or was cut): nothing to grade
-                result = {"success": False, "fraction": 0.0, "similarity": 0.0}
-            elif kind == "backend":
-                result = await asyncio.to_thread(grade_backend, answer, task)
-            else:
-                result = await asyncio.to_thread(score_frontend, answer, task, scorer)
+            result = {"success": False, "fraction": 0.0, "similarity": 0.0}
+            try:
+                if answer is None:  # no answer (the rollout failed or was cut): nothing to grade
+                    pass
+                elif kind == "backend":
+                    result = await asyncio.to_thread(grade_backend, answer, task)
+                else:
+                    result = await asyncio.to_thread(score_frontend, answer, task, scorer)
+            except ScoreUnavailable as exc:
+                # Not the answer's score: the rollout carries verifiers' InfraError (retried with
+                # max_retries, listed under the outputs' errors); the rubric still wants a float.
+                state["error"] = vf.InfraError(str(exc))
+                state["error"].__cause__ = exc  # the chain names ScoreUnavailable and its reason
+                result = {**result, "end_reason": exc.end_reason}
             state["colbench_result"] = result
         return state["colbench_result"]
 

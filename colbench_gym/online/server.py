@@ -26,6 +26,7 @@ from openenv.core.env_server import Action, Environment, Observation, State, cre
 from pydantic import Field
 
 from colbench_gym.envs.base import reset_options
+from colbench_gym.tasks.accounting import is_infrastructure
 from colbench_gym.tasks.kinds import KINDS
 
 #: URL prefix (the kind's name) -> Gymnasium id of the environment served there.
@@ -116,9 +117,13 @@ class ColBenchOpenEnv(Environment):
         self._state.step_count += 1
         self._state.turn = int(info.get("turn", self._state.turn + 1))
         self._state.done = done
+        # An answer the infrastructure could not score (grading_error, task_error, rendering_error:
+        # info["end_reason"]) has no reward over the wire: OpenEnv's reward is optional, and a
+        # trainer must not learn from the env's placeholder number.
+        scored = None if is_infrastructure(info.get("end_reason")) else float(reward)
         if done:
-            self._state.reward = float(reward)
-        return ColBenchObservation(text=text, info=_json_safe(info), done=done, reward=float(reward))
+            self._state.reward = scored
+        return ColBenchObservation(text=text, info=_json_safe(info), done=done, reward=scored)
 
     @property
     def state(self) -> ColBenchState:

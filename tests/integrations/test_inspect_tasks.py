@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -154,3 +155,20 @@ def test_frontend_task_scores_the_reference_page_highest(tmp_path: Path, browser
     assert by_id[0].value == pytest.approx(1.0, abs=1e-3) and by_id[1].value < by_id[0].value - 0.01
     assert by_id[0].metadata["scorer"].endswith("(not CLIP)") and by_id[0].metadata["turns"] == 2
     assert images_seen == [2, 2]  # the draft's screenshot and the page the person wants
+
+
+def test_an_answer_the_infrastructure_cannot_score_is_a_sample_error_not_a_score(tmp_path: Path) -> None:
+    """A task whose reference cannot run (no test has a usable result: ``task_error``) scores the
+    right answer and a wrong one alike; Inspect gets a sample error naming the reason, never a
+    0 or 1 that would rank a model on what the grader could not measure."""
+    broken = {"problem_description": "Write f(x) that returns x.",
+              "ground_truth": "import numpy_is_not_here\n\ndef f(x):\n    return x\n",
+              "test_cases": {"test1": "f(1)", "test2": "f(2)"}}
+    source = tmp_path / "broken.jsonl"
+    source.write_text(json.dumps(broken) + "\n")
+    agent = _agent({broken["problem_description"]: "def f(x):\n    return x"})
+    [log] = inspect_eval(colbench_backend(tasks=str(source)), log_dir=str(tmp_path / "logs"), display="none",
+                         model=agent, fail_on_error=False)
+    [sample] = log.samples
+    assert sample.error is not None and "task_error" in sample.error.message
+    assert not sample.scores  # no number for it

@@ -85,3 +85,22 @@ def test_vf_eval_runs_the_environment_by_name(tmp_path: Path) -> None:
     [results] = list(tmp_path.rglob("results.jsonl"))
     [row] = [json.loads(line) for line in results.read_text().splitlines()]
     assert row["reward"] == 1.0
+
+
+def test_an_answer_the_infrastructure_cannot_score_is_a_rollout_error(tmp_path: Path) -> None:
+    """A task no test can measure (its reference cannot run: ``task_error``): the rollout carries
+    verifiers' InfraError (what ``max_retries`` retries and eval lists under errors), so a trainer
+    that filters errored rollouts never learns from the 0.0 the rubric is forced to return."""
+    broken = {"problem_description": "Write f(x) that returns x.",
+              "ground_truth": "import numpy_is_not_here\n\ndef f(x):\n    return x\n",
+              "test_cases": {"test1": "f(1)", "test2": "f(2)"}}
+    source = tmp_path / "broken.jsonl"
+    source.write_text(json.dumps(broken) + "\n")
+    env = load_environment(tasks=str(source))
+    with LocalOpenAIServer(lambda body: f"{ANSWER_MARKER}\n```python\ndef f(x):\n    return x\n```") as server:
+        client = AsyncOpenAI(base_url=server.base_url, api_key="none")
+        out = env.evaluate_sync(client, model="stub", num_examples=1, rollouts_per_example=1)
+    [row] = out["outputs"]
+    assert row["error"] is not None and row["error"]["error"] == "InfraError"
+    assert "ScoreUnavailable" in row["error"]["error_chain_str"], row["error"]
+    assert "task_error" in row["error"]["error_chain_repr"], row["error"]

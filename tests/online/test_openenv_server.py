@@ -166,3 +166,17 @@ def test_example_trains_against_the_remote_server(server, tmp_path) -> None:
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert "step 1: env reward" in proc.stdout
     assert (tmp_path / "out" / "adapter_config.json").is_file()
+
+
+def test_an_answer_the_infrastructure_cannot_score_has_no_reward_over_the_wire(server) -> None:
+    """A task no test can measure (its reference cannot run): the final observation's reward and
+    the session's state say None, with info's end_reason naming why — not the env's placeholder 0."""
+    broken = {"problem_description": "Write f(x) that returns x.",
+              "ground_truth": "import numpy_is_not_here\n\ndef f(x):\n    return x\n",
+              "test_cases": {"test1": "f(1)", "test2": "f(2)"}}
+    with ColBenchEnvClient(base_url=f"{server}/backend").sync() as client:
+        client.reset(seed=0, task=broken)
+        final = client.step(ColBenchAction(message=f"{ANSWER_MARKER}\ndef f(x):\n    return x"))
+        state = client.state()
+    assert final.done and final.reward is None and final.observation.info["end_reason"] == "task_error"
+    assert state.done and state.reward is None

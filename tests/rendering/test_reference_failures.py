@@ -94,3 +94,14 @@ def test_evaluator_records_a_failed_reference_as_a_failed_task(browser_ready, tm
     assert scored["reference_error"] is None and scored["similarity"] == pytest.approx(1.0, abs=1e-6)
     printed = capsys.readouterr().out
     assert "mean similarity: 1.0000" in printed and "did not render" in printed
+
+
+def test_harness_scorer_refuses_to_score_against_a_failed_reference(quick_renderer):
+    """The scorer Inspect's and verifiers' frontend tasks call: a reference page that did not
+    render raises ScoreUnavailable (``rendering_error``), never a similarity to a blank page."""
+    from colbench_gym.integrations.conversation import ScoreUnavailable, entry_task, score_frontend
+
+    task = entry_task("frontend", "A page.", STUCK, {})
+    with pytest.raises(ScoreUnavailable, match="rendering_error: the reference page did not render") as err:
+        score_frontend(BLANK_ANSWER, task, "fallback", renderer=quick_renderer)
+    assert err.value.end_reason == "rendering_error"
