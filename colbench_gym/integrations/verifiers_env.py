@@ -13,11 +13,15 @@
   ``I WANT TO ANSWER:`` or the last turn ends the rollout;
 * **rubric** — our grader: the sandboxed tests (backend reward: ``success`` 0/1 or the fraction of
   tests passed with ``reward_mode="fraction"``; ``success`` and ``tests`` also as metrics) or the
-  renderer + screenshot scorer (frontend reward: similarity). An answer the infrastructure could
-  not score (grader failure, a task no test can measure, a reference page that did not render)
-  sets ``state["error"]`` to a ``vf.InfraError`` (retried with ``max_retries``, counted among the
-  outputs' errors): filter rollouts with an ``error`` before using their reward, which verifiers
-  forces to a float (0.0 there).
+  renderer + screenshot scorer (frontend reward: similarity).
+
+Infrastructure failures are ``vf.InfraError`` in ``state["error"]`` (:func:`infra_error`, its
+message led by the end reason): a dialogue the infrastructure broke (the person's endpoint, a
+reference page that does not render) ends the rollout there, and an answer it could not score
+(grader failure, a task no test can measure, a renderer that failed) keeps the error beside the
+0.0 that verifiers forces a reward to be. ``max_retries`` retries them; eval lists them under
+errors. Drop rollouts with an ``error`` (and their group, for group-relative advantages: verifiers'
+``score_group`` averages the 0.0 in) before using rewards.
 
 verifiers (and the ``datasets`` package it loads) is imported only inside
 :func:`load_environment`: importing ``colbench_gym`` never pulls in the ML stack.
@@ -33,7 +37,6 @@ from typing import Any
 from colbench_gym.instructions import instructions
 from colbench_gym.integrations.conversation import (
     Conversation,
-    ScoreUnavailable,
     check_kind,
     entry_task,
     grade_backend,
@@ -41,6 +44,7 @@ from colbench_gym.integrations.conversation import (
     task_entries,
 )
 from colbench_gym.protocol import MAX_TURNS
+from colbench_gym.tasks.accounting import end_reason_of
 
 
 def task_rows(kind: str, tasks: Any = None, num_tasks: int | None = None, seed: int = 0) -> list[dict[str, Any]]:
@@ -72,6 +76,16 @@ def _text(message: Any) -> str:
     return content or ""
 
 
+def infra_error(exc: BaseException, default: str) -> Exception:
+    """verifiers' ``InfraError`` for an infrastructure failure of ours (what ``max_retries``
+    retries, a rollout's ``error`` in the outputs), its message led by the end reason
+    (:func:`~colbench_gym.tasks.accounting.end_reason_of`; ``default`` when nothing says) and its
+    cause the failure itself."""
+    err = _verifiers().InfraError(f"{end_reason_of(exc, default)}: {exc}")
+    err.__cause__ = exc
+    return err
+
+
 @functools.cache
 def environment_class() -> type:
     """``ColBenchEnv``, the verifiers ``MultiTurnEnv`` (built on first use: verifiers imports lazily)."""
@@ -89,17 +103,23 @@ def environment_class() -> type:
 
         async def setup_state(self, state: Any) -> Any:
             info = state["info"]
-            conversation = await asyncio.to_thread(Conversation, self.kind, max_turns=self.colbench_max_turns,
-                                                   **self.conversation_kwargs)
-            self._conversations[state["trajectory_id"]] = conversation
-            task = row_task(self.kind, _text(state["prompt"][-1]), state["answer"], info)
-            await asyncio.to_thread(conversation.start, task=task.to_record(), seed=info.get("seed"))
             state["colbench"] = {"answer": None, "ended_by": None, "turns": 0}
+            try:
+                conversation = await asyncio.to_thread(Conversation, self.kind, max_turns=self.colbench_max_turns,
+                                                       **self.conversation_kwargs)
+                self._conversations[state["trajectory_id"]] = conversation
+                task = row_task(self.kind, _text(state["prompt"][-1]), state["answer"], info)
+                await asyncio.to_thread(conversation.start, task=task.to_record(), seed=info.get("seed"))
+            except Exception as exc:  # a reference page that does not render, a broken task row ...
+                raise infra_error(exc, "environment_error") from exc
             return state
 
         async def env_response(self, messages: Any, state: Any, **kwargs: Any) -> Any:
             conversation = self._conversations[state["trajectory_id"]]
-            outcome = await asyncio.to_thread(conversation.play, _text(messages[-1]))
+            try:
+                outcome = await asyncio.to_thread(conversation.play, _text(messages[-1]))
+            except Exception as exc:  # the person's endpoint, the renderer of a draft ...
+                raise infra_error(exc, "environment_error") from exc
             state["colbench"]["turns"] = conversation.turn
             if outcome.done:
                 state["colbench"].update(answer=outcome.answer, ended_by=outcome.ended_by)
@@ -133,12 +153,11 @@ def _rubric(kind: str, reward_mode: str, scorer: str) -> Any:
                     result = await asyncio.to_thread(grade_backend, answer, task)
                 else:
                     result = await asyncio.to_thread(score_frontend, answer, task, scorer)
-            except ScoreUnavailable as exc:
+            except Exception as exc:  # ScoreUnavailable, a renderer or grader that failed: never the answer's
                 # Not the answer's score: the rollout carries verifiers' InfraError (retried with
                 # max_retries, listed under the outputs' errors); the rubric still wants a float.
-                state["error"] = vf.InfraError(str(exc))
-                state["error"].__cause__ = exc  # the chain names ScoreUnavailable and its reason
-                result = {**result, "end_reason": exc.end_reason}
+                state["error"] = infra_error(exc, "grading_error" if kind == "backend" else "rendering_error")
+                result = {**result, "end_reason": end_reason_of(exc, "environment_error")}
             state["colbench_result"] = result
         return state["colbench_result"]
 

@@ -22,10 +22,21 @@ from websockets.exceptions import ConnectionClosed
 
 from colbench_gym.online.server import PREFIXES, ColBenchAction, ColBenchObservation, ColBenchState
 from colbench_gym.online.tool_env import ColBenchToolEnv, tool_env_class
+from colbench_gym.tasks.accounting import is_infrastructure
 
 
 class ServerCapacityError(ConnectionError):
     """The server holds as many sessions as it allows (``--max-sessions``): no session for this client."""
+
+
+class RemoteEnvironmentError(RuntimeError):
+    """An infrastructure failure inside the server's env (the person's endpoint, the renderer, the
+    task): ``end_reason`` names it, as the local env's exception would, so the tool env and the
+    accounting leave the episode unscored."""
+
+    def __init__(self, end_reason: str, message: str) -> None:
+        super().__init__(message)
+        self.end_reason = end_reason
 
 
 class ColBenchEnvClient(EnvClient[ColBenchAction, ColBenchObservation, ColBenchState]):
@@ -53,8 +64,12 @@ class ColBenchEnvClient(EnvClient[ColBenchAction, ColBenchObservation, ColBenchS
             if data.get("code") == "CAPACITY_REACHED":  # the server closes this session next
                 await self._drop()
                 raise self._closed_error(data, None)
-            raise RuntimeError(f"Server error: {data.get('message', 'Unknown error')} "
-                               f"(code: {data.get('code', 'UNKNOWN')})")
+            message = str(data.get("message", "Unknown error"))
+            text = f"Server error: {message} (code: {data.get('code', 'UNKNOWN')})"
+            reason = message.split(":", 1)[0].strip()
+            if is_infrastructure(reason):  # the server leads an infrastructure failure with its end reason
+                raise RemoteEnvironmentError(reason, text)
+            raise RuntimeError(text)
         return response
 
     async def _drop(self) -> None:

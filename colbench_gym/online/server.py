@@ -25,8 +25,8 @@ from typing import Any
 from openenv.core.env_server import Action, Environment, Observation, State, create_fastapi_app
 from pydantic import Field
 
-from colbench_gym.envs.base import reset_options
-from colbench_gym.tasks.accounting import is_infrastructure
+from colbench_gym.envs.base import EpisodeOverError, reset_options
+from colbench_gym.tasks.accounting import end_reason_of, is_infrastructure
 from colbench_gym.tasks.kinds import KINDS
 
 #: URL prefix (the kind's name) -> Gymnasium id of the environment served there.
@@ -70,6 +70,17 @@ class EpisodeNotStarted(RuntimeError):
     """``step`` on an environment that was never reset (every HTTP ``/step``): answered with 409."""
 
 
+def tagged_failure(exc: BaseException, default: str | None) -> BaseException:
+    """The exception the client receives for a failure inside the env: OpenEnv sends only its
+    message, so an infrastructure failure's message is led by its end reason (``simulator_error:
+    ...``), which :mod:`colbench_gym.online.client` turns back into an exception that carries it
+    (a remote trainer then leaves the episode unscored, as a local one does). ``default``: the
+    reason of a failure no class names (``step``: ``environment_error``; ``reset``: None, a bad
+    argument of the caller's, sent as it is)."""
+    reason = end_reason_of(exc, default or "agent_error")
+    return RuntimeError(f"{reason}: {exc}") if is_infrastructure(reason) else exc
+
+
 def _json_safe(info: dict[str, Any]) -> dict[str, Any]:
     return json.loads(json.dumps(info, default=str))
 
@@ -102,7 +113,10 @@ class ColBenchOpenEnv(Environment):
               task: dict[str, Any] | None = None, **kwargs: Any) -> ColBenchObservation:
         if kwargs:
             raise ValueError(f"unknown reset argument(s) {sorted(kwargs)}; use seed, episode_id, task_index or task")
-        text, info = self._env.reset(seed=seed, options=reset_options(task_index, task))
+        try:
+            text, info = self._env.reset(seed=seed, options=reset_options(task_index, task))
+        except Exception as exc:
+            raise tagged_failure(exc, None) from exc
         self._started = True
         self._state = ColBenchState(episode_id=episode_id, step_count=0, kind=self._state.kind,
                                     task_id=info.get("task_id"), task_index=info.get("task_index"),
@@ -112,7 +126,12 @@ class ColBenchOpenEnv(Environment):
     def step(self, action: ColBenchAction, timeout_s: float | None = None, **kwargs: Any) -> ColBenchObservation:
         if not self._started:
             raise EpisodeNotStarted(NO_EPISODE)
-        text, reward, terminated, truncated, info = self._env.step(action.message)
+        try:
+            text, reward, terminated, truncated, info = self._env.step(action.message)
+        except EpisodeOverError:
+            raise  # the caller's misuse, said as it is
+        except Exception as exc:
+            raise tagged_failure(exc, "environment_error") from exc
         done = bool(terminated or truncated)
         self._state.step_count += 1
         self._state.turn = int(info.get("turn", self._state.turn + 1))

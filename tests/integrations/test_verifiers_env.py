@@ -104,3 +104,20 @@ def test_an_answer_the_infrastructure_cannot_score_is_a_rollout_error(tmp_path: 
     assert row["error"] is not None and row["error"]["error"] == "InfraError"
     assert "ScoreUnavailable" in row["error"]["error_chain_str"], row["error"]
     assert "task_error" in row["error"]["error_chain_repr"], row["error"]
+
+
+def test_a_person_whose_endpoint_fails_ends_the_rollout_with_an_infra_error() -> None:
+    """The person's endpoint fails for good (HTTP 500 after the client's retries): the rollout ends
+    with verifiers' InfraError naming simulator_error — what max_retries retries — instead of
+    aborting the whole evaluation, and no grade is taken of a dialogue that never finished."""
+    with LocalOpenAIServer(lambda body: "never served", fail_first=10_000) as person, \
+            LocalOpenAIServer(lambda body: QUESTION) as agent:
+        env = load_environment(num_tasks=1, simulator="openai",
+                               simulator_kwargs={"model": "person", "base_url": person.base_url, "api_key": "none",
+                                                 "max_retries": 0})
+        client = AsyncOpenAI(base_url=agent.base_url, api_key="none")
+        out = env.evaluate_sync(client, model="stub", num_examples=1, rollouts_per_example=1)
+        assert len(agent.requests) == 1 and person.requests  # the question was asked; the person failed
+    [row] = out["outputs"]
+    assert row["error"] is not None and row["error"]["error"] == "InfraError"
+    assert "simulator_error" in row["error"]["error_chain_repr"], row["error"]

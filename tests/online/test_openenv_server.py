@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 import urllib.request
 
@@ -17,7 +19,12 @@ pytest.importorskip("openenv")
 # A real server process: importing OpenEnv (FastAPI, fastmcp, gradio when installed) takes seconds.
 pytestmark = pytest.mark.slow
 
-from colbench_gym.online.client import ColBenchEnvClient, RemoteColBenchEnv, make_remote_tool_env_factory  # noqa: E402
+from colbench_gym.online.client import (  # noqa: E402
+    ColBenchEnvClient,
+    RemoteColBenchEnv,
+    RemoteEnvironmentError,
+    make_remote_tool_env_factory,
+)
 from colbench_gym.online.server import ColBenchAction  # noqa: E402
 from colbench_gym.protocol import ANSWER_MARKER  # noqa: E402
 
@@ -33,14 +40,14 @@ def _get(url: str) -> dict:
         return json.loads(r.read())
 
 
-@pytest.fixture(scope="module")
-def server():
-    """`colbench serve` as a user starts it (the real CLI, a real port)."""
+@contextlib.contextmanager
+def _serve(*args: str):
+    """`colbench serve ARGS` as a user starts it (the real CLI, a real port); yields its URL."""
     port = _free_port()
+    log = tempfile.TemporaryFile(mode="w+")  # a file, not a pipe: a chatty server never blocks on it
     proc = subprocess.Popen(
-        [sys.executable, "-m", "colbench_gym.cli", "serve", "--port", str(port), "--envs", "backend", "frontend",
-         "--max-sessions", "4", "--reward-mode", "fraction", "--scorer", "fallback"],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env={**os.environ, "PYTHONUNBUFFERED": "1"})
+        [sys.executable, "-m", "colbench_gym.cli", "serve", "--port", str(port), *args],
+        stdout=log, stderr=subprocess.STDOUT, text=True, env={**os.environ, "PYTHONUNBUFFERED": "1"})
     base = f"http://127.0.0.1:{port}"
     deadline = time.monotonic() + 600  # imports alone take minutes on a loaded 2-core machine
     while True:
@@ -50,15 +57,27 @@ def server():
         except OSError:
             if proc.poll() is not None or time.monotonic() > deadline:
                 proc.kill()
-                pytest.fail(f"colbench serve did not start: {proc.communicate()[1][-2000:]}")
+                proc.wait(timeout=30)
+                log.seek(0)
+                pytest.fail(f"colbench serve did not start: {log.read()[-2000:]}")
             time.sleep(0.3)
-    yield base
-    proc.terminate()
     try:
-        proc.wait(timeout=120)
-    except subprocess.TimeoutExpired:  # a loaded machine: do not leave the server behind
-        proc.kill()
-        proc.wait(timeout=30)
+        yield base
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=120)
+        except subprocess.TimeoutExpired:  # a loaded machine: do not leave the server behind
+            proc.kill()
+            proc.wait(timeout=30)
+        log.close()
+
+
+@pytest.fixture(scope="module")
+def server():
+    with _serve("--envs", "backend", "frontend", "--max-sessions", "4", "--reward-mode", "fraction",
+                "--scorer", "fallback") as base:
+        yield base
 
 
 def test_index_and_prefixes(server) -> None:
@@ -180,3 +199,25 @@ def test_an_answer_the_infrastructure_cannot_score_has_no_reward_over_the_wire(s
         state = client.state()
     assert final.done and final.reward is None and final.observation.info["end_reason"] == "task_error"
     assert state.done and state.reward is None
+
+
+def test_a_remote_person_that_fails_leaves_the_episode_unscored_as_a_local_one_does() -> None:
+    """The server's person (an OpenAI-compatible endpoint) fails for good: OpenEnv sends only the
+    error's message, which the server leads with the end reason, so the remote tool env knows a
+    simulator_error (get_reward() None: GRPO leaves it out) instead of taking it for the agent's
+    mistake and training on a 0."""
+    from tests.local_openai_server import LocalOpenAIServer
+
+    with LocalOpenAIServer(lambda body: "never served", fail_first=10_000) as person:
+        kwargs = json.dumps({"model": "person", "base_url": person.base_url, "api_key": "none", "max_retries": 0})
+        with _serve("--envs", "backend", "--simulator", "openai", "--simulator-kwargs", kwargs) as base:
+            tool_env = make_remote_tool_env_factory(f"{base}/backend")()
+            tool_env.reset(task_index=0, seed=0)
+            with pytest.raises(RemoteEnvironmentError, match="simulator_error") as err:
+                tool_env.ask_user("What should it return?")
+            assert err.value.end_reason == "simulator_error" and person.requests
+            assert tool_env.get_reward() is None and tool_env.infrastructure_failure == "simulator_error"
+            with ColBenchEnvClient(base_url=f"{base}/backend").sync() as client:  # a caller's misuse stays as it is
+                with pytest.raises(RuntimeError, match="task_index") as bad:
+                    client.reset(task_index=10_000)
+                assert not isinstance(bad.value, RemoteEnvironmentError)
