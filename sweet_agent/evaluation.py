@@ -28,7 +28,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
 from typing import Any
@@ -40,7 +40,9 @@ from colbench_gym.tasks.accounting import (
     RunCost,
     count_end_reasons,
     format_end_reasons,
+    grading_failure,
     is_infrastructure,
+    is_infrastructure_failure,
     load_prices,
     run_cost,
     usage,
@@ -73,6 +75,9 @@ class Summary:
     end_reasons: dict[str, int] = field(default_factory=dict)
     #: failures that are not the agent's (endpoint, simulator, grader, renderer, task): not in the rates above
     infrastructure_failures: int = 0
+    #: with --regrade: answers the regrade could not score, per end reason (grading_error, task_error);
+    #: counted in infrastructure_failures
+    regrade_failures: dict[str, int] = field(default_factory=dict)
     agent_errors: int = 0  # the policy produced no usable turn: in the rates above, as failures
     #: success over every episode, infrastructure failures counted as failures (a lower bound)
     success_all: float | None = None
@@ -89,27 +94,32 @@ class Summary:
         return asdict(self)
 
 
-def regrade_backend(records: list[Record]) -> list[tuple[float, bool]]:
-    """Grade every backend answer again in the sandbox: ``(fraction passed, success)`` per record."""
+def regrade_backend(records: list[Record]) -> list[tuple[float, bool] | str]:
+    """Grade every backend answer again in the sandbox: ``(fraction passed, success)`` per record,
+    or the end reason (``grading_error``, ``task_error``) where the regrade measured nothing (the
+    grader failed; no test of the task has a usable reference result): never a score."""
     from colbench_gym.grading import get_default_grader
     from colbench_gym.protocol import extract_code
     from colbench_gym.tasks.records import BackendTask
 
     grader = get_default_grader()
-    out = []
+    out: list[tuple[float, bool] | str] = []
     for i, rec in enumerate(records):
         task = BackendTask.from_record(rec["task"], where=f"record {i} task")
         res = grader.grade(extract_code(rec["answer"]), task)
-        out.append((res.passed / res.total if res.total else 0.0, bool(res.success)))
+        failure = grading_failure(res.error, res.total, len(res.unpassable))
+        out.append(failure or (res.passed / res.total, bool(res.success)))
     return out
 
 
 def win_rate(ours: Iterable[Record], reference: Iterable[Record]) -> tuple[float | None, int]:
-    """Per-task win rate of ``ours`` over ``reference`` on the tasks both hold (ties = 1/2)."""
+    """Per-task win rate of ``ours`` over ``reference`` on the tasks both hold (ties = 1/2);
+    episodes of either side that failed for infrastructure reasons have no score and count for
+    neither (whatever number a record of them holds)."""
     def by_task(recs: Iterable[Record]) -> dict[str, float]:
         acc: dict[str, list[float]] = defaultdict(list)
         for r in recs:
-            if r.get("reward") is not None:
+            if r.get("reward") is not None and not is_infrastructure_failure(r):
                 acc[task_key(r["task"])].append(float(r["reward"]))
         return {k: sum(v) / len(v) for k, v in acc.items()}
 
@@ -148,7 +158,13 @@ def summarize(records: list[Record], *, reference: list[Record] | None = None, r
     s.kind = kinds.pop() if len(kinds) == 1 else "mixed"
     if s.kind == "backend":
         if regrade:
-            grades = regrade_backend(records)
+            regrades = regrade_backend(records)
+            failed = [g for g in regrades if isinstance(g, str)]
+            if failed:  # a regrade that measured nothing: no score, counted with the infrastructure failures
+                s.regrade_failures = dict(Counter(failed))
+                s.infrastructure_failures += len(failed)
+                records = [r for r, g in zip(records, regrades) if not isinstance(g, str)]
+            grades = [g for g in regrades if not isinstance(g, str)]
             s.regraded = len(grades)
             for i, (rec, (frac, ok)) in enumerate(zip(records, grades)):
                 stored = rec.get("reward")
@@ -202,7 +218,10 @@ def format_summary(s: Summary, title: str = "") -> str:
     if s.end_reasons:
         lines.append(f"end reasons     {format_end_reasons(s.end_reasons)}")
     if s.infrastructure_failures:
-        infra = ", ".join(f"{n} {c}" for n, c in s.end_reasons.items() if is_infrastructure(n))
+        counts = {n: c for n, c in s.end_reasons.items() if is_infrastructure(n)}
+        for n, c in s.regrade_failures.items():
+            counts[n] = counts.get(n, 0) + c
+        infra = ", ".join(f"{n} {c}" for n, c in counts.items())
         lines.append(f"infrastructure  {s.infrastructure_failures} episodes failed, not by the agent ({infra}): left "
                      "out of the rates above (each record's 'error' says why; rerun them)"
                      + (f"; counted as failures, success {_pct(s.success_all)}" if s.success_all is not None else ""))

@@ -173,6 +173,10 @@ def run(args: argparse.Namespace) -> int:
         if not is_infrastructure(reason):
             reason = grading_failure(own.error, own.total, len(own.unpassable)) or reason
         rec.update(end_reason=reason, infrastructure_failure=is_infrastructure(reason))
+        if rec["infrastructure_failure"]:  # no score (the rule of colbench_gym.tasks.accounting); the counts stay
+            rec.update(reward=None, success=None)
+            if release:
+                rec.update(reward_ours=None, success_ours=None)
         out.append(rec)
     write_jsonl_atomic(args.output, out)
     # the agent's rates are over the records it is accountable for (colbench_gym.tasks.accounting)

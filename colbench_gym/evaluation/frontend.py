@@ -39,6 +39,7 @@ from colbench_gym.tasks.accounting import (
     count_end_reasons,
     format_end_reasons,
     is_infrastructure,
+    is_infrastructure_failure,
     load_prices,
     record_end_reason,
     run_cost,
@@ -162,7 +163,8 @@ def run(args: argparse.Namespace) -> int:
         return 1
     ref_first: dict[str, tuple[dict[str, Any], FrontendTask, str]] = {}
     for item in ref_items:
-        ref_first.setdefault(item[1].task_id, item)
+        if not is_infrastructure_failure(item[0]):  # a reference episode that failed is no reference
+            ref_first.setdefault(item[1].task_id, item)
     ref_list = list(ref_first.values())
     try:
         with Renderer(pool_size=args.pool_size, timeout=args.timeout) as renderer, \
@@ -194,18 +196,20 @@ def run(args: argparse.Namespace) -> int:
         reason = record_end_reason(record)
         if s["reference_error"]:
             reason = "rendering_error"  # the task failed here, whatever the producing run recorded
-            rec.update(reward=None, similarity=None)
         rec.update(end_reason=reason, infrastructure_failure=is_infrastructure(reason),
                    reference_error=s["reference_error"])
+        if rec["infrastructure_failure"]:  # no score (the rule of colbench_gym.tasks.accounting)
+            rec.update(reward=None, similarity=None)
         if args.reference_run:
             theirs = ref_sim.get(task.task_id)
-            if theirs is None or s["reference_error"]:
+            if rec["infrastructure_failure"]:  # no score of ours: no win either (left out of the rate)
+                rec.update(reference_similarity=theirs, win=None)
+            elif theirs is None:
                 missing += 1
                 rec.update(reference_similarity=None, win=None)
             else:
                 w = win_value(s["similarity"], theirs)
-                if not rec["infrastructure_failure"]:  # the agent's rates leave those out
-                    wins.append(w)
+                wins.append(w)
                 rec.update(reference_similarity=theirs, win=w)
         out.append(rec)
     write_jsonl_atomic(args.output, out)

@@ -131,6 +131,10 @@ def test_colbench_evaluate_backend_reports_infrastructure_failures_apart(run_fil
     graded = {r["meta"]["task_index"]: r for r in map(json.loads, out_path.read_text().splitlines())}
     assert {i: (r["end_reason"], r["infrastructure_failure"]) for i, r in graded.items()} == {
         0: ("answer", False), 1: ("simulator_error", True), 2: ("answer", False), 3: ("simulator_error", True)}
+    # a failed episode's record has no score in the graded file either (a reader that averages
+    # 'reward' must not count it), whatever its answer graded to here
+    assert [graded[i]["reward"] for i in (1, 3)] == [None, None] and [graded[i]["success"] for i in (1, 3)] == [None, None]
+    assert graded[0]["reward"] == 1.0 and graded[0]["success"] is True
 
 
 def test_a_bad_price_table_is_one_error_line(run_file, tmp_path, capsys):

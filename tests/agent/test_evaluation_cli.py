@@ -38,6 +38,26 @@ def test_regrade_reproduces_stored_scores_and_catches_tampering():
     assert s.tests_passed == pytest.approx((1 + 1 + 0.5 + 0 + 0.7 + 0) / 6)  # regraded numbers are reported
 
 
+def test_a_regrade_that_measures_nothing_is_no_score():
+    """A task whose reference cannot run (no test has a usable result: task_error) scored 1.0 in
+    its stored record: the regrade neither reports it as a mismatch nor averages a 0 for it — it
+    is counted with the infrastructure failures, out of the rates."""
+    recs = load_paper_offline(PAPER)[:2]
+    broken = json.loads(json.dumps(recs[0]))
+    broken["task"]["ground_truth"] = "import numpy_is_not_here\n\n" + broken["task"]["ground_truth"]
+    s = summarize([recs[0], broken, recs[1]], regrade=True)
+    assert s.regraded == 2 and s.mismatches == [] and s.regrade_failures == {"task_error": 1}
+    assert s.infrastructure_failures == 1 and s.success == pytest.approx(1.0) and s.tests_passed == pytest.approx(1.0)
+    assert s.success_all == pytest.approx(2 / 3)
+
+
+def test_win_rate_leaves_out_infrastructure_failures_of_either_side():
+    ours = [_front("a", 0.9), _front("b", 0.5)]
+    failed = {**_front("a", 1.0), "end_reason": "rendering_error", "infrastructure_failure": True}  # evaluate's verdict
+    ref = [failed, _front("b", 0.4)]
+    assert win_rate(ours, ref) == (1.0, 1)  # task a has no reference score: only b is compared
+
+
 def test_frontend_similarity_and_win_rate():
     ours = [_front("a", 0.9), _front("a", 0.7), _front("b", 0.5), _front("c", 0.6)]
     ref = [_front("a", 0.75), _front("b", 0.8), _front("c", 0.6), _front("d", 1.0)]

@@ -51,3 +51,25 @@ def test_evaluate_rejects_bad_input(tmp_path, capsys):
     assert "missing 'task'" in capsys.readouterr().err
     assert main(["evaluate", "frontend", str(tmp_path / "none.jsonl"), "--output", str(tmp_path / "o.jsonl")]) == 2
     assert not (tmp_path / "o.jsonl").exists()
+
+
+def test_failed_episodes_have_no_score_and_are_no_reference(browser_ready, tmp_path, capsys):
+    """An episode whose person failed (simulator_error) has no score in the scored file, and no
+    win; a reference-run episode that failed is no reference (the next record of its task is)."""
+    tasks = [t.to_record() for t in load_embedded("frontend", "test")[:2]]
+    blank = "<html><body><p>hello</p></body></html>"
+    failed_meta = {"end_reason": "simulator_error", "infrastructure_failure": True}
+    ours = [{"task": tasks[0], "answer": tasks[0]["ground_truth"], "meta": failed_meta},
+            {"task": tasks[1], "answer": blank}]
+    ref = [{"task": tasks[1], "answer": tasks[1]["ground_truth"], "meta": failed_meta},  # failed: not the reference
+           {"task": tasks[1], "answer": blank}]
+    src, refp, out = tmp_path / "in.jsonl", tmp_path / "ref.jsonl", tmp_path / "scored.jsonl"
+    _write(src, ours)
+    _write(refp, ref)
+    assert main(["evaluate", "frontend", str(src), "--output", str(out), "--reference-run", str(refp),
+                 "--scorer", "fallback", "--no-progress"]) == 0
+    failed, scored = [json.loads(line) for line in out.read_text().splitlines()]
+    assert failed["infrastructure_failure"] and failed["reward"] is None and failed["similarity"] is None
+    assert failed["win"] is None
+    assert scored["reference_similarity"] == pytest.approx(scored["similarity"]) and scored["win"] == 0.5
+    assert "50.0% over 1 answers" in capsys.readouterr().out  # the tie; the failed episode counts for nothing
