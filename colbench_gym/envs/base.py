@@ -166,13 +166,14 @@ class ColBenchEnv(gym.Env[str, str]):
             extra.update(score_info, answer=answer, ended_by=ended_by,
                          end_reason=score_info.get("end_reason") or ended_by)
             return "", float(reward), True, False, self._info(**extra)
-        evidence = self._turn_evidence(parsed)
-        extra.update(evidence.info)
         try:
+            evidence = self._turn_evidence(parsed)
+            extra.update(evidence.info)
             reply = self.simulator.respond(self.task, [dict(m) for m in self._visible], **evidence.context)
         except BaseException:
-            # A failed reply (endpoint down, Ctrl-C) must not consume the agent's turn: undo it, so
-            # the caller can retry step(action) or end the episode; never two agent turns in a row.
+            # A failed reply (endpoint down, a browser that cannot render the draft, Ctrl-C) must
+            # not consume the agent's turn: undo it, so the caller can retry step(action) or end
+            # the episode; never two agent turns in a row.
             self._turn -= 1
             del self._messages[-1], self._visible[-1]
             raise

@@ -138,6 +138,10 @@ class ColBenchFrontendEnv(ColBenchEnv):
         if html is None:
             return TurnEvidence(context, {"rendered": False, "render_error": None})
         draft = self.renderer.render(html, dom=True)
+        if draft.infrastructure:  # a blank because the browser failed: never shown to the person as the draft
+            from colbench_gym.rendering.result import RendererError  # noqa: PLC0415 - loaded with the renderer
+
+            raise RendererError(f"the agent's draft could not be rendered: {draft.error}")
         self._last_draft = draft
         context.update(agent_html=html, agent_image=draft.image(), agent_dom=draft.dom)
         if draft.error and not draft.dom:
@@ -157,8 +161,8 @@ class ColBenchFrontendEnv(ColBenchEnv):
         self._last_draft = final
         sim = float(scorer.similarity(final.image(), self._reference.image()))
         info.update(similarity=sim, render_error=final.error)
-        if self._reference.error and not self._reference.dom:
-            # the reference page itself did not render: the similarity measures nothing
+        if final.infrastructure:
+            # the browser failed, not the page: the blank it gave measures nothing of the answer
             info["end_reason"] = "rendering_error"
         return sim, info
 

@@ -81,7 +81,8 @@ def dialogue_html(record: dict[str, Any]) -> str | None:
 
 def score_answers(items: list[tuple[dict[str, Any], FrontendTask, str]], renderer, scorer, batch_size: int = 16,
                   progress=None, base_dir: str | os.PathLike[str] | None = None) -> list[dict[str, Any]]:
-    """``{similarity, html_found, render_error, answer_source, reference_error}`` per item.
+    """``{similarity, html_found, render_error, answer_source, reference_error, browser_failed}``
+    per item (``browser_failed``: the browser, not the page, failed to render the answer: no score).
 
     A task whose reference page did not render (also when retried: see
     :meth:`~colbench_gym.rendering.Renderer.render_many`) is not scored at all: its
@@ -123,16 +124,20 @@ def score_answers(items: list[tuple[dict[str, Any], FrontendTask, str]], rendere
         idx = [i for i, h in enumerate(htmls) if h is not None]
         shots = renderer.render_many([htmls[i] for i in idx])  # answers are not worth a disk cache
         by_shot = dict(zip(idx, shots))
-        scored = [i for i in range(len(chunk)) if i in by_shot or images[i] is not None]
+        # a shot the browser failed to take (dead or hung on every attempt) is a blank that says
+        # nothing of the answer: not scored, the record fails with rendering_error
+        broken = {i for i, shot in by_shot.items() if shot.infrastructure}
+        scored = [i for i in range(len(chunk)) if (i in by_shot and i not in broken) or images[i] is not None]
         answer_imgs = [images[i] if images[i] is not None else by_shot[i].image() for i in scored]
         sims = scorer.similarities(answer_imgs, [refs[i].image() for i in scored]) if scored else []
         by_i = dict(zip(scored, sims))
         for i in range(len(chunk)):
             shot = by_shot.get(i)
-            sim = float(by_i[i]) if i in by_i else 0.0 if sources[i] == "answer" else None  # agent text, no page: 0
+            # agent text without a page: 0
+            sim = float(by_i[i]) if i in by_i else 0.0 if sources[i] == "answer" and i not in broken else None
             results.append({"similarity": sim, "html_found": htmls[i] is not None,
                             "render_error": shot.error if shot is not None else None, "answer_source": sources[i],
-                            "reference_error": ref_errors[i]})
+                            "reference_error": ref_errors[i], "browser_failed": i in broken})
         if progress is not None:
             progress.update(len(chunk))
     return results
@@ -178,14 +183,15 @@ def run(args: argparse.Namespace) -> int:
         return 1
     kept = 0
     for (record, _, _), s in zip([*items, *ref_list], [*scores, *ref_scores]):
-        if s["reference_error"]:  # a failed task: no score at all, and no stored reward passed off as ours
+        if s["reference_error"] or s["browser_failed"]:  # no score at all, and no stored reward passed off as ours
             continue
         if s["similarity"] is None:  # nothing to score: keep a stored reward, never replace it by 0
             stored = record.get("reward")
             keep = isinstance(stored, (int, float)) and not isinstance(stored, bool)
             s["similarity"], s["kept_stored"] = (float(stored), True) if keep else (0.0, False)
             kept += keep
-    ref_sim = {item[1].task_id: s["similarity"] for item, s in zip(ref_list, ref_scores) if not s["reference_error"]}
+    ref_sim = {item[1].task_id: s["similarity"] for item, s in zip(ref_list, ref_scores)
+               if not s["reference_error"] and not s["browser_failed"]}
     out, wins, missing = [], [], 0
     for (record, task, _), s in zip(items, scores):
         rec = dict(record)
@@ -194,8 +200,8 @@ def run(args: argparse.Namespace) -> int:
         if s.get("kept_stored"):
             rec.update(scorer=None, similarity=None)  # not scored here: the stored reward stays
         reason = record_end_reason(record)
-        if s["reference_error"]:
-            reason = "rendering_error"  # the task failed here, whatever the producing run recorded
+        if s["reference_error"] or s["browser_failed"]:
+            reason = "rendering_error"  # it failed here, whatever the producing run recorded
         rec.update(end_reason=reason, infrastructure_failure=is_infrastructure(reason),
                    reference_error=s["reference_error"])
         if rec["infrastructure_failure"]:  # no score (the rule of colbench_gym.tasks.accounting)

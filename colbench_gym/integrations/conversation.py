@@ -235,5 +235,7 @@ def score_frontend(answer: str, task: Any, scorer: Any = "auto", renderer: Any =
     except ReferenceRenderError as exc:  # never scored against a blank page
         raise ScoreUnavailable("rendering_error", f"the reference page did not render ({exc})") from exc
     final = renderer.render(html)
+    if final.infrastructure:  # the browser failed, not the page: its blank says nothing of the answer
+        raise ScoreUnavailable("rendering_error", f"the answer's page could not be rendered ({final.error})")
     info.update(similarity=float(scorer.similarity(final.image(), reference.image())), render_error=final.error)
     return info

@@ -512,7 +512,10 @@ class Renderer:
                     await self._restart(generation)  # kill it (even if only hung) and relaunch
                 elif attempt >= 1:
                     break  # the browser is fine: this page itself keeps crashing its tab
-        return self._blank(f"render failed (page or browser crashed or hung): {last}")
+            else:  # the browser itself was dead or hung after every attempt: nothing is known of the page
+                return self._blank(f"render failed: the browser stopped answering on every attempt ({last})",
+                                   infrastructure=True)
+        return self._blank(f"render failed (the page crashed or hung its tab): {last}")
 
     async def _take_page(self, domain: str):
         free = self._free[domain]
@@ -535,12 +538,13 @@ class Renderer:
         except Exception:  # noqa: BLE001
             pass
 
-    def _blank(self, error: str) -> RenderResult:
+    def _blank(self, error: str, infrastructure: bool = False) -> RenderResult:
         from PIL import Image  # noqa: PLC0415
 
         buf = io.BytesIO()
         Image.new("RGB", self.viewport, (255, 255, 255)).save(buf, format="PNG")
-        return RenderResult(buf.getvalue(), self.viewport[0], self.viewport[1], None, error=error)
+        return RenderResult(buf.getvalue(), self.viewport[0], self.viewport[1], None, error=error,
+                            infrastructure=infrastructure)
 
     async def _screenshot(self, page, clip: dict[str, int], timeout: float) -> bytes:
         """Full-page capture straight through CDP with Chromium's fast encoder.

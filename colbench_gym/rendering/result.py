@@ -40,7 +40,10 @@ class RenderResult:
     """One screenshot. ``data`` is the encoded image (``format``: PNG, or JPEG when the renderer
     was built with ``image_format="jpeg"``). ``error`` is set when the page failed to load fully
     (then ``data`` holds what was on screen at the deadline, or a blank page). ``clean`` is set by
-    the renderer only for error-free renders in the reference pool (the only ones it caches)."""
+    the renderer only for error-free renders in the reference pool (the only ones it caches).
+    ``infrastructure`` is set when the failure was the browser's, not the page's (it stopped
+    answering on every attempt, relaunched each time): the blank image then says nothing of the
+    page, and nothing may be scored from it (end reason ``rendering_error``)."""
 
     data: bytes
     width: int
@@ -52,6 +55,7 @@ class RenderResult:
     key: str = ""
     format: str = "png"
     clean: bool = False
+    infrastructure: bool = False
     _image: Any = field(default=None, repr=False, compare=False)
 
     @property

@@ -145,3 +145,71 @@ def test_evaluate_frontend_stops_with_one_line_when_chromium_cannot_start(browse
     assert proc.returncode == 1 and len(lines) == 1, proc.stderr
     assert lines[0].startswith("error: could not launch Chromium") and "Traceback" not in proc.stderr
     assert not (tmp_path / "out.jsonl").exists()
+
+
+DIES = "<!-- the browser dies on this page -->"
+
+
+def _browser_dies_on_marked_pages(r: Renderer, monkeypatch) -> None:
+    """Fault injection: on a page holding DIES, the browser crashes and stops answering on every
+    attempt (relaunching changes nothing); every other page renders for real. Pages of one pool
+    are serialized (pool_size=1), so the dead state covers only the marked page's attempts."""
+    state = {"dead": False}
+    render_on, answers = r._render_on, r._browser_answers
+
+    async def render_on_or_die(page, html, dom):
+        state["dead"] = DIES in html
+        if state["dead"]:
+            raise RuntimeError("Target page, context or browser has been closed")
+        return await render_on(page, html, dom)
+
+    async def answers_unless_dead():
+        return False if state["dead"] else await answers()
+
+    async def relaunch_changes_nothing(generation):
+        return None
+
+    monkeypatch.setattr(r, "_render_on", render_on_or_die)
+    monkeypatch.setattr(r, "_browser_answers", answers_unless_dead)
+    monkeypatch.setattr(r, "_restart", relaunch_changes_nothing)
+
+
+def test_a_page_the_browser_never_rendered_is_no_score_anywhere(browser_ready, monkeypatch):
+    """The browser itself fails on every attempt: its blank image says nothing of the page, so
+    it is an infrastructure failure (rendering_error) in the renderer's result, the env, the
+    harness scorer and the evaluator — not a similarity of a blank page to the reference. A page
+    that crashes its own tab while the browser answers stays the page's doing (scored)."""
+    import gymnasium as gym
+
+    import colbench_gym  # noqa: F401 - registers the envs
+    from colbench_gym.evaluation.frontend import score_answers
+    from colbench_gym.integrations.conversation import ScoreUnavailable, entry_task, score_frontend
+    from colbench_gym.scoring import make_scorer
+    from colbench_gym.tasks.accounting import end_reason_of
+    from colbench_gym.tasks.embedded import load_embedded
+
+    page, dying = _page(COLOURS[0]), _page(COLOURS[0]).replace("<p>", DIES + "<p>")
+    with Renderer(pool_size=1, timeout=5, cache=ScreenshotCache(None)) as r:
+        env = gym.make("ColBench-Frontend-v0", renderer=r, scorer="fallback").unwrapped
+        env.reset(seed=0)
+        _browser_dies_on_marked_pages(r, monkeypatch)
+        shot = r.render(dying)
+        assert shot.infrastructure and "browser stopped answering on every attempt" in shot.error
+        assert not r.render(page).infrastructure
+        # the env: a draft the browser could not render is not shown to the person, the turn is undone
+        with pytest.raises(Exception, match="could not be rendered") as err:
+            env.step(f"Here is a draft: {dying}")
+        assert end_reason_of(err.value, "unknown_error") == "rendering_error"
+        assert env._turn == 0
+        _, _, done, _, info = env.step(f"I WANT TO ANSWER: {dying}")
+        assert done and info["end_reason"] == "rendering_error"
+        # the harness scorer (Inspect, verifiers) and the evaluator
+        task = load_embedded("frontend", "test")[0]
+        with pytest.raises(ScoreUnavailable, match="rendering_error"):
+            score_frontend(f"I WANT TO ANSWER: {dying}", entry_task("frontend", task.problem_description,
+                                                                       task.ground_truth, {}), "fallback", renderer=r)
+        items = [({"task": task.to_record()}, task, f"I WANT TO ANSWER: {dying}"),
+                 ({"task": task.to_record()}, task, f"I WANT TO ANSWER: {page}")]
+        failed, scored = score_answers(items, r, make_scorer("fallback"))
+        assert failed["browser_failed"] and failed["similarity"] is None
+        assert not scored["browser_failed"] and 0.0 < scored["similarity"] <= 1.0
