@@ -42,9 +42,15 @@ def _tokenizer_for(name: str):
 def export_release(records: list[dict], out: Path, *, tokenizer: str | None = None, drop_incomplete: bool = False,
                    base_dir: Path | None = None) -> dict:
     """Write ``records`` to ``out`` in the release's shapes; return the report."""
+    from colbench_gym.tasks.accounting import is_infrastructure_failure
     from sweet_agent.interop.release import chat_renderer, is_frontend, k_block_order, render_answers, to_release_record
 
-    ordered, report = k_block_order(records, drop_incomplete=drop_incomplete)
+    # an episode that failed for infrastructure reasons has no score: the release's scripts would
+    # train on whatever number or blank it carries, so it is not exported (rerun it with --resume)
+    failed = sum(is_infrastructure_failure(r) for r in records)
+    ordered, report = k_block_order([r for r in records if not is_infrastructure_failure(r)],
+                                    drop_incomplete=drop_incomplete)
+    report["infrastructure_failures"] = failed
     renderers: dict[str, object] = {}
 
     def render_for(rec: dict):
@@ -71,6 +77,7 @@ def export_release(records: list[dict], out: Path, *, tokenizer: str | None = No
 
 
 def run(args: argparse.Namespace) -> int:
+    from colbench_gym.rendering.result import RendererError
     from sweet_agent.interop.release import check_release_assumptions, from_release_record
     from sweet_agent.trajectories import TrajectoryFormatError, iter_paper_offline, read_trajectories
 
@@ -85,11 +92,14 @@ def run(args: argparse.Namespace) -> int:
         records = read_trajectories(args.input, require_reward=False)
         report = export_release(records, out, tokenizer=args.tokenizer, drop_incomplete=args.drop_incomplete,
                                 base_dir=Path(args.input).parent)
-    except (FileNotFoundError, TrajectoryFormatError, ValueError, OSError) as exc:
+    except (FileNotFoundError, TrajectoryFormatError, ValueError, OSError, RendererError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     print(f"exported {report['records']} records (release: {report['tasks']} tasks x k={report['k']}, "
           f"record i and i + {report['tasks']} the same task) -> {out}")
+    if report["infrastructure_failures"]:
+        print(f"left out {report['infrastructure_failures']} records of episodes that failed for infrastructure "
+              "reasons (no score; play them again with `sweet-agent rollout --resume`)")
     if report["dropped_tasks"]:
         print(f"dropped {len(report['dropped_tasks'])} tasks with fewer than {report['k']} samples:")
         for d in report["dropped_tasks"][:10]:

@@ -160,7 +160,7 @@ def render_answers(records: Sequence[Record], image_dir: Path, *,
     path or NO_ANSWER, rendered here)``. An answer that is the screenshot its run stored (read
     only under the rule of :mod:`colbench_gym.tasks.answer_images`: written by the run, inside
     ``base_dir``, really an image) is copied into ``image_dir`` as a PNG, not rendered again."""
-    from colbench_gym.rendering import Renderer
+    from colbench_gym.rendering import Renderer, RendererError
     from colbench_gym.tasks.answer_images import run_image
 
     out: list[tuple[str, bool] | None] = [None] * len(records)
@@ -184,6 +184,9 @@ def render_answers(records: Sequence[Record], image_dir: Path, *,
         with Renderer() as renderer:
             shots = renderer.render_many([p for _, p in todo])
         for (i, _), shot in zip(todo, shots):
+            if shot.infrastructure:  # the browser failed, not the page: a black image would be a lie
+                raise RendererError(f"record {i}: the browser could not render the answer page ({shot.error}); "
+                                    "run the export again")
             if shot.error is not None or not shot.data:
                 out[i] = (NO_ANSWER, True)  # the release renders nothing either: a black image there
                 continue

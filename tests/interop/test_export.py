@@ -173,3 +173,21 @@ def test_release_file_round_trips(tmp_path, release_backend, release_frontend):
                 _answer_kept_or_rendered(src, a, b)
                 b = {k: v for k, v in b.items() if k not in ("answer", "answer_html")}
                 assert {k: v for k, v in a.items() if k != "answer"} == b  # task, dialogue, reward: all of it
+
+
+def test_episodes_that_failed_for_infrastructure_reasons_are_not_exported(tmp_path):
+    """The release's scripts train on every record they get: an episode whose person failed has no
+    score and is left out (said on stdout); the task it leaves short then needs --drop-incomplete."""
+    recs = read_jsonl(FIX / "ours_backend_k2.jsonl")
+    failed = next(x for x in recs if x["meta"]["episode_id"] == "1:1")
+    failed["meta"].update(end_reason="simulator_error", infrastructure_failure=True)
+    failed.update(reward=None, success=None, error="simulator_error: the person's endpoint is down")
+    src = tmp_path / "with_failure.jsonl"
+    src.write_text("".join(json.dumps(x) + "\n" for x in recs))
+    r = export(src, tmp_path / "o.jsonl", "--format", "release")
+    assert r.returncode == 2 and "--drop-incomplete" in r.stderr
+    r = export(src, tmp_path / "o.jsonl", "--format", "release", "--drop-incomplete")
+    assert r.returncode == 0, r.stderr
+    assert "left out 1 records of episodes that failed for infrastructure reasons" in r.stdout
+    out = read_jsonl(tmp_path / "o.jsonl")
+    assert [x["meta"]["episode_id"] for x in out] == ["0:0", "0:1"]
