@@ -149,6 +149,7 @@ def summarize(records: list[Record], *, reference: list[Record] | None = None, r
     s.policies = list(dict.fromkeys(str(p) for r in records if (p := (r.get("meta") or {}).get("policy"))))
     add_costs(s, records, prices)
     # infrastructure failures have no score: counted apart (the rule of colbench_gym.tasks.accounting)
+    lines = [i + 1 for i, e in enumerate(episodes) if not e.failed]  # each kept record's line in the file
     records = [r for r, e in zip(records, episodes) if not e.failed]
     episodes = [e for e in episodes if not e.failed]
     if not records:
@@ -163,16 +164,22 @@ def summarize(records: list[Record], *, reference: list[Record] | None = None, r
             if failed:  # a regrade that measured nothing: no score, counted with the infrastructure failures
                 s.regrade_failures = dict(Counter(failed))
                 s.infrastructure_failures += len(failed)
-                records = [r for r, g in zip(records, regrades) if not isinstance(g, str)]
+                keep = [not isinstance(g, str) for g in regrades]
+                records = [r for r, k in zip(records, keep) if k]
+                episodes = [e for e, k in zip(episodes, keep) if k]
+                lines = [n for n, k in zip(lines, keep) if k]
+                if not records:
+                    return s
+                s.tasks = len({e.task_id for e in episodes})
             grades = [g for g in regrades if not isinstance(g, str)]
             s.regraded = len(grades)
-            for i, (rec, (frac, ok)) in enumerate(zip(records, grades)):
+            for rec, line, (frac, ok) in zip(records, lines, grades):
                 stored = rec.get("reward")
                 if stored is None:  # ungraded (e.g. the release's backend rollouts): nothing to differ from
                     s.ungraded += 1
                     continue
                 if abs(float(stored) - frac) > 1e-9 or (rec.get("success") not in (None, ok)):
-                    eid = (rec.get("meta") or {}).get("episode_id", f"line {i + 1}")
+                    eid = (rec.get("meta") or {}).get("episode_id", f"line {line}")
                     s.mismatches.append(f"{eid}: stored reward {stored} success {rec.get('success')}, "
                                         f"regraded {frac:.4f} success {ok}")
             s.tests_passed = mean(f for f, _ in grades)

@@ -112,6 +112,10 @@ class ColBenchEnv(gym.Env[str, str]):
     def _on_reset(self) -> None:
         """Per-episode preparation once ``self.task`` is set (e.g. render the reference)."""
 
+    def _on_turn_undone(self) -> None:
+        """A turn failed before the person replied (:meth:`step` undoes it): forget what
+        :meth:`_turn_evidence` kept of it (e.g. the draft ``render()`` would show)."""
+
     # ----------------------------------------------------------------- Gymnasium API
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[str, dict[str, Any]]:
         super().reset(seed=seed)
@@ -176,6 +180,7 @@ class ColBenchEnv(gym.Env[str, str]):
             # the episode; never two agent turns in a row.
             self._turn -= 1
             del self._messages[-1], self._visible[-1]
+            self._on_turn_undone()
             raise
         # Every reply passed the leak guard in the simulator (HumanSimulator wraps respond); a
         # reply that did not (a respond set on an instance) is checked here, never passed on raw.

@@ -103,7 +103,7 @@ class ColBenchFrontendEnv(ColBenchEnv):
         self._renderer_kwargs = renderer_kwargs
         self._owns_renderer = bool(renderer_kwargs)
         self._reference = None
-        self._last_draft = None
+        self._last_draft = self._draft_before = None
 
     # ----------------------------------------------------------------- lazily built parts
     @property
@@ -126,11 +126,12 @@ class ColBenchFrontendEnv(ColBenchEnv):
     def _on_reset(self) -> None:
         # A reference that does not render (even when retried) refuses the episode with
         # ReferenceRenderError: scored against, its blank image would reward a blank answer.
-        self._reference = self._last_draft = None
+        self._reference = self._last_draft = self._draft_before = None
         self._reference = self.renderer.render_reference(self.task.ground_truth, dom=True)
 
     def _turn_evidence(self, parsed: ParsedAction) -> TurnEvidence:
         """Render the turn's first HTML snippet (if any) for the person; say in ``info`` whether it was."""
+        self._draft_before = self._last_draft  # what render() shows again if this turn is undone
         ref = self._reference
         context: dict[str, Any] = {"reference_image": ref.image(), "reference_dom": ref.dom,
                                    "agent_html": None, "agent_image": None, "agent_dom": None}
@@ -147,6 +148,9 @@ class ColBenchFrontendEnv(ColBenchEnv):
         if draft.error and not draft.dom:
             context["agent_render_error"] = draft.error
         return TurnEvidence(context, {"rendered": True, "render_error": draft.error})
+
+    def _on_turn_undone(self) -> None:
+        self._last_draft = self._draft_before
 
     def _score(self, answer: str) -> tuple[float, dict[str, Any]]:
         html = extract_answer_html(answer)

@@ -31,7 +31,7 @@ from typing import Any
 
 from colbench_gym.envs.base import reset_options
 from colbench_gym.protocol import MAX_TURNS, Messages, extract_answer_html, extract_code, parse_action
-from colbench_gym.tasks.accounting import grading_failure
+from colbench_gym.tasks.accounting import InfrastructureFailure, grading_failure
 from colbench_gym.tasks.kinds import env_kind
 from colbench_gym.tasks.sources import resolve_task_source
 
@@ -39,17 +39,13 @@ from colbench_gym.tasks.sources import resolve_task_source
 UNBOUNDED = 1_000_000
 
 
-class ScoreUnavailable(RuntimeError):
+class ScoreUnavailable(InfrastructureFailure):
     """The answer has no score because of an infrastructure failure, not because of the answer:
     ``end_reason`` is ``grading_error`` (the grader failed internally), ``task_error`` (no test of
-    the task has a usable reference result) or ``rendering_error`` (the reference page did not
-    render). A harness records an error (Inspect: a sample error, retried with ``retry_on_error``;
-    verifiers: ``state["error"]``, an ``InfraError`` retried with ``max_retries``), never a number
-    that would reward or punish the policy for the infrastructure."""
-
-    def __init__(self, end_reason: str, detail: str) -> None:
-        super().__init__(f"{end_reason}: {detail}")
-        self.end_reason = end_reason
+    the task has a usable reference result) or ``rendering_error`` (the reference page, or the
+    browser on the answer's page, failed). A harness records an error (Inspect: a sample error,
+    retried with ``retry_on_error``; verifiers: ``state["error"]``, an ``InfraError`` retried with
+    ``max_retries``), never a number that would reward or punish the policy for the infrastructure."""
 
 
 def check_kind(kind: str) -> str:

@@ -44,7 +44,8 @@ from colbench_gym.integrations.conversation import (
     task_entries,
 )
 from colbench_gym.protocol import MAX_TURNS
-from colbench_gym.tasks.accounting import end_reason_of
+from colbench_gym.tasks.accounting import end_reason_of, failure_message, is_infrastructure, named_reason
+from colbench_gym.tasks.kinds import env_kind
 
 
 def task_rows(kind: str, tasks: Any = None, num_tasks: int | None = None, seed: int = 0) -> list[dict[str, Any]]:
@@ -76,14 +77,21 @@ def _text(message: Any) -> str:
     return content or ""
 
 
-def infra_error(exc: BaseException, default: str) -> Exception:
+def infra_error(exc: BaseException, reason: str) -> Exception:
     """verifiers' ``InfraError`` for an infrastructure failure of ours (what ``max_retries``
-    retries, a rollout's ``error`` in the outputs), its message led by the end reason
-    (:func:`~colbench_gym.tasks.accounting.end_reason_of`; ``default`` when nothing says) and its
-    cause the failure itself."""
-    err = _verifiers().InfraError(f"{end_reason_of(exc, default)}: {exc}")
+    retries, a rollout's ``error`` in the outputs): its message is the failure's text led by
+    ``reason``, its cause the failure itself."""
+    err = _verifiers().InfraError(failure_message(reason, str(exc)))
     err.__cause__ = exc
     return err
+
+
+def _dialogue_failure(exc: BaseException) -> Exception:
+    """A failure while the dialogue is played: an ``InfraError`` when it names an infrastructure
+    reason (the person's endpoint, a reference page, the task); anything else (a bad setting, a
+    bug) is raised as it is and stops the run, as verifiers wants of errors that retries cannot fix."""
+    reason = named_reason(exc)
+    return infra_error(exc, reason) if is_infrastructure(reason) else exc
 
 
 @functools.cache
@@ -111,7 +119,10 @@ def environment_class() -> type:
                 task = row_task(self.kind, _text(state["prompt"][-1]), state["answer"], info)
                 await asyncio.to_thread(conversation.start, task=task.to_record(), seed=info.get("seed"))
             except Exception as exc:  # a reference page that does not render, a broken task row ...
-                raise infra_error(exc, "environment_error") from exc
+                failure = _dialogue_failure(exc)
+                if failure is exc:
+                    raise
+                raise failure from exc
             return state
 
         async def env_response(self, messages: Any, state: Any, **kwargs: Any) -> Any:
@@ -119,7 +130,10 @@ def environment_class() -> type:
             try:
                 outcome = await asyncio.to_thread(conversation.play, _text(messages[-1]))
             except Exception as exc:  # the person's endpoint, the renderer of a draft ...
-                raise infra_error(exc, "environment_error") from exc
+                failure = _dialogue_failure(exc)
+                if failure is exc:
+                    raise
+                raise failure from exc
             state["colbench"]["turns"] = conversation.turn
             if outcome.done:
                 state["colbench"].update(answer=outcome.answer, ended_by=outcome.ended_by)
@@ -156,8 +170,10 @@ def _rubric(kind: str, reward_mode: str, scorer: str) -> Any:
             except Exception as exc:  # ScoreUnavailable, a renderer or grader that failed: never the answer's
                 # Not the answer's score: the rollout carries verifiers' InfraError (retried with
                 # max_retries, listed under the outputs' errors); the rubric still wants a float.
-                state["error"] = infra_error(exc, "grading_error" if kind == "backend" else "rendering_error")
-                result = {**result, "end_reason": end_reason_of(exc, "environment_error")}
+                # (Settings that cannot work, e.g. missing CLIP weights, fail in load_environment.)
+                reason = end_reason_of(exc, "environment_error")
+                state["error"] = infra_error(exc, reason)
+                result = {**result, "end_reason": reason}
             state["colbench_result"] = result
         return state["colbench_result"]
 
@@ -204,9 +220,15 @@ def load_environment(kind: str = "backend", tasks: str = "embedded:test", num_ta
     _verifiers()  # a clear message when the extra is missing (it brings datasets too)
     from datasets import Dataset
 
-    check_kind(kind)
+    entry = env_kind(check_kind(kind))
     if reward_mode not in ("success", "fraction"):
         raise ValueError(f"reward_mode must be 'success' or 'fraction', got {reward_mode!r}")
+    if isinstance(simulator, str) and simulator not in entry.simulators:
+        raise ValueError(f"simulator must be one of {sorted(entry.simulators)} for {kind}, got {simulator!r}")
+    if kind == "frontend":  # a scorer that cannot work fails here, not as an error of every rollout
+        from colbench_gym.scoring import shared_scorer
+
+        shared_scorer(scorer)
     conversation_kwargs = {"tasks": tasks, "simulator": simulator, "simulator_kwargs": simulator_kwargs}
     dataset = Dataset.from_list(task_rows(kind, tasks, num_tasks, seed))
     return environment_class()(kind, conversation_kwargs, max_turns, dataset=dataset,

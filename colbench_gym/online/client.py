@@ -22,21 +22,17 @@ from websockets.exceptions import ConnectionClosed
 
 from colbench_gym.online.server import PREFIXES, ColBenchAction, ColBenchObservation, ColBenchState
 from colbench_gym.online.tool_env import ColBenchToolEnv, tool_env_class
-from colbench_gym.tasks.accounting import is_infrastructure
+from colbench_gym.tasks.accounting import InfrastructureFailure, is_infrastructure, reason_in_message
 
 
 class ServerCapacityError(ConnectionError):
     """The server holds as many sessions as it allows (``--max-sessions``): no session for this client."""
 
 
-class RemoteEnvironmentError(RuntimeError):
+class RemoteEnvironmentError(InfrastructureFailure):
     """An infrastructure failure inside the server's env (the person's endpoint, the renderer, the
     task): ``end_reason`` names it, as the local env's exception would, so the tool env and the
     accounting leave the episode unscored."""
-
-    def __init__(self, end_reason: str, message: str) -> None:
-        super().__init__(message)
-        self.end_reason = end_reason
 
 
 class ColBenchEnvClient(EnvClient[ColBenchAction, ColBenchObservation, ColBenchState]):
@@ -65,11 +61,10 @@ class ColBenchEnvClient(EnvClient[ColBenchAction, ColBenchObservation, ColBenchS
                 await self._drop()
                 raise self._closed_error(data, None)
             message = str(data.get("message", "Unknown error"))
-            text = f"Server error: {message} (code: {data.get('code', 'UNKNOWN')})"
-            reason = message.split(":", 1)[0].strip()
-            if is_infrastructure(reason):  # the server leads an infrastructure failure with its end reason
-                raise RemoteEnvironmentError(reason, text)
-            raise RuntimeError(text)
+            reason = reason_in_message(message) if data.get("code") == "EXECUTION_ERROR" else None
+            if is_infrastructure(reason):  # the server's env led its failure with the end reason
+                raise RemoteEnvironmentError(reason, f"{message.split(':', 1)[1].strip()} (on the server)")
+            raise RuntimeError(f"Server error: {message} (code: {data.get('code', 'UNKNOWN')})")
         return response
 
     async def _drop(self) -> None:

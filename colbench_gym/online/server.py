@@ -26,7 +26,7 @@ from openenv.core.env_server import Action, Environment, Observation, State, cre
 from pydantic import Field
 
 from colbench_gym.envs.base import EpisodeOverError, reset_options
-from colbench_gym.tasks.accounting import end_reason_of, is_infrastructure
+from colbench_gym.tasks.accounting import failure_message, is_infrastructure, named_reason
 from colbench_gym.tasks.kinds import KINDS
 
 #: URL prefix (the kind's name) -> Gymnasium id of the environment served there.
@@ -70,15 +70,24 @@ class EpisodeNotStarted(RuntimeError):
     """``step`` on an environment that was never reset (every HTTP ``/step``): answered with 409."""
 
 
-def tagged_failure(exc: BaseException, default: str | None) -> BaseException:
-    """The exception the client receives for a failure inside the env: OpenEnv sends only its
-    message, so an infrastructure failure's message is led by its end reason (``simulator_error:
-    ...``), which :mod:`colbench_gym.online.client` turns back into an exception that carries it
-    (a remote trainer then leaves the episode unscored, as a local one does). ``default``: the
-    reason of a failure no class names (``step``: ``environment_error``; ``reset``: None, a bad
-    argument of the caller's, sent as it is)."""
-    reason = end_reason_of(exc, default or "agent_error")
-    return RuntimeError(f"{reason}: {exc}") if is_infrastructure(reason) else exc
+def tagged_failure(exc: BaseException, caller_task: bool = False) -> BaseException:
+    """What the client receives for a failure inside the env: OpenEnv sends only the message, so
+    an infrastructure failure (:func:`~colbench_gym.tasks.accounting.named_reason`; ``step``'s
+    unnamed failures count as ``environment_error``) goes as :func:`failure_message` text, which
+    :mod:`colbench_gym.online.client` turns back into an exception carrying its end reason (a
+    remote trainer then leaves the episode unscored, as a local one does). Anything else goes as
+    it is: a caller's bad argument, or (``caller_task``) a malformed task the caller passed."""
+    reason = named_reason(exc)
+    if caller_task and reason == "task_error":
+        return exc
+    return RuntimeError(failure_message(reason, str(exc))) if is_infrastructure(reason) else exc
+
+
+def _raise_tagged(exc: BaseException, caller_task: bool = False) -> None:
+    tagged = tagged_failure(exc, caller_task)
+    if tagged is exc:
+        raise exc
+    raise tagged from exc
 
 
 def _json_safe(info: dict[str, Any]) -> dict[str, Any]:
@@ -116,7 +125,7 @@ class ColBenchOpenEnv(Environment):
         try:
             text, info = self._env.reset(seed=seed, options=reset_options(task_index, task))
         except Exception as exc:
-            raise tagged_failure(exc, None) from exc
+            _raise_tagged(exc, caller_task=task is not None)
         self._started = True
         self._state = ColBenchState(episode_id=episode_id, step_count=0, kind=self._state.kind,
                                     task_id=info.get("task_id"), task_index=info.get("task_index"),
@@ -130,8 +139,10 @@ class ColBenchOpenEnv(Environment):
             text, reward, terminated, truncated, info = self._env.step(action.message)
         except EpisodeOverError:
             raise  # the caller's misuse, said as it is
-        except Exception as exc:
-            raise tagged_failure(exc, "environment_error") from exc
+        except Exception as exc:  # inside the env, whatever it is: infrastructure
+            if named_reason(exc) is None:
+                raise RuntimeError(failure_message("environment_error", f"{type(exc).__name__}: {exc}")) from exc
+            _raise_tagged(exc)
         done = bool(terminated or truncated)
         self._state.step_count += 1
         self._state.turn = int(info.get("turn", self._state.turn + 1))

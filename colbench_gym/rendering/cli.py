@@ -44,6 +44,9 @@ def run(args: argparse.Namespace) -> int:
     except (WebAssetsMissing, RendererError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
+    if result.infrastructure:  # a blank the browser gave, not the page: nothing written
+        print(f"error: {result.error}; check the browser (colbench render --help), then run again", file=sys.stderr)
+        return 1
     result.save(out)
     if args.dom:
         dom_path = Path(args.dom)

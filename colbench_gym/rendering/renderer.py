@@ -512,10 +512,31 @@ class Renderer:
                     await self._restart(generation)  # kill it (even if only hung) and relaunch
                 elif attempt >= 1:
                     break  # the browser is fine: this page itself keeps crashing its tab
-            else:  # the browser itself was dead or hung after every attempt: nothing is known of the page
-                return self._blank(f"render failed: the browser stopped answering on every attempt ({last})",
-                                   infrastructure=True)
-        return self._blank(f"render failed (the page crashed or hung its tab): {last}")
+            else:  # the browser was dead or hung after every attempt: the page's doing, or the browser's?
+                if not await self._renders_a_blank_page(domain):
+                    return self._blank(f"render failed: the browser itself fails, a blank page included ({last})",
+                                       infrastructure=True)
+                last = f"it brings the browser down, and a blank page renders ({last})"
+        return self._blank(f"render failed (the page crashed or hung its tab or the browser): {last}")
+
+    async def _renders_a_blank_page(self, domain: str) -> bool:
+        """Whether the (relaunched) browser renders an empty page now: tells a page that brings the
+        browser down on every attempt (scored as the page: a policy must not escape a score by
+        crashing the browser) from a browser that is down (``RenderResult.infrastructure``)."""
+        page = None
+        try:
+            await self._ensure_browser()
+            page = await self._take_page(domain)
+            result = await asyncio.wait_for(self._render_on(page, "<html><body></body></html>", False),
+                                            self.timeout * 4 + 10)
+            return result.ok
+        except Exception:  # noqa: BLE001 - the browser failed this one too
+            if page is not None:
+                page._colbench_crashed = True  # noqa: SLF001
+            return False
+        finally:
+            if page is not None:
+                await self._give_back(page, domain)
 
     async def _take_page(self, domain: str):
         free = self._free[domain]

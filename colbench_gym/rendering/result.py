@@ -42,8 +42,10 @@ class RenderResult:
     (then ``data`` holds what was on screen at the deadline, or a blank page). ``clean`` is set by
     the renderer only for error-free renders in the reference pool (the only ones it caches).
     ``infrastructure`` is set when the failure was the browser's, not the page's (it stopped
-    answering on every attempt, relaunched each time): the blank image then says nothing of the
-    page, and nothing may be scored from it (end reason ``rendering_error``)."""
+    answering on every attempt, relaunched each time, and then failed an empty page too): the
+    blank image then says nothing of the page, and nothing may be scored from it (end reason
+    ``rendering_error``). A page that brings the browser down while an empty page renders is the
+    page's failure (scored), or a policy could escape its score by crashing the browser."""
 
     data: bytes
     width: int

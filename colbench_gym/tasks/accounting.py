@@ -99,11 +99,33 @@ def is_infrastructure(reason: str | None) -> bool:
     return reason in INFRASTRUCTURE
 
 
-def end_reason_of(exc: BaseException, default: str) -> str:
-    """The end reason of an episode that ``exc`` ended: the exception's own ``end_reason``, else
-    its class (or a class it derives from, or an exception it was raised from) in
-    :data:`EXCEPTION_REASONS`, else ``default`` (the caller knows what it was doing: asking the
-    policy, stepping the environment)."""
+class InfrastructureFailure(RuntimeError):
+    """A failure that is not the agent's, raised where no more specific exception says so (a
+    score the infrastructure could not compute, a remote env's failure): ``end_reason`` names it
+    and the message is :func:`failure_message`'s ``"<end reason>: <detail>"``."""
+
+    def __init__(self, end_reason: str, detail: str) -> None:
+        super().__init__(failure_message(check_end_reason(end_reason), detail))
+        self.end_reason = end_reason
+
+
+def failure_message(reason: str, detail: str) -> str:
+    """How a failure's text leads with its end reason (records' ``error``, messages that cross a
+    process or a wire); :func:`reason_in_message` reads it back."""
+    return f"{reason}: {detail}"
+
+
+def reason_in_message(text: str) -> str | None:
+    """The end reason a :func:`failure_message` text leads with, or None."""
+    name = str(text).split(":", 1)[0].strip()
+    return name if name in END_REASONS else None
+
+
+def named_reason(exc: BaseException) -> str | None:
+    """The end reason an exception names: its own ``end_reason``, else its class (or a class it
+    derives from) in :data:`EXCEPTION_REASONS`, else the same of an exception it was raised
+    from; None when nothing names one (a bug, a caller's mistake: never taken for
+    infrastructure by default)."""
     seen: set[int] = set()
     e: BaseException | None = exc
     while e is not None and id(e) not in seen:
@@ -115,7 +137,13 @@ def end_reason_of(exc: BaseException, default: str) -> str:
             if cls.__name__ in EXCEPTION_REASONS:
                 return EXCEPTION_REASONS[cls.__name__]
         e = e.__cause__ or e.__context__
-    return check_end_reason(default)
+    return None
+
+
+def end_reason_of(exc: BaseException, default: str) -> str:
+    """The end reason of an episode that ``exc`` ended: :func:`named_reason`, else ``default``
+    (the caller knows what it was doing: asking the policy, stepping the environment)."""
+    return named_reason(exc) or check_end_reason(default)
 
 
 def grading_failure(error: str | None, total: int, unpassable: int) -> str | None:
@@ -141,7 +169,7 @@ def record_end_reason(rec: Mapping[str, Any]) -> str | None:
     error = rec.get("error") or meta.get("error")
     if error:
         name = str(error).split(":", 1)[0].strip()
-        return name if name in END_REASONS else EXCEPTION_REASONS.get(name, "unknown_error")
+        return reason_in_message(name) or EXCEPTION_REASONS.get(name, "unknown_error")
     ended_by = meta.get("ended_by")
     return ended_by if ended_by in ("answer", "turn_limit") else None
 
@@ -318,6 +346,7 @@ def run_cost(records: Iterable[Mapping[str, Any]]) -> RunCost:
 __all__ = [
     "END_REASONS", "EXCEPTION_REASONS", "INFRASTRUCTURE", "INTERNAL_GRADING_ERROR", "TOKEN_FIELDS", "EndReason",
     "PriceTableError", "Prices", "RunCost", "add_usage", "check_end_reason", "cost", "count_end_reasons", "end_reason_of",
-    "format_end_reasons", "grading_failure", "is_infrastructure", "load_prices", "price_of", "record_end_reason", "run_cost",
+    "InfrastructureFailure", "failure_message", "format_end_reasons", "grading_failure", "named_reason",
+    "reason_in_message", "is_infrastructure", "load_prices", "price_of", "record_end_reason", "run_cost",
     "usage",
 ]

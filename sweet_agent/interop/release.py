@@ -185,8 +185,9 @@ def render_answers(records: Sequence[Record], image_dir: Path, *,
             shots = renderer.render_many([p for _, p in todo])
         for (i, _), shot in zip(todo, shots):
             if shot.infrastructure:  # the browser failed, not the page: a black image would be a lie
-                raise RendererError(f"record {i}: the browser could not render the answer page ({shot.error}); "
-                                    "run the export again")
+                task = str(records[i].get("task", {}).get("problem_description", ""))[:60]
+                raise RendererError(f"the browser could not render the answer page of the task {task!r} "
+                                    f"({shot.error}); run the export again")
             if shot.error is not None or not shot.data:
                 out[i] = (NO_ANSWER, True)  # the release renders nothing either: a black image there
                 continue

@@ -9,6 +9,7 @@ import pytest
 
 from sweet_agent.cli import main
 from sweet_agent.evaluation import summarize, win_rate
+from sweet_agent.metrics import episode_metrics
 from sweet_agent.trajectories import load_paper_offline, read_trajectories, write_jsonl_atomic
 
 PAPER = Path(__file__).parent / "fixtures" / "paper_offline_sample.jsonl"
@@ -49,6 +50,8 @@ def test_a_regrade_that_measures_nothing_is_no_score():
     assert s.regraded == 2 and s.mismatches == [] and s.regrade_failures == {"task_error": 1}
     assert s.infrastructure_failures == 1 and s.success == pytest.approx(1.0) and s.tests_passed == pytest.approx(1.0)
     assert s.success_all == pytest.approx(2 / 3)
+    kept = [episode_metrics(r) for r in recs]  # every rate is over the scored episodes only
+    assert s.mean_turns == pytest.approx(sum(e.turns for e in kept) / 2) and s.tasks == len({e.task_id for e in kept})
 
 
 def test_win_rate_leaves_out_infrastructure_failures_of_either_side():

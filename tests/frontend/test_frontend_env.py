@@ -101,3 +101,27 @@ def test_embedded_and_generated_sources(browser_ready):
         obs, info = env.reset(seed=1)
         assert obs and info["task_id"]
         env.close()
+
+
+def test_a_turn_undone_by_a_failed_reply_takes_its_draft_with_it(browser_ready):
+    """The person's reply fails after the draft was rendered: the turn is undone (the caller may
+    step again), and render() shows the draft of the last turn that stands, not the undone one."""
+    from colbench_gym.simulators.base import SimulatorError
+
+    class FailsOnSecondDraft(RecordingSimulator):
+        def respond(self, task, dialogue, **context):
+            if len(self.contexts) == 1:
+                self.contexts.append(context)
+                raise SimulatorError("the person's endpoint is down")
+            return super().respond(task, dialogue, **context)
+
+    env = _make(simulator=FailsOnSecondDraft(), render_mode="rgb_array")
+    env.reset(options={"task": TASK})
+    env.step(f"A first draft: {DRAFT}")
+    first = env.render()
+    with pytest.raises(SimulatorError):
+        env.step(f"A second draft: {REF}")
+    assert env.unwrapped._turn == 1 and np.array_equal(env.render(), first)
+    env.step(f"A second draft: {REF}")  # retried: this time the person answers
+    assert env.unwrapped._turn == 2 and not np.array_equal(env.render(), first)
+    env.close()

@@ -121,3 +121,10 @@ def test_a_person_whose_endpoint_fails_ends_the_rollout_with_an_infra_error() ->
     [row] = out["outputs"]
     assert row["error"] is not None and row["error"]["error"] == "InfraError"
     assert "simulator_error" in row["error"]["error_chain_repr"], row["error"]
+
+
+def test_a_setting_that_cannot_work_fails_at_load_not_as_rollout_errors() -> None:
+    """A misspelt simulator is the user's mistake, said once at load — not an InfraError retried
+    on every rollout."""
+    with pytest.raises(ValueError, match="simulator must be one of"):
+        load_environment(num_tasks=1, simulator="opneai")

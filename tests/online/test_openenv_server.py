@@ -221,3 +221,6 @@ def test_a_remote_person_that_fails_leaves_the_episode_unscored_as_a_local_one_d
                 with pytest.raises(RuntimeError, match="task_index") as bad:
                     client.reset(task_index=10_000)
                 assert not isinstance(bad.value, RemoteEnvironmentError)
+                with pytest.raises(RuntimeError, match="ground_truth") as bad:  # a malformed task of the caller's
+                    client.reset(task={"problem_description": "Write f."})
+                assert not isinstance(bad.value, RemoteEnvironmentError)

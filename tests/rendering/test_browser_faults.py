@@ -150,15 +150,17 @@ def test_evaluate_frontend_stops_with_one_line_when_chromium_cannot_start(browse
 DIES = "<!-- the browser dies on this page -->"
 
 
-def _browser_dies_on_marked_pages(r: Renderer, monkeypatch) -> None:
-    """Fault injection: on a page holding DIES, the browser crashes and stops answering on every
-    attempt (relaunching changes nothing); every other page renders for real. Pages of one pool
-    are serialized (pool_size=1), so the dead state covers only the marked page's attempts."""
-    state = {"dead": False}
+def _inject_browser_faults(r: Renderer, monkeypatch) -> dict:
+    """Fault injection, two kinds. ``state["down"] = True`` (or a predicate on the page's HTML):
+    the browser is down, every page fails and it stops answering, relaunched or not. A page holding DIES brings the browser down on
+    every attempt while other pages render for real. Pages of one pool are serialized
+    (pool_size=1), so a DIES page's dead state covers only its own attempts."""
+    state = {"down": False, "dead": False}
     render_on, answers = r._render_on, r._browser_answers
 
     async def render_on_or_die(page, html, dom):
-        state["dead"] = DIES in html
+        down = state["down"](html) if callable(state["down"]) else state["down"]
+        state["dead"] = down or DIES in html
         if state["dead"]:
             raise RuntimeError("Target page, context or browser has been closed")
         return await render_on(page, html, dom)
@@ -172,13 +174,15 @@ def _browser_dies_on_marked_pages(r: Renderer, monkeypatch) -> None:
     monkeypatch.setattr(r, "_render_on", render_on_or_die)
     monkeypatch.setattr(r, "_browser_answers", answers_unless_dead)
     monkeypatch.setattr(r, "_restart", relaunch_changes_nothing)
+    return state
 
 
 def test_a_page_the_browser_never_rendered_is_no_score_anywhere(browser_ready, monkeypatch):
-    """The browser itself fails on every attempt: its blank image says nothing of the page, so
-    it is an infrastructure failure (rendering_error) in the renderer's result, the env, the
-    harness scorer and the evaluator — not a similarity of a blank page to the reference. A page
-    that crashes its own tab while the browser answers stays the page's doing (scored)."""
+    """The browser itself is down on every attempt (an empty page fails too): its blank image
+    says nothing of the page, so it is an infrastructure failure (rendering_error) in the
+    renderer's result, the env, the harness scorer and the evaluator — not a similarity of a
+    blank page to the reference. A page that brings the browser down while an empty page renders
+    is the page's doing, scored: a policy cannot escape its score by crashing the browser."""
     import gymnasium as gym
 
     import colbench_gym  # noqa: F401 - registers the envs
@@ -192,24 +196,32 @@ def test_a_page_the_browser_never_rendered_is_no_score_anywhere(browser_ready, m
     with Renderer(pool_size=1, timeout=5, cache=ScreenshotCache(None)) as r:
         env = gym.make("ColBench-Frontend-v0", renderer=r, scorer="fallback").unwrapped
         env.reset(seed=0)
-        _browser_dies_on_marked_pages(r, monkeypatch)
-        shot = r.render(dying)
-        assert shot.infrastructure and "browser stopped answering on every attempt" in shot.error
-        assert not r.render(page).infrastructure
+        faults = _inject_browser_faults(r, monkeypatch)
+        # a page that crashes the browser: the page's failure, scored (a blank, not infrastructure)
+        crashed = r.render(dying)
+        assert crashed.error and "brings the browser down" in crashed.error and not crashed.infrastructure
+        _, reward, done, _, info = env.step(f"I WANT TO ANSWER: {dying}")
+        assert done and info["end_reason"] == "answer" and reward < 0.5
+        env.reset(seed=0)
+        faults["down"] = True
+        shot = r.render(page)
+        assert shot.infrastructure and "the browser itself fails" in shot.error
         # the env: a draft the browser could not render is not shown to the person, the turn is undone
         with pytest.raises(Exception, match="could not be rendered") as err:
-            env.step(f"Here is a draft: {dying}")
+            env.step(f"Here is a draft: {page}")
         assert end_reason_of(err.value, "unknown_error") == "rendering_error"
-        assert env._turn == 0
-        _, _, done, _, info = env.step(f"I WANT TO ANSWER: {dying}")
+        assert env._turn == 0 and env._last_draft is None
+        _, _, done, _, info = env.step(f"I WANT TO ANSWER: {page}")
         assert done and info["end_reason"] == "rendering_error"
         # the harness scorer (Inspect, verifiers) and the evaluator
         task = load_embedded("frontend", "test")[0]
         with pytest.raises(ScoreUnavailable, match="rendering_error"):
-            score_frontend(f"I WANT TO ANSWER: {dying}", entry_task("frontend", task.problem_description,
-                                                                       task.ground_truth, {}), "fallback", renderer=r)
-        items = [({"task": task.to_record()}, task, f"I WANT TO ANSWER: {dying}"),
-                 ({"task": task.to_record()}, task, f"I WANT TO ANSWER: {page}")]
-        failed, scored = score_answers(items, r, make_scorer("fallback"))
-        assert failed["browser_failed"] and failed["similarity"] is None
+            score_frontend(f"I WANT TO ANSWER: {page}", entry_task("frontend", task.problem_description,
+                                                                    task.ground_truth, {}), "fallback", renderer=r)
+        faults["down"] = lambda html: html != task.ground_truth  # down for everything but the reference
+        items = [({"task": task.to_record()}, task, f"I WANT TO ANSWER: {page}")]
+        [failed] = score_answers(items, r, make_scorer("fallback"))
+        assert failed["browser_failed"] and failed["similarity"] is None and failed["reference_error"] is None
+        faults["down"] = False
+        [scored] = score_answers(items, r, make_scorer("fallback"))
         assert not scored["browser_failed"] and 0.0 < scored["similarity"] <= 1.0
