@@ -21,12 +21,17 @@ Plain Python: importing this module loads no torch, transformers or trl.
 from __future__ import annotations
 
 import json
+import logging
 from functools import lru_cache
 from typing import Any
 
 from colbench_gym.protocol import ANSWER_MARKER, extract_html
+from colbench_gym.rendering.result import ReferenceRenderError
 from colbench_gym.tasks.accounting import end_reason_of, is_infrastructure
 from colbench_gym.tasks.kinds import KINDS, env_kind, load
+
+
+_log = logging.getLogger(__name__)
 
 
 class ToolEnvError(RuntimeError):
@@ -72,8 +77,15 @@ class ColBenchToolEnv:
         self._submitted = False
 
     # ------------------------------------------------------------------ TRL's hooks
-    def reset(self, **row: Any) -> str:
+    def reset(self, **row: Any) -> str | None:
         """Start an episode for a dataset row; returns the person's first message (the task).
+
+        A task whose reference page does not render (also when retried) cannot be played: reset
+        returns None (TRL then adds nothing to the prompt, nothing of the failure reaches the
+        policy as text), every tool refuses, ``get_reward()`` is None and
+        :attr:`infrastructure_failure` is ``rendering_error`` — one task's failed page must not
+        end a long GRPO run (TRL calls ``reset`` unguarded). Anything else that fails (a bad row,
+        a browser that cannot start, missing web assets) is raised: it would fail every episode.
 
         Understood columns (what :func:`sweet_agent.grpo.build_prompt_dataset` writes):
         ``task_index`` (int) of the task source named by ``tasks`` (a spec such as
@@ -103,7 +115,12 @@ class ColBenchToolEnv:
         # nothing of the previous episode survives a reset that fails (its reward, its failure)
         self._reset_counters()
         self._ended, self._started = True, False
-        obs, info = self._env.reset(seed=None if seed is None else int(seed), options=options or None)
+        try:
+            obs, info = self._env.reset(seed=None if seed is None else int(seed), options=options or None)
+        except ReferenceRenderError as exc:
+            self._infra = exc.end_reason
+            _log.warning("episode skipped (no reward): %s", exc)
+            return None
         self._info = dict(info)
         self._ended = False
         self._started = True
@@ -153,6 +170,8 @@ class ColBenchToolEnv:
 
     # ------------------------------------------------------------------ bookkeeping
     def _step(self, action: str) -> str:
+        if self._infra is not None and not self._started:
+            raise ToolEnvError("this episode could not start (the environment failed); no tool can be used")
         if not self._started:
             raise ToolEnvError("the episode has not started: reset() must be called before any tool")
         if self._ended:

@@ -65,15 +65,20 @@ def test_env_refuses_an_episode_whose_reference_did_not_render(quick_renderer, t
 
 
 def test_tool_env_does_not_turn_a_failed_reference_into_text_for_the_policy(quick_renderer):
-    from colbench_gym.online.tool_env import tool_env_class
+    """TRL calls reset unguarded: one task's failed reference page must not end a GRPO run. The
+    episode is skipped: reset gives the policy nothing (None: TRL adds no text), every tool
+    refuses, the reward is None (left out of the group's baseline) and the failure is named."""
+    from colbench_gym.online.tool_env import ToolEnvError, tool_env_class
 
     env = gym.make("ColBench-Frontend-v0", scorer="fallback", renderer=quick_renderer)
     tool = tool_env_class("frontend")(env)
-    with pytest.raises(ReferenceRenderError):  # an error for the trainer, never a tool reply
-        tool.reset(task={"problem_description": "A page.", "ground_truth": STUCK})
-    assert tool.get_reward() == 0.0
-    with pytest.raises(Exception, match="not started"):
+    assert tool.reset(task={"problem_description": "A page.", "ground_truth": STUCK}) is None
+    assert tool.get_reward() is None and tool.infrastructure_failure == "rendering_error"
+    with pytest.raises(ToolEnvError, match="could not start"):
         tool.show_draft("<html><body></body></html>")
+    # the next row plays normally
+    assert tool.reset(task=load_embedded("frontend", "test")[0].to_record())
+    assert tool.infrastructure_failure is None and tool.get_reward() == 0.0
 
 
 def test_evaluator_records_a_failed_reference_as_a_failed_task(browser_ready, tmp_path, capsys):
