@@ -30,7 +30,6 @@ from colbench_gym.rendering.result import ReferenceRenderError
 from colbench_gym.tasks.accounting import end_reason_of, is_infrastructure
 from colbench_gym.tasks.kinds import KINDS, env_kind, load
 
-
 _log = logging.getLogger(__name__)
 
 
