@@ -160,18 +160,14 @@ def summarize(records: list[Record], *, reference: list[Record] | None = None, r
     if s.kind == "backend":
         if regrade:
             regrades = regrade_backend(records)
-            failed = [g for g in regrades if isinstance(g, str)]
-            if failed:  # a regrade that measured nothing: no score, counted with the infrastructure failures
-                s.regrade_failures = dict(Counter(failed))
-                s.infrastructure_failures += len(failed)
-                keep = [not isinstance(g, str) for g in regrades]
-                records = [r for r, k in zip(records, keep) if k]
-                episodes = [e for e, k in zip(episodes, keep) if k]
-                lines = [n for n, k in zip(lines, keep) if k]
-                if not records:
-                    return s
-                s.tasks = len({e.task_id for e in episodes})
-            grades = [g for g in regrades if not isinstance(g, str)]
+            # a regrade that measured nothing: no score, counted with the infrastructure failures
+            s.regrade_failures = dict(Counter(g for g in regrades if isinstance(g, str)))
+            s.infrastructure_failures += sum(s.regrade_failures.values())
+            graded = [row for row in zip(records, episodes, lines, regrades) if not isinstance(row[3], str)]
+            if not graded:
+                return s
+            records, episodes, lines, grades = (list(col) for col in zip(*graded))
+            s.tasks = len({e.task_id for e in episodes})
             s.regraded = len(grades)
             for rec, line, (frac, ok) in zip(records, lines, grades):
                 stored = rec.get("reward")

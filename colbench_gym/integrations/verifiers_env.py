@@ -30,6 +30,7 @@ verifiers (and the ``datasets`` package it loads) is imported only inside
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import functools
 import json
 from typing import Any
@@ -86,12 +87,18 @@ def infra_error(exc: BaseException, reason: str) -> Exception:
     return err
 
 
-def _dialogue_failure(exc: BaseException) -> Exception:
-    """A failure while the dialogue is played: an ``InfraError`` when it names an infrastructure
-    reason (the person's endpoint, a reference page, the task); anything else (a bad setting, a
-    bug) is raised as it is and stops the run, as verifiers wants of errors that retries cannot fix."""
-    reason = named_reason(exc)
-    return infra_error(exc, reason) if is_infrastructure(reason) else exc
+@contextlib.contextmanager
+def dialogue_failures():
+    """Around the dialogue: a failure that names an infrastructure reason (the person's endpoint,
+    a reference page, the task) becomes an ``InfraError``; anything else (a bad setting, a bug) is
+    raised as it is and stops the run, as verifiers wants of errors that retries cannot fix."""
+    try:
+        yield
+    except Exception as exc:
+        reason = named_reason(exc)
+        if not is_infrastructure(reason):
+            raise
+        raise infra_error(exc, reason) from exc
 
 
 @functools.cache
@@ -112,28 +119,18 @@ def environment_class() -> type:
         async def setup_state(self, state: Any) -> Any:
             info = state["info"]
             state["colbench"] = {"answer": None, "ended_by": None, "turns": 0}
-            try:
+            with dialogue_failures():  # a reference page that does not render, a broken task row ...
                 conversation = await asyncio.to_thread(Conversation, self.kind, max_turns=self.colbench_max_turns,
                                                        **self.conversation_kwargs)
                 self._conversations[state["trajectory_id"]] = conversation
                 task = row_task(self.kind, _text(state["prompt"][-1]), state["answer"], info)
                 await asyncio.to_thread(conversation.start, task=task.to_record(), seed=info.get("seed"))
-            except Exception as exc:  # a reference page that does not render, a broken task row ...
-                failure = _dialogue_failure(exc)
-                if failure is exc:
-                    raise
-                raise failure from exc
             return state
 
         async def env_response(self, messages: Any, state: Any, **kwargs: Any) -> Any:
             conversation = self._conversations[state["trajectory_id"]]
-            try:
+            with dialogue_failures():  # the person's endpoint, the renderer of a draft ...
                 outcome = await asyncio.to_thread(conversation.play, _text(messages[-1]))
-            except Exception as exc:  # the person's endpoint, the renderer of a draft ...
-                failure = _dialogue_failure(exc)
-                if failure is exc:
-                    raise
-                raise failure from exc
             state["colbench"]["turns"] = conversation.turn
             if outcome.done:
                 state["colbench"].update(answer=outcome.answer, ended_by=outcome.ended_by)

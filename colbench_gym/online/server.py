@@ -70,24 +70,17 @@ class EpisodeNotStarted(RuntimeError):
     """``step`` on an environment that was never reset (every HTTP ``/step``): answered with 409."""
 
 
-def tagged_failure(exc: BaseException, caller_task: bool = False) -> BaseException:
-    """What the client receives for a failure inside the env: OpenEnv sends only the message, so
-    an infrastructure failure (:func:`~colbench_gym.tasks.accounting.named_reason`; ``step``'s
-    unnamed failures count as ``environment_error``) goes as :func:`failure_message` text, which
-    :mod:`colbench_gym.online.client` turns back into an exception carrying its end reason (a
-    remote trainer then leaves the episode unscored, as a local one does). Anything else goes as
-    it is: a caller's bad argument, or (``caller_task``) a malformed task the caller passed."""
-    reason = named_reason(exc)
-    if caller_task and reason == "task_error":
-        return exc
-    return RuntimeError(failure_message(reason, str(exc))) if is_infrastructure(reason) else exc
-
-
-def _raise_tagged(exc: BaseException, caller_task: bool = False) -> None:
-    tagged = tagged_failure(exc, caller_task)
-    if tagged is exc:
+def raise_tagged(exc: BaseException, unnamed: str | None = None, caller_task: bool = False) -> None:
+    """Raise what the client receives for a failure inside the env. OpenEnv sends only the
+    message, so an infrastructure failure (:func:`~colbench_gym.tasks.accounting.named_reason`,
+    else ``unnamed``: ``step`` passes ``environment_error``) goes as :func:`failure_message` text,
+    which :mod:`colbench_gym.online.client` turns back into an exception carrying its end reason (a
+    remote trainer then leaves the episode unscored, as a local one does). Anything else is raised
+    as it is: a caller's bad argument, or (``caller_task``) a malformed task the caller passed."""
+    reason = named_reason(exc) or unnamed
+    if not is_infrastructure(reason) or (caller_task and reason == "task_error"):
         raise exc
-    raise tagged from exc
+    raise RuntimeError(failure_message(reason, f"{type(exc).__name__}: {exc}")) from exc
 
 
 def _json_safe(info: dict[str, Any]) -> dict[str, Any]:
@@ -125,7 +118,7 @@ class ColBenchOpenEnv(Environment):
         try:
             text, info = self._env.reset(seed=seed, options=reset_options(task_index, task))
         except Exception as exc:
-            _raise_tagged(exc, caller_task=task is not None)
+            raise_tagged(exc, caller_task=task is not None)
         self._started = True
         self._state = ColBenchState(episode_id=episode_id, step_count=0, kind=self._state.kind,
                                     task_id=info.get("task_id"), task_index=info.get("task_index"),
@@ -140,9 +133,7 @@ class ColBenchOpenEnv(Environment):
         except EpisodeOverError:
             raise  # the caller's misuse, said as it is
         except Exception as exc:  # inside the env, whatever it is: infrastructure
-            if named_reason(exc) is None:
-                raise RuntimeError(failure_message("environment_error", f"{type(exc).__name__}: {exc}")) from exc
-            _raise_tagged(exc)
+            raise_tagged(exc, unnamed="environment_error")
         done = bool(terminated or truncated)
         self._state.step_count += 1
         self._state.turn = int(info.get("turn", self._state.turn + 1))

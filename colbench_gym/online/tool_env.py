@@ -26,7 +26,6 @@ from functools import lru_cache
 from typing import Any
 
 from colbench_gym.protocol import ANSWER_MARKER, extract_html
-from colbench_gym.rendering.result import ReferenceRenderError
 from colbench_gym.tasks.accounting import end_reason_of, is_infrastructure
 from colbench_gym.tasks.kinds import KINDS, env_kind, load
 
@@ -116,7 +115,11 @@ class ColBenchToolEnv:
         self._ended, self._started = True, False
         try:
             obs, info = self._env.reset(seed=None if seed is None else int(seed), options=options or None)
-        except ReferenceRenderError as exc:
+        except Exception as exc:
+            from colbench_gym.rendering.result import ReferenceRenderError  # noqa: PLC0415 - only on failure
+
+            if not isinstance(exc, ReferenceRenderError):
+                raise
             self._infra = exc.end_reason
             _log.warning("episode skipped (no reward): %s", exc)
             return None

@@ -47,10 +47,9 @@ def export_release(records: list[dict], out: Path, *, tokenizer: str | None = No
 
     # an episode that failed for infrastructure reasons has no score: the release's scripts would
     # train on whatever number or blank it carries, so it is not exported (rerun it with --resume)
-    failed = sum(is_infrastructure_failure(r) for r in records)
-    ordered, report = k_block_order([r for r in records if not is_infrastructure_failure(r)],
-                                    drop_incomplete=drop_incomplete)
-    report["infrastructure_failures"] = failed
+    scored = [r for r in records if not is_infrastructure_failure(r)]
+    ordered, report = k_block_order(scored, drop_incomplete=drop_incomplete)
+    report["infrastructure_failures"] = len(records) - len(scored)
     renderers: dict[str, object] = {}
 
     def render_for(rec: dict):
