@@ -22,7 +22,7 @@ from websockets.exceptions import ConnectionClosed
 
 from colbench_gym.online.server import PREFIXES, ColBenchAction, ColBenchObservation, ColBenchState
 from colbench_gym.online.tool_env import ColBenchToolEnv, tool_env_class
-from colbench_gym.tasks.accounting import InfrastructureFailure, is_infrastructure, reason_in_message
+from colbench_gym.tasks.accounting import InfrastructureFailure, is_infrastructure, parse_failure_message
 
 
 class ServerCapacityError(ConnectionError):
@@ -61,9 +61,10 @@ class ColBenchEnvClient(EnvClient[ColBenchAction, ColBenchObservation, ColBenchS
                 await self._drop()
                 raise self._closed_error(data, None)
             message = str(data.get("message", "Unknown error"))
-            reason = reason_in_message(message) if data.get("code") == "EXECUTION_ERROR" else None
-            if is_infrastructure(reason):  # the server's env led its failure with the end reason
-                raise RemoteEnvironmentError(reason, f"{message.split(':', 1)[1].strip()} (on the server)")
+            reason, detail = parse_failure_message(message)
+            if data.get("code") == "EXECUTION_ERROR" and is_infrastructure(reason):
+                # the server's env led its failure with the end reason
+                raise RemoteEnvironmentError(reason, f"{detail} (on the server)")
             raise RuntimeError(f"Server error: {message} (code: {data.get('code', 'UNKNOWN')})")
         return response
 

@@ -115,10 +115,19 @@ def failure_message(reason: str, detail: str) -> str:
     return f"{reason}: {detail}"
 
 
+def parse_failure_message(text: str) -> tuple[str | None, str]:
+    """A :func:`failure_message` text split back into (end reason, detail); (None, the whole
+    text) when it does not lead with an end reason."""
+    name, sep, detail = str(text).partition(":")
+    name = name.strip()
+    if sep and name in END_REASONS:
+        return name, detail.strip()
+    return (name if not sep and name in END_REASONS else None), str(text)
+
+
 def reason_in_message(text: str) -> str | None:
     """The end reason a :func:`failure_message` text leads with, or None."""
-    name = str(text).split(":", 1)[0].strip()
-    return name if name in END_REASONS else None
+    return parse_failure_message(text)[0]
 
 
 def named_reason(exc: BaseException) -> str | None:
@@ -347,6 +356,6 @@ __all__ = [
     "END_REASONS", "EXCEPTION_REASONS", "INFRASTRUCTURE", "INTERNAL_GRADING_ERROR", "TOKEN_FIELDS", "EndReason",
     "PriceTableError", "Prices", "RunCost", "add_usage", "check_end_reason", "cost", "count_end_reasons", "end_reason_of",
     "InfrastructureFailure", "failure_message", "format_end_reasons", "grading_failure", "named_reason",
-    "reason_in_message", "is_infrastructure", "load_prices", "price_of", "record_end_reason", "run_cost",
+    "reason_in_message", "parse_failure_message", "is_infrastructure", "load_prices", "price_of", "record_end_reason", "run_cost",
     "usage",
 ]

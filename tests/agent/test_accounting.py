@@ -250,3 +250,15 @@ def test_a_score_that_measures_nothing_is_no_score_and_training_skips_it(tmp_pat
                                   "infrastructure_failure": True}) + "\n"
                       + json.dumps({**base, "task": good, "reward": 1.0, "end_reason": "answer"}) + "\n")
     assert [r["task"]["problem_description"] for r in load_records(graded)] == [good["problem_description"]]
+
+
+def test_a_failure_message_splits_back_into_its_reason_and_detail():
+    from colbench_gym.tasks.accounting import failure_message, parse_failure_message, reason_in_message
+
+    text = failure_message("simulator_error", "endpoint: connection refused")
+    assert parse_failure_message(text) == ("simulator_error", "endpoint: connection refused")
+    assert reason_in_message(text) == "simulator_error"
+    # a message that does not lead with an end reason keeps its whole text and names none
+    assert parse_failure_message("ValueError: bad task") == (None, "ValueError: bad task")
+    assert parse_failure_message("no colon here") == (None, "no colon here")
+    assert reason_in_message("task_error") == "task_error"  # a bare name (records' legacy errors)
