@@ -14,6 +14,7 @@ import subprocess
 import sys
 import threading
 import time
+import uuid
 from pathlib import Path
 
 import pytest
@@ -225,3 +226,32 @@ def test_a_page_the_browser_never_rendered_is_no_score_anywhere(browser_ready, m
         faults["down"] = False
         [scored] = score_answers(items, r, make_scorer("fallback"))
         assert not scored["browser_failed"] and 0.0 < scored["similarity"] <= 1.0
+
+
+def test_colbench_render_writes_nothing_and_exits_1_when_the_browser_itself_fails(browser_ready, monkeypatch,
+                                                                                    tmp_path, capsys):
+    """The CLI's own renderer, browser down on every attempt: a one-line error, exit 1, no PNG
+    (a blank the browser gave is not a screenshot of the page). With the browser up, the same
+    command writes the screenshot."""
+    from colbench_gym.cli import main
+
+    page = tmp_path / "page.html"
+    # a page no earlier run rendered: the CLI's renderer keeps the user's screenshot cache
+    page.write_text(_page(COLOURS[1]).replace("page", f"page {uuid.uuid4()}"), encoding="utf-8")
+    out = tmp_path / "shot.png"
+    enter = Renderer.__enter__
+
+    def enter_with_faults(self):
+        entered = enter(self)
+        _inject_browser_faults(self, monkeypatch)["down"] = down
+        return entered
+
+    monkeypatch.setattr(Renderer, "__enter__", enter_with_faults)
+    down = True
+    assert main(["render", str(page), "--output", str(out), "--timeout", "5"]) == 1
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and err.startswith("error:") and "the browser itself fails" in err
+    assert not out.exists()
+    down = False
+    assert main(["render", str(page), "--output", str(out), "--timeout", "5"]) == 0
+    assert out.stat().st_size > 0 and "wrote" in capsys.readouterr().out
