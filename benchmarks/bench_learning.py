@@ -292,9 +292,12 @@ def build_stages(s: dict[str, Any], run: Path) -> dict[str, Stage]:
         tmp = out.with_name(out.name + ".tmp")
 
         def cmd() -> list[str]:
-            # the LoRA adapter alone (~17 MB): ~27 merged 0.5B copies would take ~60 GB of disk
+            # the LoRA adapter alone (~17 MB): ~27 merged 0.5B copies would take ~60 GB of disk.
+            # Frontend rows are long HTML (1,536 tokens): without activation checkpointing the
+            # critic's step took 24 GB and was killed on a 23 GB machine (docs/training.md).
             return _sa(command, "--config", "cpu", "--output_dir", tmp, "--max_steps", steps,
                        "--max_length", s["frontend_max_length"] if frontend else s["max_length"],
+                       *(["--gradient_checkpointing", "true"] if frontend else []),
                        "--save_strategy", "no", "--report_to", "none", "--seed", seed, "--merge_adapter", "false",
                        *(args() if callable(args) else args))
         stages[name] = Stage(name, out, deps, cmd, tmp=tmp, priority=priority)

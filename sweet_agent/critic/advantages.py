@@ -15,6 +15,7 @@ import contextlib
 from typing import Any
 
 import torch
+import torch.utils.checkpoint
 
 from colbench_gym.protocol import Messages
 from sweet_agent.training_data.spans import assistant_token_spans, spans_to_turn_ids
@@ -57,24 +58,69 @@ def _reference(model, ref_model):
                      "PEFT model, whose base (adapters disabled) is then the reference")
 
 
+#: Scored positions per piece of the LM head (see :func:`token_logprobs`).
+LM_HEAD_CHUNK = 128
+
+
+def _output_head(model):
+    """The LM head module of ``model`` (through DDP/DeepSpeed ``.module`` and PEFT wrappers), or None."""
+    while hasattr(model, "module") and not hasattr(model, "get_output_embeddings"):
+        model = model.module
+    getter = getattr(model, "get_output_embeddings", None)
+    head = getter() if callable(getter) else None
+    return head if isinstance(head, torch.nn.Module) else None
+
+
+def _piece_logprobs(head: torch.nn.Module, hidden: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
+    logits = head(hidden).float()
+    return logits.gather(-1, targets.unsqueeze(-1)).squeeze(-1) - logits.logsumexp(dim=-1)
+
+
 def token_logprobs(model, input_ids: torch.Tensor, attention_mask: torch.Tensor,
-                   target_mask: torch.Tensor) -> torch.Tensor:
+                   target_mask: torch.Tensor, chunk_size: int = LM_HEAD_CHUNK) -> torch.Tensor:
     """log π(x_j | x_<j) at every position where ``target_mask`` is set (0 elsewhere).
 
-    One forward pass; the LM head runs only on the positions some row needs
-    (``logits_to_keep`` with indices), so memory does not scale with vocab × full length.
+    One forward pass; the LM head runs only on the positions some row needs. WHY in pieces: the
+    logits of every scored position at once are rows × positions × vocabulary floats, kept for
+    the backward pass (a frontend trajectory scores ~1,000 HTML tokens: 4 rows × 1,000 × 152k
+    floats is 2.4 GB, and log-softmax and its gradient each add as much; the critic took 18 GB
+    of a 23 GB machine and was killed). With more than ``chunk_size`` positions the model returns
+    its final hidden states and the head runs on ``chunk_size`` positions at a time, recomputed
+    in the backward pass (``torch.utils.checkpoint``), so the peak holds one piece's logits. A
+    model whose hidden states do not give its logits through its output embeddings (e.g. logit
+    soft-capping) is detected on the last position and scored in one piece.
     """
     positions = target_mask.any(dim=0).nonzero(as_tuple=True)[0]
     if positions.numel() == 0:
         return torch.zeros(input_ids.shape, dtype=torch.float32, device=input_ids.device)
     if int(positions[0]) == 0:
         raise ValueError("a scored token cannot be the first token of the sequence (nothing predicts it)")
-    out = model(input_ids=input_ids, attention_mask=attention_mask, use_cache=False,
-                logits_to_keep=positions - 1)
-    logits = out.logits.float()
-    if logits.shape[1] != positions.numel():  # model ignored logits_to_keep: slice ourselves
-        logits = logits[:, positions - 1]
-    logps = torch.log_softmax(logits, dim=-1).gather(-1, input_ids[:, positions].unsqueeze(-1)).squeeze(-1)
+    targets = input_ids[:, positions]
+    head = _output_head(model) if chunk_size and positions.numel() > chunk_size else None
+    logps = None
+    if head is not None:
+        out = model(input_ids=input_ids, attention_mask=attention_mask, use_cache=False,
+                    output_hidden_states=True, logits_to_keep=1)
+        hidden = out.hidden_states[-1] if getattr(out, "hidden_states", None) else None
+        if hidden is not None and out.logits.shape[1] == 1 and torch.allclose(
+                head(hidden[:, -1:].detach()).float(), out.logits.detach().float(), rtol=1e-3, atol=1e-3):
+            hidden = hidden[:, positions - 1]
+            del out  # every layer's hidden states: only the last one's scored positions are needed
+            pieces = []
+            for start in range(0, positions.numel(), chunk_size):
+                h, t = hidden[:, start:start + chunk_size], targets[:, start:start + chunk_size]
+                if torch.is_grad_enabled():
+                    pieces.append(torch.utils.checkpoint.checkpoint(_piece_logprobs, head, h, t, use_reentrant=False))
+                else:
+                    pieces.append(_piece_logprobs(head, h, t))
+            logps = torch.cat(pieces, dim=1)
+    if logps is None:
+        out = model(input_ids=input_ids, attention_mask=attention_mask, use_cache=False,
+                    logits_to_keep=positions - 1)
+        logits = out.logits.float()
+        if logits.shape[1] != positions.numel():  # model ignored logits_to_keep: slice ourselves
+            logits = logits[:, positions - 1]
+        logps = torch.log_softmax(logits, dim=-1).gather(-1, targets.unsqueeze(-1)).squeeze(-1)
     full = torch.zeros(input_ids.shape, dtype=logps.dtype, device=input_ids.device)
     full[:, positions] = logps
     return full * target_mask.to(full.dtype)

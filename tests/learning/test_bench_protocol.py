@@ -92,6 +92,21 @@ def test_commands_after_the_selection_use_the_chosen_setting(bench, tmp_path):
     assert indices[0] == str(s["test_start"]) and len(indices) == s["test_episodes"]
 
 
+def test_frontend_trainers_checkpoint_activations_and_backend_ones_do_not(bench, tmp_path):
+    """Frontend rows are 1,536-token HTML: the critic's step took 24 GB without activation
+    checkpointing and was killed; the backend stages keep the setting they ran with."""
+    stages = bench.build_stages(dict(bench.PROFILES["quick"]), tmp_path)
+    for sd in bench.seeds_of(bench.PROFILES["quick"]):
+        bench._write_atomic(tmp_path / "selection" / "rft.json", json.dumps({"chosen": 0}))
+        bench._write_atomic(tmp_path / "selection" / "sweet.json", json.dumps({"chosen": 0}))
+        for name in (f"train-frontend-critic-s{sd}", f"train-frontend-rft-s{sd}", f"train-frontend-sweet-s{sd}"):
+            cmd = [str(x) for x in stages[name].command()]
+            assert cmd[cmd.index("--gradient_checkpointing") + 1] == "true", name
+        for name in (f"train-critic-s{sd}", f"train-rft-s{sd}", f"train-sweet-s{sd}"):
+            if name in stages:
+                assert "--gradient_checkpointing" not in [str(x) for x in stages[name].command()], name
+
+
 def test_selection_reads_validation_results_only(bench, tmp_path):
     val0 = _write(tmp_path / "val" / "rft-g0.jsonl", [_rec("collab:val", 0.5, "0:0"), _rec("collab:val", 0.5, "1:0")])
     val1 = _write(tmp_path / "val" / "rft-g1.jsonl", [_rec("collab:val", 1.0, "0:0"), _rec("collab:val", 0.0, "1:0")])

@@ -117,3 +117,70 @@ def test_spans_with_the_real_qwen_template():
                                                         MSGS[3]["content"] + "<|im_end|>"]
     # The privileged info sits before the dialogue, inside the first (system) message.
     assert tok.decode(ids[: spans[0][0]]).index(PRIV.strip()) < tok.decode(ids[: spans[0][0]]).index("Write f(x)")
+
+
+def _scored_batch(tokenizer, rows: int = 3, length: int = 40, seed: int = 0):
+    g = torch.Generator().manual_seed(seed)
+    ids = torch.randint(0, len(tokenizer), (rows, length), generator=g)
+    attn = torch.ones_like(ids)
+    attn[-1, :5] = 0  # a left-padded row
+    mask = torch.zeros_like(ids, dtype=torch.bool)
+    mask[:, 7:19], mask[:, 25:37] = True, True  # two "turns", 24 scored positions
+    mask[0, 30:] = False
+    return ids, attn, mask
+
+
+@pytest.mark.parametrize("peft", [False, True])
+def test_the_lm_head_in_pieces_gives_the_same_logprobs_and_gradients(tiny_model, tiny_tokenizer, peft):
+    """token_logprobs runs the LM head on ``chunk_size`` scored positions at a time (recomputed in
+    the backward pass) instead of all at once: the log-probabilities and every gradient are the
+    ones the one-piece computation gives."""
+    from sweet_agent.critic.advantages import token_logprobs
+
+    model = tiny_model.train()
+    if peft:
+        from peft import LoraConfig, get_peft_model
+
+        model = get_peft_model(model, LoraConfig(r=4, lora_alpha=8, target_modules="all-linear", lora_dropout=0.0))
+    ids, attn, mask = _scored_batch(tiny_tokenizer)
+    params = [p for p in model.parameters() if p.requires_grad]
+    results = []
+    for chunk in (0, 5):  # 0: one piece; 5: five pieces of at most 5 positions
+        model.zero_grad()
+        calls = {"n": 0}
+        hook = model.get_output_embeddings().register_forward_hook(lambda *a: calls.__setitem__("n", calls["n"] + 1))
+        try:
+            lp = token_logprobs(model, ids, attn, mask, chunk_size=chunk)
+            (lp * torch.linspace(0.5, 1.5, lp.numel()).reshape(lp.shape)).sum().backward()
+        finally:
+            hook.remove()
+        results.append((lp.detach(), [p.grad.clone() for p in params], calls["n"]))
+    (one, g_one, n_one), (pieces, g_pieces, n_pieces) = results
+    assert torch.allclose(one, pieces, atol=1e-5) and (one[mask] < 0).all() and (one[~mask] == 0).all()
+    assert all(torch.allclose(a, b, atol=1e-5) for a, b in zip(g_one, g_pieces))
+    # one piece: one head call; in pieces: the model's own on the last position and its check,
+    # 5 pieces, and the 5 recomputed in the backward pass
+    assert n_one == 1 and n_pieces == 2 + 5 + 5
+
+
+def test_a_head_that_does_not_give_the_logits_is_scored_in_one_piece(tiny_model, tiny_tokenizer):
+    """A model whose logits are not its output embeddings applied to its last hidden state (here,
+    logits soft-capped after the head) would be mis-scored in pieces: the check on the last
+    position sees it and the scores stay those of the model's own logits."""
+    from sweet_agent.critic.advantages import token_logprobs
+
+    ids, attn, mask = _scored_batch(tiny_tokenizer)
+    forward = type(tiny_model).forward
+
+    def soft_capped(self, *args, **kwargs):
+        out = forward(self, *args, **kwargs)
+        out.logits = 2.0 * torch.tanh(out.logits / 2.0)
+        return out
+
+    tiny_model.forward = soft_capped.__get__(tiny_model)
+    with torch.no_grad():
+        capped = token_logprobs(tiny_model, ids, attn, mask, chunk_size=5)
+        whole = token_logprobs(tiny_model, ids, attn, mask, chunk_size=0)
+        del tiny_model.forward
+        plain = token_logprobs(tiny_model, ids, attn, mask, chunk_size=0)
+    assert torch.allclose(capped, whole, atol=1e-6) and not torch.allclose(capped, plain, atol=1e-3)

@@ -48,6 +48,25 @@ def test_baseline_clis(tmp_path, traj_file, tiny_model_dir):
         assert (out / "config.json").exists()
 
 
+def test_every_trainer_trains_with_activation_checkpointing(tmp_path, traj_file, tiny_model_dir):
+    """``--gradient_checkpointing true`` (what the learning benchmark's long frontend rows use)
+    works with LoRA in the critic, the actor and both baselines: each writes its adapter."""
+    gc = ["--gradient_checkpointing", "true", "--lora-r", "4", "--merge_adapter", "false"]
+    critic = tmp_path / "critic"
+    assert main(["train-critic", "--data", str(traj_file), "--model", str(tiny_model_dir), "--output-dir", str(critic),
+                 *COMMON, *gc]) == 0
+    pairs = tmp_path / "pairs.jsonl"
+    assert main(["train-actor", "--data", str(traj_file), "--critic", str(critic), "--model", str(tiny_model_dir),
+                 "--output-dir", str(tmp_path / "scratch"), "--num-candidates", "2", "--turn-fraction", "0.25",
+                 "--max-new-tokens", "8", "--pairs-out", str(pairs), "--only-pairs", *COMMON]) == 0
+    runs = [("train-actor", ["--pairs-in", str(pairs)]), ("train-rft", ["--data", str(traj_file)]),
+            ("train-mtdpo", ["--data", str(traj_file)])]
+    for cmd, data in runs:
+        out = tmp_path / cmd
+        assert main([cmd, *data, "--model", str(tiny_model_dir), "--output-dir", str(out), *COMMON, *gc]) == 0, cmd
+        assert (out / "adapter" / "adapter_model.safetensors").exists(), cmd
+
+
 def test_bad_input_is_named(tmp_path, tiny_model_dir, capsys):
     bad = tmp_path / "bad.jsonl"
     bad.write_text('{"task": {"problem_description": "x"}}\n')
