@@ -148,7 +148,7 @@ def test_the_lm_head_in_pieces_gives_the_same_logprobs_and_gradients(tiny_model,
     for chunk in (0, 5):  # 0: one piece; 5: five pieces of at most 5 positions
         model.zero_grad()
         calls = {"n": 0}
-        hook = model.get_output_embeddings().register_forward_hook(lambda *a: calls.__setitem__("n", calls["n"] + 1))
+        hook = model.get_output_embeddings().register_forward_hook(lambda *a, c=calls: c.__setitem__("n", c["n"] + 1))
         try:
             lp = token_logprobs(model, ids, attn, mask, chunk_size=chunk)
             (lp * torch.linspace(0.5, 1.5, lp.numel()).reshape(lp.shape)).sum().backward()
