@@ -12,6 +12,7 @@ re-reads the shared prefix T times. Where each turn's tokens sit comes from the 
 from __future__ import annotations
 
 import contextlib
+import warnings
 from typing import Any
 
 import torch
@@ -60,6 +61,7 @@ def _reference(model, ref_model):
 
 #: Scored positions per piece of the LM head (see :func:`token_logprobs`).
 LM_HEAD_CHUNK = 128
+_WARNED_ONE_PIECE: list[bool] = []  # warn once per process
 
 
 def _output_head(model):
@@ -114,6 +116,11 @@ def token_logprobs(model, input_ids: torch.Tensor, attention_mask: torch.Tensor,
                 else:
                     pieces.append(_piece_logprobs(head, h, t))
             logps = torch.cat(pieces, dim=1)
+        elif not _WARNED_ONE_PIECE:
+            _WARNED_ONE_PIECE.append(True)
+            warnings.warn(f"{type(_output_head(model)).__name__}: the model's logits are not its output embeddings "
+                          "applied to its last hidden state; the critic's LM head runs in one piece (more memory)",
+                          stacklevel=2)
     if logps is None:
         out = model(input_ids=input_ids, attention_mask=attention_mask, use_cache=False,
                     logits_to_keep=positions - 1)

@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 
 from transformers import TrainingArguments
 
-from sweet_agent.critic.advantages import NORMALIZATIONS
+from sweet_agent.critic.advantages import LM_HEAD_CHUNK, NORMALIZATIONS
 from sweet_agent.training_setup import resolve_machine_defaults
 
 CRITIC_TYPES = ("logratio", "regression")
@@ -28,6 +28,9 @@ class CriticConfig(TrainingArguments):
     use_privileged_info: bool = field(default=True, metadata={"help": "condition the critic on the reference solution"})
     critic_type: str = field(default="logratio", metadata={"help": f"one of {CRITIC_TYPES}"})
     max_length: int | None = field(default=4096, metadata={"help": "truncate trajectories to this many tokens (keep start)"})
+    logprob_chunk_size: int = field(default=LM_HEAD_CHUNK, metadata={
+        "help": "scored positions per piece of the LM head, recomputed in the backward pass: peak memory holds one "
+                "piece's logits (rows x pieces x vocabulary); 0 runs the head on every scored position at once"})
     # Trainer defaults that suit this trainer. The learning rate suits LoRA on a small model (CPU
     # scale); the paper's 2e-7 is for full fine-tuning of an 8B model (the ``paper`` preset) and
     # gives LoRA margins of ~1e-6.
@@ -46,6 +49,8 @@ class CriticConfig(TrainingArguments):
             raise ValueError(f"normalize must be one of {NORMALIZATIONS}, got {self.normalize!r}")
         if self.critic_type not in CRITIC_TYPES:
             raise ValueError(f"critic_type must be one of {CRITIC_TYPES}, got {self.critic_type!r}")
+        if self.logprob_chunk_size < 0:
+            raise ValueError(f"logprob_chunk_size must be >= 0 (0: one piece), got {self.logprob_chunk_size}")
         if self.beta <= 0:
             raise ValueError(f"beta must be > 0, got {self.beta}")
         resolve_machine_defaults(self)

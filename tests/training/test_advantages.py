@@ -163,7 +163,7 @@ def test_the_lm_head_in_pieces_gives_the_same_logprobs_and_gradients(tiny_model,
     assert n_one == 1 and n_pieces == 2 + 5 + 5
 
 
-def test_a_head_that_does_not_give_the_logits_is_scored_in_one_piece(tiny_model, tiny_tokenizer):
+def test_a_head_that_does_not_give_the_logits_is_scored_in_one_piece(tiny_model, tiny_tokenizer, monkeypatch):
     """A model whose logits are not its output embeddings applied to its last hidden state (here,
     logits soft-capped after the head) would be mis-scored in pieces: the check on the last
     position sees it and the scores stay those of the model's own logits."""
@@ -178,8 +178,10 @@ def test_a_head_that_does_not_give_the_logits_is_scored_in_one_piece(tiny_model,
         return out
 
     tiny_model.forward = soft_capped.__get__(tiny_model)
-    with torch.no_grad():
+    monkeypatch.setattr("sweet_agent.critic.advantages._WARNED_ONE_PIECE", [])
+    with torch.no_grad(), pytest.warns(UserWarning, match="runs in one piece"):
         capped = token_logprobs(tiny_model, ids, attn, mask, chunk_size=5)
+    with torch.no_grad():
         whole = token_logprobs(tiny_model, ids, attn, mask, chunk_size=0)
         del tiny_model.forward
         plain = token_logprobs(tiny_model, ids, attn, mask, chunk_size=0)

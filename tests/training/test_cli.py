@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
+import torch
 
 from sweet_agent.cli import main
 
@@ -65,6 +66,27 @@ def test_every_trainer_trains_with_activation_checkpointing(tmp_path, traj_file,
         out = tmp_path / cmd
         assert main([cmd, *data, "--model", str(tiny_model_dir), "--output-dir", str(out), *COMMON, *gc]) == 0, cmd
         assert (out / "adapter" / "adapter_model.safetensors").exists(), cmd
+
+
+def test_the_critic_in_pieces_is_the_same_critic(tmp_path, traj_file, tiny_model_dir, capsys):
+    """``--logprob_chunk_size`` changes how the LM head's logits are held (pieces of N scored
+    positions, recomputed in the backward pass), not what the critic learns."""
+    from safetensors.torch import load_file
+
+    weights = {}
+    for chunk in ("0", "3"):
+        out = tmp_path / f"critic-{chunk}"
+        assert main(["train-critic", "--data", str(traj_file), "--model", str(tiny_model_dir), "--output-dir", str(out),
+                     "--logprob_chunk_size", chunk, *COMMON]) == 0
+        weights[chunk] = load_file(str(out / "model.safetensors"))
+    base = load_file(str(tiny_model_dir / "model.safetensors"))
+    assert max((weights["0"][k] - base[k]).abs().max().item() for k in base) > 1e-4  # it trained
+    assert all(torch.allclose(weights["0"][k], weights["3"][k], atol=1e-5, rtol=0) for k in base)
+    capsys.readouterr()
+    assert main(["train-critic", "--data", str(traj_file), "--model", str(tiny_model_dir),
+                 "--output-dir", str(tmp_path / "bad"), "--logprob_chunk_size", "-1"]) == 1
+    errors = [line for line in capsys.readouterr().err.splitlines() if "error:" in line]
+    assert len(errors) == 1 and "logprob_chunk_size must be >= 0" in errors[0] and "Traceback" not in errors[0]
 
 
 def test_bad_input_is_named(tmp_path, tiny_model_dir, capsys):

@@ -23,12 +23,13 @@ ROOT = Path(__file__).resolve().parents[2]
 CONFIG = ROOT / "sweet_agent" / "configs" / "zero3_cpu.yaml"
 
 
-def _train_critic(launcher: list[str], data: Path, model: Path, out: Path, batch: int) -> subprocess.CompletedProcess:
+def _train_critic(launcher: list[str], data: Path, model: Path, out: Path, batch: int,
+                  extra: tuple[str, ...] = ()) -> subprocess.CompletedProcess:
     cmd = launcher + ["-m", "sweet_agent.cli", "train-critic", "--data", str(data), "--model_name_or_path", str(model),
                       "--output_dir", str(out), "--max_steps", "2", "--per_device_train_batch_size", str(batch),
                       "--per_device_eval_batch_size", str(batch), "--gradient_accumulation_steps", "1",
                       "--learning_rate", "1e-3", "--max_length", "256", "--eval_fraction", "0.34",
-                      "--save_strategy", "no", "--seed", "0"]
+                      "--save_strategy", "no", "--seed", "0", *extra]
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false", "OMP_NUM_THREADS": "1"}
     return subprocess.run(cmd, capture_output=True, text=True, timeout=900, cwd=ROOT, check=False, env=env)
 
@@ -65,6 +66,15 @@ def test_zero3_two_process_critic_saves_the_gathered_model(tmp_path, tiny_model_
     changed = max((saved[k] - base[k]).abs().max().item() for k in base)
     assert changed > 1e-4  # training moved the weights (lr 1e-3, 2 Adam steps)
     assert all(torch.allclose(saved[k], reference[k], atol=1e-5, rtol=0) for k in base)
+
+    # the LM head in pieces of 4 scored positions (recomputed in the backward pass, the head
+    # called outside the model's forward while ZeRO-3 partitions it): the same trained model
+    pieces = _train_critic([accelerate, "launch", "--config_file", str(CONFIG)], data, tiny_model_dir,
+                           tmp_path / "z3-pieces", 1, ("--logprob_chunk_size", "4"))
+    assert pieces.returncode == 0, pieces.stdout[-2000:] + pieces.stderr[-3000:]
+    assert "runs in one piece" not in pieces.stderr  # the pieces path ran, not its fallback
+    in_pieces = load_file(str(tmp_path / "z3-pieces" / "model.safetensors"))
+    assert all(torch.allclose(in_pieces[k], reference[k], atol=1e-5, rtol=0) for k in base)
 
     model = AutoModelForCausalLM.from_pretrained(str(tmp_path / "z3"))
     logits = model(input_ids=torch.tensor([[1, 2, 3, 4]])).logits
