@@ -61,6 +61,15 @@ AGENT, REFERENCE = "agent", "reference"
 REUSE_LIMIT = 32
 #: A reference page that fails is rendered again this many times before its failure stands.
 REFERENCE_RETRIES = 1
+#: Launches tried when the browser starts but does not answer in time (a starved machine: in a
+#: test suite run beside a job that took all memory, one launch missed Playwright's 90 s).
+#: A launch that fails otherwise (no binary, a crash at start) is not retried.
+LAUNCH_ATTEMPTS = 2
+
+
+def _is_timeout(exc: BaseException) -> bool:
+    """Playwright's TimeoutError (its own class, not the builtin) or asyncio's."""
+    return isinstance(exc, (TimeoutError, asyncio.TimeoutError)) or type(exc).__name__ == "TimeoutError"
 
 
 class Renderer:
@@ -114,6 +123,7 @@ class Renderer:
             self.assets = locate(web_assets)  # raises WebAssetsMissing with the install command
         self.cache = cache if cache is not None else ScreenshotCache(default_cache_dir())
         self.restarts = 0  # browser relaunches after a crash or a hang
+        self.launch_retries = 0  # launches tried again after a start that timed out
         self.page_replacements = 0  # pages replaced after a crash, a timeout or a pop-up
         self.renders = 0
         self.fresh_documents = 0  # renders that navigated to a new document (the others reused one)
@@ -194,29 +204,37 @@ class Renderer:
             self.restarts += 1
             await self._launch()
 
+    def _launch_error(self, exc: BaseException) -> RendererError:
+        return RendererError(
+            f"could not launch Chromium ({self.executable_path or 'Playwright default'}): "
+            f"{str(exc).strip().splitlines()[0][:300] if str(exc).strip() else type(exc).__name__}. "
+            "Install Debian's chromium (`apt-get install chromium`) or set COLBENCH_CHROMIUM to a "
+            "Chromium/Chrome binary; `playwright install chromium` also works where downloads are allowed.")
+
     async def _launch(self) -> None:
         from playwright.async_api import async_playwright  # noqa: PLC0415
 
         await self._shutdown_browser()
         if self._pw is None:
             self._pw = await async_playwright().start()
-        self._token = secrets.token_hex(8)
-        kwargs: dict[str, Any] = {"headless": True,
-                                  "args": [*CHROMIUM_ARGS, TOKEN_SWITCH + self._token],
-                                  "timeout": max(30.0, self.timeout * 3) * 1000}
-        if self.executable_path:
-            kwargs["executable_path"] = self.executable_path
-        try:
-            self._browser = await self._pw.chromium.launch(**kwargs)
-            self._browser_cdp = await asyncio.wait_for(self._browser.new_browser_cdp_session(), self.timeout)
-        except Exception as exc:  # noqa: BLE001 - turn any launch failure into one clear message
-            await self._shutdown_browser()
-            raise RendererError(
-                f"could not launch Chromium ({self.executable_path or 'Playwright default'}): "
-                f"{str(exc).strip().splitlines()[0][:300] if str(exc).strip() else type(exc).__name__}. "
-                "Install Debian's chromium (`apt-get install chromium`) or set COLBENCH_CHROMIUM to a "
-                "Chromium/Chrome binary; `playwright install chromium` also works where downloads are allowed."
-            ) from exc
+        for attempt in range(LAUNCH_ATTEMPTS):
+            self._token = secrets.token_hex(8)  # each attempt's browser is found by its own token
+            kwargs: dict[str, Any] = {"headless": True,
+                                      "args": [*CHROMIUM_ARGS, TOKEN_SWITCH + self._token],
+                                      "timeout": max(30.0, self.timeout * 3) * 1000}
+            if self.executable_path:
+                kwargs["executable_path"] = self.executable_path
+            try:
+                self._browser = await self._pw.chromium.launch(**kwargs)
+                self._browser_cdp = await asyncio.wait_for(self._browser.new_browser_cdp_session(), self.timeout)
+                break
+            except Exception as exc:  # noqa: BLE001 - turn any launch failure into one clear message
+                await self._shutdown_browser()
+                if _is_timeout(exc) and attempt + 1 < LAUNCH_ATTEMPTS:
+                    # it started but did not answer in time: a starved machine, not a missing browser
+                    self.launch_retries += 1
+                    continue
+                raise self._launch_error(exc) from exc
         self.browser_pid = find_browser_pid(self._token)
         self.browser_version = self._browser.version
         self._generation += 1

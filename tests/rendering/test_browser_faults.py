@@ -255,3 +255,46 @@ def test_colbench_render_writes_nothing_and_exits_1_when_the_browser_itself_fail
     down = False
     assert main(["render", str(page), "--output", str(out), "--timeout", "5"]) == 0
     assert out.stat().st_size > 0 and "wrote" in capsys.readouterr().out
+
+
+def test_a_launch_that_times_out_is_tried_again_and_a_second_one_is_one_clear_error(browser_ready, monkeypatch):
+    """On a starved machine Chromium can start yet miss Playwright's launch deadline: the renderer
+    launches it once more and renders. A browser that times out twice (or fails to start for any
+    other reason, at once) is the one-line launch error, and no browser of it is left running."""
+    from playwright.async_api import BrowserType
+    from playwright.async_api import TimeoutError as PlaywrightTimeout
+
+    from colbench_gym.rendering.result import RendererError
+
+    launch, timeouts = BrowserType.launch, {"left": 1}
+
+    async def slow_then_fine(self, **kwargs):
+        if timeouts["left"] > 0:
+            timeouts["left"] -= 1
+            raise PlaywrightTimeout("BrowserType.launch: Timeout 90000ms exceeded.")
+        return await launch(self, **kwargs)
+
+    monkeypatch.setattr(BrowserType, "launch", slow_then_fine)
+    with Renderer(pool_size=1, timeout=5, cache=ScreenshotCache(None)) as r:
+        shot = r.render(_page(COLOURS[2]))
+        assert shot.ok and r.launch_retries == 1 and _alive(r.browser_pid)
+    timeouts["left"] = 2
+    r = Renderer(pool_size=1, timeout=5, cache=ScreenshotCache(None))
+    try:
+        with pytest.raises(RendererError, match=r"could not launch Chromium .*Timeout 90000ms") as err:
+            r.render(_page(COLOURS[3]))
+        assert "\n" not in str(err.value) and r.launch_retries == 1 and r.browser_pid is None
+    finally:
+        r.close()
+
+    async def missing(self, **kwargs):
+        raise RuntimeError("Executable doesn't exist at /nowhere/chrome")
+
+    monkeypatch.setattr(BrowserType, "launch", missing)
+    r = Renderer(pool_size=1, timeout=5, cache=ScreenshotCache(None))
+    try:
+        with pytest.raises(RendererError, match="Executable doesn't exist"):
+            r.render(_page(COLOURS[4]))
+        assert r.launch_retries == 0  # not a timeout: not tried again
+    finally:
+        r.close()
