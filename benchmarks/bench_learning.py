@@ -300,7 +300,10 @@ def build_stages(s: dict[str, Any], run: Path) -> dict[str, Stage]:
                        *(["--gradient_checkpointing", "true"] if frontend else []),
                        "--save_strategy", "no", "--report_to", "none", "--seed", seed, "--merge_adapter", "false",
                        *(args() if callable(args) else args))
-        stages[name] = Stage(name, out, deps, cmd, tmp=tmp, priority=priority)
+        # ~11 GB each even so: two at once took all 23 GB of this machine (ONE_AT_A_TIME)
+        big = frontend and command in ("train-critic", "train-actor")
+        stages[name] = Stage(name, out, deps, cmd, tmp=tmp, priority=priority,
+                             extra={ONE_AT_A_TIME: "frontend-training"} if big else {})
 
     def pairs(name: str, out: Path, deps: tuple[str, ...], priority: int, seed: int, data: Path, critic: Path,
               window: list[Any]) -> None:
@@ -603,6 +606,9 @@ def _stop_orphan(group: str, name: str) -> None:
 
 
 _JOBS = 1
+#: A stage's ``extra`` key naming a group of which at most one stage runs at a time, whatever
+#: ``--jobs`` allows (stages too large in memory to run beside each other).
+ONE_AT_A_TIME = "one_at_a_time"
 #: Set by SIGINT / SIGTERM: no stage starts any more, the running ones are stopped.
 STOP = threading.Event()
 _running: dict[int, subprocess.Popen] = {}
@@ -729,6 +735,9 @@ def run_all(stages: dict[str, Stage], run: Path, jobs: int, only: set[str] | Non
                  and all(stages[d].done() for d in stages[n].deps)), key=lambda st: -st.priority)
             while ready and len(running) < jobs:
                 st = ready.pop(0)
+                group = st.extra.get(ONE_AT_A_TIME)
+                if group and any(stages[n].extra.get(ONE_AT_A_TIME) == group for n in running.values()):
+                    continue  # a stage of its memory group runs: it waits, another may take the slot
                 if st.extra.get("candidates") and server is not None and not server.alive():
                     say(f"! {server.name} exited (see {server.log}); starting it again")
                     try:

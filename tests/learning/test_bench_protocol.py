@@ -366,6 +366,34 @@ def test_a_stop_ends_the_running_stages_and_what_they_started(bench, tmp_path, m
     assert not stages["next"].done()  # nothing starts once stopped
 
 
+def test_stages_of_one_memory_group_never_run_at_once(bench, tmp_path, monkeypatch):
+    """Two stages of a ONE_AT_A_TIME group with --jobs 2 run one after the other (two frontend
+    critics at once took all memory); a stage outside the group still takes the free slot."""
+    import threading
+
+    monkeypatch.setattr(bench, "STOP", threading.Event())
+    log = tmp_path / "order.log"
+
+    def stage(name: str, group: str | None) -> bench.Stage:
+        out = tmp_path / f"{name}.txt"
+        script = (f"import time; log = open({str(log)!r}, 'a', buffering=1); log.write('start {name}\\n');"
+                  f"time.sleep(0.5); log.write('end {name}\\n'); open({str(out)!r}, 'w').write('ok')")
+        return bench.Stage(name, out, (), [sys.executable, "-c", script], priority=1 if group else 0,
+                           extra={bench.ONE_AT_A_TIME: group} if group else {})
+
+    stages = {n: stage(n, g) for n, g in (("critic-a", "big"), ("critic-b", "big"), ("rollout", None))}
+    bench.run_all(stages, tmp_path, 2, None, dict(bench.PROFILES["quick"], candidate_server="none"))
+    assert all(st.done() for st in stages.values())
+    events = log.read_text().split("\n")[:-1]
+    first, second = sorted(("critic-a", "critic-b"), key=lambda n: events.index(f"start {n}"))
+    assert events.index(f"end {first}") < events.index(f"start {second}"), events
+    # the free slot went to the stage outside the group while the first critic ran
+    assert events.index("start rollout") < events.index(f"end {first}"), events
+    cmds = bench.build_stages(dict(bench.PROFILES["quick"]), tmp_path / "run")
+    assert {n for n, st in cmds.items() if st.extra.get(bench.ONE_AT_A_TIME)} == {
+        f"train-frontend-{kind}-s{sd}" for kind in ("critic", "sweet") for sd in bench.seeds_of(bench.PROFILES["quick"])}
+
+
 def test_a_resume_keeps_the_candidate_backend_it_started_with(bench, tmp_path, monkeypatch):
     import importlib.util as iu
 
