@@ -622,6 +622,36 @@ def _stop_group(proc: subprocess.Popen) -> None:
         pass
 
 
+#: After a stop, a stage still running is sent SIGTERM again every STOP_RESEND_S seconds and
+#: killed (SIGKILL, its whole group) after STOP_GRACE_S: a SIGTERM that reached a stage while it
+#: was starting up was once lost, and the stage trained on.
+STOP_RESEND_S, STOP_GRACE_S = 20.0, 120.0
+
+
+def _wait_or_stop(proc: subprocess.Popen) -> None:
+    """Wait for a stage's process; once the run is stopping, SIGTERM its group again every
+    STOP_RESEND_S seconds and SIGKILL it after STOP_GRACE_S."""
+    stopped_at = sent_at = None
+    while True:
+        try:
+            proc.wait(timeout=1.0)
+            return
+        except subprocess.TimeoutExpired:
+            if not STOP.is_set():
+                continue
+        now = time.monotonic()
+        stopped_at = stopped_at if stopped_at is not None else now
+        sent_at = sent_at if sent_at is not None else now  # request_stop sent the first one
+        if now - stopped_at >= STOP_GRACE_S:
+            try:
+                os.killpg(proc.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        elif now - sent_at >= STOP_RESEND_S:
+            _stop_group(proc)
+            sent_at = now
+
+
 def request_stop(signum: int, _frame: Any = None) -> None:
     """Stop the run: every running stage's process group gets SIGTERM (what they wrote stays:
     rollouts resume from their partial files, step pairs from their journals); a second signal
@@ -693,7 +723,7 @@ def run_stage(st: Stage, run: Path) -> bool:
                 lock.write_text(f"{os.getpid()} {proc.pid}")  # the stage's group, for a resume after a SIGKILL
                 if STOP.is_set():
                     _stop_group(proc)
-                proc.wait()
+                _wait_or_stop(proc)
             finally:
                 with _running_lock:
                     _running.pop(proc.pid, None)
