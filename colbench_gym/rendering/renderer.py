@@ -367,6 +367,8 @@ class Renderer:
     async def _shutdown_browser(self) -> None:
         browser, self._browser, self._browser_cdp, self._compilers = self._browser, None, None, {}
         pid, token = self.browser_pid, self._token
+        if pid is None and token:  # a launch that failed half-way: its browser is found by its token
+            pid = find_browser_pid(token)
         if browser is not None:
             try:
                 await asyncio.wait_for(browser.close(), 3)

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import warnings
+import weakref
 from typing import Any
 
 import torch
@@ -62,6 +63,8 @@ def _reference(model, ref_model):
 #: Scored positions per piece of the LM head (see :func:`token_logprobs`).
 LM_HEAD_CHUNK = 128
 _WARNED_ONE_PIECE: list[bool] = []  # warn once per process
+#: Heads whose model's logits were not head(last hidden state): scored in one piece from then on.
+_ONE_PIECE_HEADS: weakref.WeakSet = weakref.WeakSet()
 
 
 def _output_head(model):
@@ -100,12 +103,14 @@ def token_logprobs(model, input_ids: torch.Tensor, attention_mask: torch.Tensor,
     targets = input_ids[:, positions]
     head = _output_head(model) if chunk_size and positions.numel() > chunk_size else None
     logps = None
-    if head is not None:
+    if head is not None and head not in _ONE_PIECE_HEADS:
         out = model(input_ids=input_ids, attention_mask=attention_mask, use_cache=False,
                     output_hidden_states=True, logits_to_keep=1)
         hidden = out.hidden_states[-1] if getattr(out, "hidden_states", None) else None
-        if hidden is not None and out.logits.shape[1] == 1 and torch.allclose(
-                head(hidden[:, -1:].detach()).float(), out.logits.detach().float(), rtol=1e-3, atol=1e-3):
+        with torch.no_grad():
+            same = hidden is not None and out.logits.shape[1] == 1 and torch.allclose(
+                head(hidden[:, -1:]).float(), out.logits.float(), rtol=1e-3, atol=1e-3)
+        if same:
             hidden = hidden[:, positions - 1]
             del out  # every layer's hidden states: only the last one's scored positions are needed
             pieces = []
@@ -116,11 +121,15 @@ def token_logprobs(model, input_ids: torch.Tensor, attention_mask: torch.Tensor,
                 else:
                     pieces.append(_piece_logprobs(head, h, t))
             logps = torch.cat(pieces, dim=1)
-        elif not _WARNED_ONE_PIECE:
-            _WARNED_ONE_PIECE.append(True)
-            warnings.warn(f"{type(_output_head(model)).__name__}: the model's logits are not its output embeddings "
-                          "applied to its last hidden state; the critic's LM head runs in one piece (more memory)",
-                          stacklevel=2)
+        else:
+            del out, hidden  # not held beside the one-piece forward below
+            _ONE_PIECE_HEADS.add(head)
+            if not _WARNED_ONE_PIECE:
+                _WARNED_ONE_PIECE.append(True)
+                warnings.warn(f"{type(head).__name__}: the model's logits are not its output embeddings applied to "
+                              "its last hidden state; the critic's LM head runs in one piece (more memory). Under "
+                              "mixed precision, call it inside the model's autocast (accelerator.autocast())",
+                              stacklevel=2)
     if logps is None:
         out = model(input_ids=input_ids, attention_mask=attention_mask, use_cache=False,
                     logits_to_keep=positions - 1)

@@ -184,9 +184,12 @@ class CriticTrainer(Trainer):
             return model(input_ids=ids, attention_mask=attn, turn_ids=turns, num_turns=K).sum(dim=1), None
         mask = turns > 0
         chunk = self.args.logprob_chunk_size
-        policy = token_logprobs(model, ids, attn, mask, chunk_size=chunk)
-        with torch.no_grad(), _reference(unwrapped, self.ref_model) as ref:
-            reference = token_logprobs(ref, ids, attn, mask, chunk_size=chunk)
+        # the LM head's pieces run outside the model's forward: under the same mixed precision
+        # as the forward that accelerate wraps in autocast (else the check sees fp32 != bf16)
+        with self.accelerator.autocast():
+            policy = token_logprobs(model, ids, attn, mask, chunk_size=chunk)
+            with torch.no_grad(), _reference(unwrapped, self.ref_model) as ref:
+                reference = token_logprobs(ref, ids, attn, mask, chunk_size=chunk)
         _, scores = aggregate_turns(policy - reference, turns, K, self.args.normalize)
         nll = None
         if self.args.nll_coef:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import weakref
+
 import pytest
 import torch
 from tiny_model import CHATML_TEMPLATE, build_tiny_tokenizer
@@ -179,10 +181,39 @@ def test_a_head_that_does_not_give_the_logits_is_scored_in_one_piece(tiny_model,
 
     tiny_model.forward = soft_capped.__get__(tiny_model)
     monkeypatch.setattr("sweet_agent.critic.advantages._WARNED_ONE_PIECE", [])
+    monkeypatch.setattr("sweet_agent.critic.advantages._ONE_PIECE_HEADS", weakref.WeakSet())
     with torch.no_grad(), pytest.warns(UserWarning, match="runs in one piece"):
         capped = token_logprobs(tiny_model, ids, attn, mask, chunk_size=5)
+    calls = {"n": 0}
+    counter = tiny_model.register_forward_hook(lambda *a: calls.__setitem__("n", calls["n"] + 1))
+    with torch.no_grad():
+        again = token_logprobs(tiny_model, ids, attn, mask, chunk_size=5)
+    counter.remove()
+    assert torch.equal(again, capped) and calls["n"] == 1  # known now: one forward, no second probe
     with torch.no_grad():
         whole = token_logprobs(tiny_model, ids, attn, mask, chunk_size=0)
         del tiny_model.forward
         plain = token_logprobs(tiny_model, ids, attn, mask, chunk_size=0)
     assert torch.allclose(capped, whole, atol=1e-6) and not torch.allclose(capped, plain, atol=1e-3)
+
+
+def test_under_mixed_precision_the_pieces_run_in_the_forwards_autocast(tiny_model, tiny_tokenizer, monkeypatch):
+    """accelerate runs a bf16 model's forward under autocast; pieces of the LM head called outside
+    it would be fp32 beside bf16 logits, so the check would refuse them (one piece, more memory).
+    Inside the same autocast (what the critic trainer does) the pieces run."""
+    import warnings
+
+    from sweet_agent.critic.advantages import token_logprobs
+
+    monkeypatch.setattr("sweet_agent.critic.advantages._WARNED_ONE_PIECE", [])
+    monkeypatch.setattr("sweet_agent.critic.advantages._ONE_PIECE_HEADS", weakref.WeakSet())
+    ids, attn, mask = _scored_batch(tiny_tokenizer)
+    forward = tiny_model.forward
+    tiny_model.forward = torch.autocast("cpu", dtype=torch.bfloat16)(forward)  # as accelerate wraps it
+    with torch.no_grad(), torch.autocast("cpu", dtype=torch.bfloat16), warnings.catch_warnings():
+        warnings.simplefilter("error")  # no fallback warning: the pieces ran
+        pieces = token_logprobs(tiny_model, ids, attn, mask, chunk_size=5)
+        one = token_logprobs(tiny_model, ids, attn, mask, chunk_size=0)
+    assert torch.allclose(pieces, one, atol=0.05)
+    with torch.no_grad(), pytest.warns(UserWarning, match="runs in one piece"):
+        token_logprobs(tiny_model, ids, attn, mask, chunk_size=5)  # outside the autocast: refused
