@@ -68,8 +68,8 @@ LAUNCH_ATTEMPTS = 2
 
 
 def _is_timeout(exc: BaseException) -> bool:
-    """Playwright's TimeoutError (its own class, not the builtin) or asyncio's."""
-    return isinstance(exc, (TimeoutError, asyncio.TimeoutError)) or type(exc).__name__ == "TimeoutError"
+    """The builtin TimeoutError (asyncio's, since 3.11) or Playwright's own class of that name."""
+    return isinstance(exc, TimeoutError) or type(exc).__name__ == "TimeoutError"
 
 
 class Renderer:

@@ -118,11 +118,10 @@ def failure_message(reason: str, detail: str) -> str:
 def parse_failure_message(text: str) -> tuple[str | None, str]:
     """A :func:`failure_message` text split back into (end reason, detail); (None, the whole
     text) when it does not lead with an end reason."""
-    name, sep, detail = str(text).partition(":")
-    name = name.strip()
-    if sep and name in END_REASONS:
-        return name, detail.strip()
-    return (name if not sep and name in END_REASONS else None), str(text)
+    name, _, detail = str(text).partition(":")
+    if name.strip() not in END_REASONS:
+        return None, str(text)
+    return name.strip(), detail.strip()
 
 
 def reason_in_message(text: str) -> str | None:

@@ -62,8 +62,8 @@ def _reference(model, ref_model):
 
 #: Scored positions per piece of the LM head (see :func:`token_logprobs`).
 LM_HEAD_CHUNK = 128
-_WARNED_ONE_PIECE: list[bool] = []  # warn once per process
-#: Heads whose model's logits were not head(last hidden state): scored in one piece from then on.
+#: Heads whose model's logits were not head(last hidden state): scored in one piece from then on
+#: (warned about once, when found).
 _ONE_PIECE_HEADS: weakref.WeakSet = weakref.WeakSet()
 
 
@@ -124,12 +124,10 @@ def token_logprobs(model, input_ids: torch.Tensor, attention_mask: torch.Tensor,
         else:
             del out, hidden  # not held beside the one-piece forward below
             _ONE_PIECE_HEADS.add(head)
-            if not _WARNED_ONE_PIECE:
-                _WARNED_ONE_PIECE.append(True)
-                warnings.warn(f"{type(head).__name__}: the model's logits are not its output embeddings applied to "
-                              "its last hidden state; the critic's LM head runs in one piece (more memory). Under "
-                              "mixed precision, call it inside the model's autocast (accelerator.autocast())",
-                              stacklevel=2)
+            warnings.warn(f"{type(head).__name__}: the model's logits are not its output embeddings applied to "
+                          "its last hidden state; the critic's LM head runs in one piece (more memory). Under "
+                          "mixed precision, call it inside the model's autocast (accelerator.autocast())",
+                          stacklevel=2)
     if logps is None:
         out = model(input_ids=input_ids, attention_mask=attention_mask, use_cache=False,
                     logits_to_keep=positions - 1)

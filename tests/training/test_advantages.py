@@ -180,7 +180,6 @@ def test_a_head_that_does_not_give_the_logits_is_scored_in_one_piece(tiny_model,
         return out
 
     tiny_model.forward = soft_capped.__get__(tiny_model)
-    monkeypatch.setattr("sweet_agent.critic.advantages._WARNED_ONE_PIECE", [])
     monkeypatch.setattr("sweet_agent.critic.advantages._ONE_PIECE_HEADS", weakref.WeakSet())
     with torch.no_grad(), pytest.warns(UserWarning, match="runs in one piece"):
         capped = token_logprobs(tiny_model, ids, attn, mask, chunk_size=5)
@@ -205,7 +204,6 @@ def test_under_mixed_precision_the_pieces_run_in_the_forwards_autocast(tiny_mode
 
     from sweet_agent.critic.advantages import token_logprobs
 
-    monkeypatch.setattr("sweet_agent.critic.advantages._WARNED_ONE_PIECE", [])
     monkeypatch.setattr("sweet_agent.critic.advantages._ONE_PIECE_HEADS", weakref.WeakSet())
     ids, attn, mask = _scored_batch(tiny_tokenizer)
     forward = tiny_model.forward
