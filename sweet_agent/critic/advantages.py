@@ -137,7 +137,9 @@ def token_logprobs(model, input_ids: torch.Tensor, attention_mask: torch.Tensor,
         logps = torch.log_softmax(logits, dim=-1).gather(-1, targets.unsqueeze(-1)).squeeze(-1)
     full = torch.zeros(input_ids.shape, dtype=logps.dtype, device=input_ids.device)
     full[:, positions] = logps
-    return full * target_mask.to(full.dtype)
+    # where, not a product: a row's unscored position may be another row's scored one, and a
+    # non-finite value there (0 × NaN is NaN) must not reach the row's sums
+    return torch.where(target_mask.bool(), full, torch.zeros((), dtype=full.dtype, device=full.device))
 
 
 def token_logratios(model, ref_model, input_ids, attention_mask, target_mask) -> torch.Tensor:

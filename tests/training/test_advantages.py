@@ -165,6 +165,27 @@ def test_the_lm_head_in_pieces_gives_the_same_logprobs_and_gradients(tiny_model,
     assert n_one == 1 and n_pieces == 2 + 5 + 5
 
 
+def test_a_non_finite_value_at_a_position_the_row_does_not_score_is_left_out(tiny_model, tiny_tokenizer):
+    """The head runs on every position some row scores: row 0 does not score position 36 but
+    another row does. A NaN logit of row 0 there is 0 in its log-probabilities, not NaN."""
+    from sweet_agent.critic.advantages import token_logprobs
+
+    ids, attn, mask = _scored_batch(tiny_tokenizer)
+    assert not mask[0, 36] and mask[1, 36]
+    forward = type(tiny_model).forward
+
+    def nan_at_row0_last(self, *args, **kwargs):
+        out = forward(self, *args, **kwargs)
+        out.logits[0, -1] = float("nan")  # one piece: the last kept logits predict position 36
+        return out
+
+    tiny_model.forward = nan_at_row0_last.__get__(tiny_model)
+    with torch.no_grad():
+        lp = token_logprobs(tiny_model, ids, attn, mask, chunk_size=0)
+    del tiny_model.forward
+    assert torch.isfinite(lp).all() and lp[0, 36] == 0 and (lp[mask] < 0).all()
+
+
 def test_a_head_that_does_not_give_the_logits_is_scored_in_one_piece(tiny_model, tiny_tokenizer, monkeypatch):
     """A model whose logits are not its output embeddings applied to its last hidden state (here,
     logits soft-capped after the head) would be mis-scored in pieces: the check on the last
