@@ -115,6 +115,9 @@ PROFILES: dict[str, dict[str, Any]] = {
         frontend_train_tasks="generated:train", frontend_train_episodes=8, frontend_k=2,
         frontend_test_tasks="generated:test", frontend_test_episodes=20, frontend_max_turns=2,
         frontend_max_new_tokens=384, frontend_max_length=1536,
+        # the frontend step pairs' candidate length: a page needs the rollouts' length (the
+        # protocol's run used the backend's 96, which cut every page off inside its <head>)
+        frontend_candidate_tokens=384,
     ),
     "quick": dict(  # noqa: C408
         model="default", max_turns=2, max_new_tokens=128, max_length=1024, concurrency=4,
@@ -129,9 +132,13 @@ PROFILES: dict[str, dict[str, Any]] = {
         candidate_server="auto", candidates_from="", candidates_base_url="", best_of_policy="", best_of_base_url="",
         frontend_train_tasks="generated:train", frontend_train_episodes=1, frontend_k=2,
         frontend_test_tasks="generated:test", frontend_test_episodes=1, frontend_max_turns=1,
-        frontend_max_new_tokens=384, frontend_max_length=1536,
+        frontend_max_new_tokens=384, frontend_max_length=1536, frontend_candidate_tokens=48,
     ),
 }
+
+#: What a run directory written before a setting existed ran with: it resumes and reports with
+#: that value (not the profile's new default), so the settings check does not refuse it.
+LEGACY_SETTINGS: dict[str, Any] = {"candidate_server": "none", "frontend_candidate_tokens": 96}
 
 _print_lock = threading.RLock()  # say() is also called from the signal handler
 
@@ -306,7 +313,7 @@ def build_stages(s: dict[str, Any], run: Path) -> dict[str, Stage]:
                              extra={ONE_AT_A_TIME: "frontend-training"} if big else {})
 
     def pairs(name: str, out: Path, deps: tuple[str, ...], priority: int, seed: int, data: Path, critic: Path,
-              window: list[Any]) -> None:
+              window: list[Any], *, tokens: int | None = None) -> None:
         tmp = out.with_name(out.name + ".tmp")
 
         def cmd() -> list[str]:  # built when the stage starts: the benchmark's own server has a port by then
@@ -316,7 +323,7 @@ def build_stages(s: dict[str, Any], run: Path) -> dict[str, Stage]:
             # --resume: an interrupted stage (or one whose turns failed) samples only the turns its journal lacks
             return _sa("train-actor", "--config", "cpu", "--only_pairs", "--data", data, "--critic", critic,
                        "--pairs_out", tmp, "--output_dir", out.with_name(out.name + ".scratch"),
-                       "--num_candidates", s["num_candidates"], "--max_new_tokens", s["candidate_tokens"],
+                       "--num_candidates", s["num_candidates"], "--max_new_tokens", tokens or s["candidate_tokens"],
                        "--seed", seed, "--resume", *window, *frm)
 
         stages[name] = Stage(name, out, deps, cmd, tmp=tmp, resumable=True, priority=priority,
@@ -440,7 +447,8 @@ def build_stages(s: dict[str, Any], run: Path) -> dict[str, Stage]:
               ["--data", L.frontend_data, "--pair_rule", "reward", "--learning_rate", s["critic_lr"]],
               steps=s["critic_steps"], frontend=True)
         pairs(f"pairs-frontend-s{sd}", run / "pairs" / f"frontend-s{sd}.jsonl", (f"train-frontend-critic-s{sd}",), 11, sd,
-              L.frontend_data, fm / "critic" / f"s{sd}", ["--first_turns", s["pair_turns"], "--turn_fraction", 1.0])
+              L.frontend_data, fm / "critic" / f"s{sd}", ["--first_turns", s["pair_turns"], "--turn_fraction", 1.0],
+              tokens=s["frontend_candidate_tokens"])
         train(f"train-frontend-sweet-s{sd}", "train-actor", fm / "sweet" / f"s{sd}",
               (f"pairs-frontend-s{sd}", "select-sweet"), 10, sd,
               lambda sd=sd: ["--pairs_in", run / "pairs" / f"frontend-s{sd}.jsonl", "--learning_rate",
@@ -1115,8 +1123,10 @@ def main(argv: list[str] | None = None) -> int:
     run.mkdir(parents=True, exist_ok=True)
     settings_file = run / "settings.json"
     old = json.loads(settings_file.read_text()) if settings_file.exists() else None
-    if old is not None:
-        old.setdefault("candidate_server", "none")  # run directories from before the setting sampled in process
+    for key, legacy in LEGACY_SETTINGS.items() if old is not None else ():
+        old.setdefault(key, legacy)
+        if key != "candidate_server" and getattr(args, key) is None:
+            s[key] = old[key]  # a resumed run keeps what it ran with
     if old is not None and args.candidate_server is None:
         s["candidate_server"] = old["candidate_server"]  # a resumed run keeps the backend it started with
         if s["candidate_server"] == "llama" and not (args.list or args.report_only):

@@ -442,6 +442,32 @@ def test_a_resume_keeps_the_candidate_backend_it_started_with(bench, tmp_path, m
     assert bench.main(["--profile", "quick", "--run-dir", str(run), "--list", "--candidate-server", "none"]) == 2
 
 
+def test_frontend_step_pairs_sample_candidates_of_the_frontend_length(bench, tmp_path):
+    """A page needs the rollouts' length: the frontend pairs ask for frontend_candidate_tokens,
+    the backend ones for candidate_tokens; a run directory from before the setting keeps the 96
+    it ran with (listed and reported, not refused), and a new run gets the profile's value."""
+    s = dict(bench.PROFILES["full"], candidate_server="none")
+    stages = bench.build_stages(s, tmp_path)
+
+    def tokens(stage):
+        cmd = [str(x) for x in stages[stage].command()]
+        return int(cmd[cmd.index("--max_new_tokens") + 1])
+
+    assert tokens("pairs-frontend-s0") == s["frontend_candidate_tokens"] == s["frontend_max_new_tokens"]
+    assert tokens("pairs-first-s0") == s["candidate_tokens"] == 96
+    run = tmp_path / "run"
+    run.mkdir()
+    old = {k: v for k, v in dict(bench.PROFILES["quick"], candidate_server="none").items()
+           if k != "frontend_candidate_tokens"}  # made before the setting
+    (run / "settings.json").write_text(json.dumps(old))
+    assert bench.main(["--profile", "quick", "--run-dir", str(run), "--list"]) == 0
+    assert "frontend_candidate_tokens" not in json.loads((run / "settings.json").read_text())  # left as it was
+    assert bench.main(["--profile", "quick", "--run-dir", str(run), "--list", "--frontend-candidate-tokens", "48"]) == 2
+    new_run = tmp_path / "new"
+    assert bench.main(["--profile", "quick", "--run-dir", str(new_run), "--list", "--candidate-server", "none"]) == 0
+    assert json.loads((new_run / "settings.json").read_text())["frontend_candidate_tokens"] == 48
+
+
 def test_a_stale_lock_stops_the_orphaned_stage_first(bench, tmp_path):
     """The benchmark that held the lock is gone but its stage (own process group) still runs:
     taking the lock stops that group, so two copies never write the same files."""
