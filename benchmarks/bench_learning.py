@@ -136,9 +136,13 @@ PROFILES: dict[str, dict[str, Any]] = {
     ),
 }
 
-#: What a run directory written before a setting existed ran with: it resumes and reports with
-#: that value (not the profile's new default), so the settings check does not refuse it.
-LEGACY_SETTINGS: dict[str, Any] = {"candidate_server": "none", "frontend_candidate_tokens": 96}
+#: What a run directory written before a setting existed ran with, given its other settings: it
+#: resumes and reports with that value (not the profile's new default), so the settings check
+#: does not refuse it.
+LEGACY_SETTINGS: dict[str, Callable[[dict], Any]] = {
+    "candidate_server": lambda old: "none",  # sampled in process
+    "frontend_candidate_tokens": lambda old: old.get("candidate_tokens"),  # the backend's length
+}
 
 _print_lock = threading.RLock()  # say() is also called from the signal handler
 
@@ -1124,7 +1128,8 @@ def main(argv: list[str] | None = None) -> int:
     settings_file = run / "settings.json"
     old = json.loads(settings_file.read_text()) if settings_file.exists() else None
     for key, legacy in LEGACY_SETTINGS.items() if old is not None else ():
-        old.setdefault(key, legacy)
+        if key not in old:
+            old[key] = legacy(old)
         if key != "candidate_server" and getattr(args, key) is None:
             s[key] = old[key]  # a resumed run keeps what it ran with
     if old is not None and args.candidate_server is None:

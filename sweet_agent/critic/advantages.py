@@ -76,8 +76,16 @@ def _output_head(model):
     return head if isinstance(head, torch.nn.Module) else None
 
 
-def _piece_logprobs(head: torch.nn.Module, hidden: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
-    logits = head(hidden).float()
+def _scored_only(logits: torch.Tensor, scored: torch.Tensor) -> torch.Tensor:
+    """``logits`` with a row's unscored positions set to 0. The head runs on every position some
+    row scores; a non-finite logit at a position this row does not score would otherwise turn the
+    log-softmax's value and gradient into NaN (0 × NaN is NaN)."""
+    return torch.where(scored.unsqueeze(-1), logits, torch.zeros((), dtype=logits.dtype, device=logits.device))
+
+
+def _piece_logprobs(head: torch.nn.Module, hidden: torch.Tensor, targets: torch.Tensor,
+                    scored: torch.Tensor) -> torch.Tensor:
+    logits = _scored_only(head(hidden).float(), scored)
     return logits.gather(-1, targets.unsqueeze(-1)).squeeze(-1) - logits.logsumexp(dim=-1)
 
 
@@ -100,7 +108,7 @@ def token_logprobs(model, input_ids: torch.Tensor, attention_mask: torch.Tensor,
         return torch.zeros(input_ids.shape, dtype=torch.float32, device=input_ids.device)
     if int(positions[0]) == 0:
         raise ValueError("a scored token cannot be the first token of the sequence (nothing predicts it)")
-    targets = input_ids[:, positions]
+    targets, scored = input_ids[:, positions], target_mask[:, positions].bool()
     head = _output_head(model) if chunk_size and positions.numel() > chunk_size else None
     logps = None
     if head is not None and head not in _ONE_PIECE_HEADS:
@@ -115,11 +123,12 @@ def token_logprobs(model, input_ids: torch.Tensor, attention_mask: torch.Tensor,
             del out  # every layer's hidden states: only the last one's scored positions are needed
             pieces = []
             for start in range(0, positions.numel(), chunk_size):
-                h, t = hidden[:, start:start + chunk_size], targets[:, start:start + chunk_size]
+                cut = slice(start, start + chunk_size)
+                h, t, m = hidden[:, cut], targets[:, cut], scored[:, cut]
                 if torch.is_grad_enabled():
-                    pieces.append(torch.utils.checkpoint.checkpoint(_piece_logprobs, head, h, t, use_reentrant=False))
+                    pieces.append(torch.utils.checkpoint.checkpoint(_piece_logprobs, head, h, t, m, use_reentrant=False))
                 else:
-                    pieces.append(_piece_logprobs(head, h, t))
+                    pieces.append(_piece_logprobs(head, h, t, m))
             logps = torch.cat(pieces, dim=1)
         else:
             del out, hidden  # not held beside the one-piece forward below
@@ -134,12 +143,10 @@ def token_logprobs(model, input_ids: torch.Tensor, attention_mask: torch.Tensor,
         logits = out.logits.float()
         if logits.shape[1] != positions.numel():  # model ignored logits_to_keep: slice ourselves
             logits = logits[:, positions - 1]
-        logps = torch.log_softmax(logits, dim=-1).gather(-1, targets.unsqueeze(-1)).squeeze(-1)
+        logps = torch.log_softmax(_scored_only(logits, scored), dim=-1).gather(-1, targets.unsqueeze(-1)).squeeze(-1)
     full = torch.zeros(input_ids.shape, dtype=logps.dtype, device=input_ids.device)
-    full[:, positions] = logps
-    # where, not a product: a row's unscored position may be another row's scored one, and a
-    # non-finite value there (0 × NaN is NaN) must not reach the row's sums
-    return torch.where(target_mask.bool(), full, torch.zeros((), dtype=full.dtype, device=full.device))
+    full[:, positions] = torch.where(scored, logps, torch.zeros((), dtype=logps.dtype, device=logps.device))
+    return full
 
 
 def token_logratios(model, ref_model, input_ids, attention_mask, target_mask) -> torch.Tensor:

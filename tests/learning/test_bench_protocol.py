@@ -444,8 +444,9 @@ def test_a_resume_keeps_the_candidate_backend_it_started_with(bench, tmp_path, m
 
 def test_frontend_step_pairs_sample_candidates_of_the_frontend_length(bench, tmp_path):
     """A page needs the rollouts' length: the frontend pairs ask for frontend_candidate_tokens,
-    the backend ones for candidate_tokens; a run directory from before the setting keeps the 96
-    it ran with (listed and reported, not refused), and a new run gets the profile's value."""
+    the backend ones for candidate_tokens; a run directory from before the setting keeps the
+    backend length its frontend pairs ran with (listed and reported, not refused), and a new run
+    gets the profile's value."""
     s = dict(bench.PROFILES["full"], candidate_server="none")
     stages = bench.build_stages(s, tmp_path)
 
@@ -463,6 +464,14 @@ def test_frontend_step_pairs_sample_candidates_of_the_frontend_length(bench, tmp
     assert bench.main(["--profile", "quick", "--run-dir", str(run), "--list"]) == 0
     assert "frontend_candidate_tokens" not in json.loads((run / "settings.json").read_text())  # left as it was
     assert bench.main(["--profile", "quick", "--run-dir", str(run), "--list", "--frontend-candidate-tokens", "48"]) == 2
+    used = {}
+    real_build = bench.build_stages
+    bench.build_stages = lambda s, run: used.update(s) or real_build(s, run)
+    try:
+        assert bench.main(["--profile", "quick", "--run-dir", str(run), "--list"]) == 0
+    finally:
+        bench.build_stages = real_build
+    assert used["frontend_candidate_tokens"] == old["candidate_tokens"] == 24  # what its pairs ran with
     new_run = tmp_path / "new"
     assert bench.main(["--profile", "quick", "--run-dir", str(new_run), "--list", "--candidate-server", "none"]) == 0
     assert json.loads((new_run / "settings.json").read_text())["frontend_candidate_tokens"] == 48

@@ -176,14 +176,18 @@ def test_a_non_finite_value_at_a_position_the_row_does_not_score_is_left_out(tin
 
     def nan_at_row0_last(self, *args, **kwargs):
         out = forward(self, *args, **kwargs)
-        out.logits[0, -1] = float("nan")  # one piece: the last kept logits predict position 36
+        bump = torch.zeros_like(out.logits)
+        bump[0, -1] = float("nan")  # one piece: the last kept logits predict position 36
+        out.logits = out.logits + bump  # differentiable: a NaN gradient there would reach the weights
         return out
 
     tiny_model.forward = nan_at_row0_last.__get__(tiny_model)
-    with torch.no_grad():
-        lp = token_logprobs(tiny_model, ids, attn, mask, chunk_size=0)
+    lp = token_logprobs(tiny_model.train(), ids, attn, mask, chunk_size=0)
+    lp.sum().backward()  # the critic trains through it: the gradients stay finite too
     del tiny_model.forward
     assert torch.isfinite(lp).all() and lp[0, 36] == 0 and (lp[mask] < 0).all()
+    grads = [p.grad for p in tiny_model.parameters() if p.grad is not None]
+    assert grads and all(torch.isfinite(g).all() for g in grads)
 
 
 def test_a_head_that_does_not_give_the_logits_is_scored_in_one_piece(tiny_model, tiny_tokenizer, monkeypatch):
