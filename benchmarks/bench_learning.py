@@ -1130,10 +1130,9 @@ def main(argv: list[str] | None = None) -> int:
     for key, legacy in LEGACY_SETTINGS.items() if old is not None else ():
         if key not in old:
             old[key] = legacy(old)
-        if key != "candidate_server" and getattr(args, key) is None:
-            s[key] = old[key]  # a resumed run keeps what it ran with
+        if getattr(args, key) is None:
+            s[key] = old[key]  # a resumed run keeps what it ran with (the candidate backend too)
     if old is not None and args.candidate_server is None:
-        s["candidate_server"] = old["candidate_server"]  # a resumed run keeps the backend it started with
         if s["candidate_server"] == "llama" and not (args.list or args.report_only):
             resolve_candidate_server(s)  # one line if the bindings are gone
     else:

@@ -68,8 +68,10 @@ LAUNCH_ATTEMPTS = 2
 
 
 def _is_timeout(exc: BaseException) -> bool:
-    """The builtin TimeoutError (asyncio's, since 3.11) or Playwright's own class of that name."""
-    return isinstance(exc, TimeoutError) or type(exc).__name__ == "TimeoutError"
+    """The builtin TimeoutError (asyncio's, since 3.11) or Playwright's own."""
+    from playwright.async_api import TimeoutError as PlaywrightTimeout  # noqa: PLC0415
+
+    return isinstance(exc, (TimeoutError, PlaywrightTimeout))
 
 
 class Renderer:

@@ -80,7 +80,7 @@ def _scored_only(logits: torch.Tensor, scored: torch.Tensor) -> torch.Tensor:
     """``logits`` with a row's unscored positions set to 0. The head runs on every position some
     row scores; a non-finite logit at a position this row does not score would otherwise turn the
     log-softmax's value and gradient into NaN (0 × NaN is NaN)."""
-    return torch.where(scored.unsqueeze(-1), logits, torch.zeros((), dtype=logits.dtype, device=logits.device))
+    return logits.masked_fill(~scored.unsqueeze(-1), 0.0)
 
 
 def _piece_logprobs(head: torch.nn.Module, hidden: torch.Tensor, targets: torch.Tensor,
@@ -145,7 +145,7 @@ def token_logprobs(model, input_ids: torch.Tensor, attention_mask: torch.Tensor,
             logits = logits[:, positions - 1]
         logps = torch.log_softmax(_scored_only(logits, scored), dim=-1).gather(-1, targets.unsqueeze(-1)).squeeze(-1)
     full = torch.zeros(input_ids.shape, dtype=logps.dtype, device=input_ids.device)
-    full[:, positions] = torch.where(scored, logps, torch.zeros((), dtype=logps.dtype, device=logps.device))
+    full[:, positions] = logps.masked_fill(~scored, 0.0)
     return full
 
 
