@@ -162,6 +162,67 @@ def run_stage(name, records, policy, tok, critic, cfg, candidates=None, turns_in
             "from": stats.get("candidates_from")}
 
 
+def _prompt_tokens(tok, conv) -> int:
+    text = tok.apply_chat_template(conv, tokenize=False, add_generation_prompt=True)
+    return len(tok(text, add_special_tokens=False)["input_ids"])
+
+
+def _filler_system(tok, conv, prompt_tokens: int):
+    """``conv`` with its system message lengthened to about ``prompt_tokens`` chat-templated tokens
+    (the paper's prompts run to ~1,500 tokens; the embedded records' to a few hundred)."""
+    have = _prompt_tokens(tok, conv)
+    if prompt_tokens <= have:
+        return conv
+    pad = " ".join(f"note{i % 97}" for i in range(prompt_tokens - have))
+    out = [dict(m) for m in conv]
+    if out and out[0]["role"] == "system":
+        out[0]["content"] = f"{out[0]['content']}\n{pad}"
+        return out
+    return [{"role": "system", "content": pad}, *out]
+
+
+def critic_scaling(critic, tok, turns, records, num_candidates: int, candidate_tokens: int, prompt_tokens: int,
+                   repeats: int) -> list[dict]:
+    """The critic's seconds per turn scoring 1 and ``num_candidates`` candidates of about
+    ``candidate_tokens`` tokens, with the turn's prompt computed once (``share_prefix``, the
+    default) and with every candidate's whole sequence, in one run, mode by mode per turn."""
+    import torch
+
+    from sweet_agent.actor.candidates import score_candidates
+    from sweet_agent.training_data import records as R
+
+    cuda = next(critic.model.parameters()).device.type == "cuda"
+
+    def sync():
+        if cuda:
+            torch.cuda.synchronize()
+
+    cands = [" ".join([f"option{i}"] + [f"w{(i * 7 + j) % 89}" for j in range(candidate_tokens - 1)])
+             for i in range(num_candidates)]
+    modes = [(share, n) for share in (True, False) for n in (1, num_candidates)]
+    times = {m: [] for m in modes}
+    prompt_lens = []
+    for ri, _, conv in turns:
+        conv = _filler_system(tok, conv, prompt_tokens)
+        prompt_lens.append(_prompt_tokens(tok, conv))
+        priv = R.privileged_info(records[ri])
+        for share, n in modes:
+            for rep in range(repeats + 1):  # the first is a warm-up
+                sync()
+                t0 = time.perf_counter()
+                score_candidates(critic.model, critic.ref, tok, conv, cands[:n], priv, critic.normalize,
+                                 batch_size=num_candidates, share_prefix=share)
+                sync()
+                if rep:
+                    times[(share, n)].append(time.perf_counter() - t0)
+    rows = []
+    for share in (True, False):
+        one, many = (sum(times[(share, n)]) / len(times[(share, n)]) for n in (1, num_candidates))
+        rows.append({"mode": "prompt once (share_prefix)" if share else "whole sequences", "one": one, "many": many,
+                     "ratio": many / one, "prompt_tokens": sum(prompt_lens) / len(prompt_lens)})
+    return rows
+
+
 def _add(totals: dict[str, dict], part: dict) -> None:
     """Sum one chunk's result into its path's totals (distinct candidates: turn-weighted)."""
     t = totals.setdefault(part["name"], {**part, "turns": 0, "candidates": 0, "tokens": 0, "wall": 0.0,
@@ -197,6 +258,17 @@ def main(argv=None) -> int:
                     help="turns requested ahead from the server while the critic scores (default 0: none, so "
                          "sampling and scoring times separate cleanly; on 2 cores they share the CPU anyway)")
     ap.add_argument("--skip-local", action="store_true", help="only the server path")
+    ap.add_argument("--model", default="default",
+                    help="policy and critic checkpoint (default: the default model; e.g. a random-weight model of "
+                         "a real shape on a GPU with no weights)")
+    ap.add_argument("--critic-scaling", action="store_true",
+                    help="only the critic: seconds per turn scoring 1 and --num-candidates candidates, with the "
+                         "prompt computed once and with whole sequences (target: N candidates <= 3x one)")
+    ap.add_argument("--candidate-tokens", type=int, default=128, help="--critic-scaling: tokens per candidate")
+    ap.add_argument("--prompt-tokens", type=int, default=0,
+                    help="--critic-scaling: lengthen each turn's prompt to about this many tokens (0: as recorded)")
+    ap.add_argument("--repeats", type=int, default=2, help="--critic-scaling: timed repeats per turn and mode")
+    ap.add_argument("--json-out", help="also write the results as JSON here")
     args = ap.parse_args(argv)
 
     import torch
@@ -212,7 +284,7 @@ def main(argv=None) -> int:
     device = resolve_device(args.device)
     print(f"[bench] load average before: {load_before[0]:.2f} {load_before[1]:.2f} {load_before[2]:.2f} "
           f"on {os.cpu_count()} cores; device {device}; torch threads {torch.get_num_threads()}")
-    if not args.base_url:
+    if not args.base_url and not args.critic_scaling:
         try:
             import llama_cpp  # noqa: F401
             if args.server != "batched":
@@ -229,11 +301,34 @@ def main(argv=None) -> int:
     keep = {ri for ri, _, _ in turns[: args.turns]}
     records = [r for i, r in enumerate(records) if i in keep]
     turns = stage_turns(records, cfg)
-    path = resolve_model_path("default", quiet=True)
-    policy, tok = load_model(path, "bfloat16", device=device)
-    critic_model, _ = load_model(path, "bfloat16", device=device)
+    path = resolve_model_path(args.model, quiet=True)
+    critic_model, tok = load_model(path, "bfloat16", device=device)
     ref, _ = load_model(path, "bfloat16", device=device)
     critic = LoadedCritic(critic_model.eval(), ref.eval(), tok, {"normalize": "turn", "use_privileged_info": True})
+    if args.critic_scaling:
+        load_mid = os.getloadavg()
+        rows = critic_scaling(critic, tok, turns, records, args.num_candidates, args.candidate_tokens,
+                              args.prompt_tokens, args.repeats)
+        load_after = os.getloadavg()
+        print(f"[bench] critic scoring, {len(turns)} turns, prompts of ~{rows[0]['prompt_tokens']:.0f} tokens, "
+              f"candidates of ~{args.candidate_tokens} tokens, critic + reference ({Path(path).name}), "
+              f"bf16 on {device}, {args.repeats} timed repeats after a warm-up")
+        print(f"\n| scoring | 1 candidate s/turn | {args.num_candidates} candidates s/turn | ratio |")
+        print("|---|---|---|---|")
+        for r in rows:
+            print(f"| {r['mode']} | {r['one']:.4f} | {r['many']:.4f} | {r['ratio']:.2f}x |")
+        shared = rows[0]
+        print(f"\n{args.num_candidates} candidates cost {shared['ratio']:.2f}x one with the prompt computed once "
+              f"(target <= 3x: {'MET' if shared['ratio'] <= 3 else 'NOT MET'}); whole sequences: {rows[1]['ratio']:.2f}x")
+        print(f"load average after: {load_after[0]:.2f} {load_after[1]:.2f} {load_after[2]:.2f} "
+              f"(before: {load_before[0]:.2f}; after loading: {load_mid[0]:.2f})")
+        out = {"critic_scaling": rows, "num_candidates": args.num_candidates, "candidate_tokens": args.candidate_tokens,
+               "turns": len(turns), "device": str(device), "load_before": load_before, "load_after": load_after}
+        print(json.dumps(out))
+        if args.json_out:
+            Path(args.json_out).write_text(json.dumps(out, indent=1))
+        return 0
+    policy, _ = load_model(path, "bfloat16", device=device)
     lens = [len(tok.apply_chat_template(t[2], tokenize=False, add_generation_prompt=True)) for t in turns]
     print(f"[bench] {len(records)} records, {len(turns)} agent turns (prompts of {min(lens)}-{max(lens)} characters), "
           f"{args.num_candidates} candidates of up to {args.max_new_tokens} tokens per turn, temperature 1.0; "

@@ -173,6 +173,9 @@ class StepPairConfig:
                 "(at least one when > 0; 0 = off, the paper's): a policy that never asks gives the critic no "
                 "question to prefer, so step-level DPO cannot teach asking (docs/training.md)"})
     explore_turns: int = field(default=1, metadata={"help": "question candidates only at the first N agent turns"})
+    score_shared_prefix: bool = field(default=True, metadata={
+        "help": "the critic and its reference compute a turn's prompt once and score every candidate from its "
+                "key/value cache (same scores to float round-off; false: each candidate's whole sequence)"})
     step_score: str = field(default="critic-ref", metadata={
         "help": "what a candidate's critic log-probability is compared with: critic-ref (ours: the critic's "
                 "reference model on the same privileged sequence) or release (the paper release's: the sampling "
@@ -205,10 +208,16 @@ class StepPairConfig:
 
 
 def _candidate_batch(tokenizer, messages_before: Messages, candidates: Sequence[str],
-                     privileged_info: str | None, device) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """Padded ``(input_ids, attention_mask, turn_ids)`` of ``messages_before`` + each candidate as
-    the next assistant turn; ``turn_ids`` is 1 on the candidate's tokens (its span through the
-    end-of-turn token, located by the chat template), 0 elsewhere."""
+                     privileged_info: str | None, device, share_prefix: bool = False,
+                     ) -> tuple[torch.Tensor | None, torch.Tensor, torch.Tensor, torch.Tensor]:
+    """``(prefix_ids, input_ids, attention_mask, turn_ids)``: ``messages_before`` + each candidate
+    as the next assistant turn, right-padded; ``turn_ids`` is 1 on the candidate's tokens (its
+    span through the end-of-turn token, located by the chat template), 0 elsewhere.
+
+    With ``share_prefix``, the tokens every row starts with (up to the one before the first
+    scored token: its logits predict that token) are cut off into ``prefix_ids`` (``[1, P]``),
+    which the scorer computes once for all rows (:func:`~sweet_agent.critic.advantages.token_logprobs`);
+    otherwise ``prefix_ids`` is None and the rows are whole."""
     pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
     seqs, turns = [], []
     for cand in candidates:
@@ -217,6 +226,9 @@ def _candidate_batch(tokenizer, messages_before: Messages, candidates: Sequence[
         last = spans[-1:]  # only the candidate turn is scored
         seqs.append(ids)
         turns.append([1 if t == len(spans) else 0 for t in spans_to_turn_ids(len(ids), spans)] if last else [0] * len(ids))
+    cut = _shared_length(seqs, turns) if share_prefix else 0
+    prefix = torch.tensor([seqs[0][:cut]], dtype=torch.long, device=device) if cut else None
+    seqs, turns = [s[cut:] for s in seqs], [t[cut:] for t in turns]
     T = max(map(len, seqs))
     input_ids = torch.full((len(seqs), T), pad, dtype=torch.long)
     attn = torch.zeros_like(input_ids)
@@ -225,14 +237,25 @@ def _candidate_batch(tokenizer, messages_before: Messages, candidates: Sequence[
         input_ids[i, :len(s)] = torch.tensor(s)
         attn[i, :len(s)] = 1
         turn_ids[i, :len(t)] = torch.tensor(t)
-    return input_ids.to(device), attn.to(device), turn_ids.to(device)
+    return prefix, input_ids.to(device), attn.to(device), turn_ids.to(device)
+
+
+def _shared_length(seqs: Sequence[Sequence[int]], turns: Sequence[Sequence[int]]) -> int:
+    """How many leading tokens every row shares and may be computed once: the common prefix,
+    ending before each row's first scored token's predecessor (whose logits score it)."""
+    n = min(map(len, seqs))
+    first = seqs[0]
+    common = next((j for j in range(n) if any(s[j] != first[j] for s in seqs)), n)
+    scored = min((t.index(1) if 1 in t else len(t)) for t in turns)
+    return max(0, min(common, scored - 1))
 
 
 @torch.no_grad()
 def _per_candidate(model, tokenizer, messages_before: Messages, candidates: Sequence[str],
-                   privileged_info: str | None, batch_size: int, value) -> list[float]:
-    """``value(input_ids, attention_mask, turn_ids) -> [B]`` over batches of ``batch_size``
-    candidates, with ``model`` in eval mode meanwhile."""
+                   privileged_info: str | None, batch_size: int, value, share_prefix: bool = True) -> list[float]:
+    """``value(prefix_ids, input_ids, attention_mask, turn_ids) -> [B]`` over batches of
+    ``batch_size`` candidates, with ``model`` in eval mode meanwhile (``share_prefix``: see
+    :func:`_candidate_batch`)."""
     device = next(model.parameters()).device
     out: list[float] = []
     was_training = model.training
@@ -240,7 +263,7 @@ def _per_candidate(model, tokenizer, messages_before: Messages, candidates: Sequ
     try:
         for start in range(0, len(candidates), batch_size):
             batch = _candidate_batch(tokenizer, messages_before, candidates[start:start + batch_size],
-                                     privileged_info, device)
+                                     privileged_info, device, share_prefix)
             out += [float(v) for v in value(*batch)]
     finally:
         model.train(was_training)
@@ -249,20 +272,22 @@ def _per_candidate(model, tokenizer, messages_before: Messages, candidates: Sequ
 
 def candidate_logprobs(model, tokenizer, messages_before: Messages, candidates: Sequence[str],
                        privileged_info: str | None = None, normalize: str = "turn",
-                       batch_size: int = 16) -> list[float]:
+                       batch_size: int = 16, share_prefix: bool = True) -> list[float]:
     """Each candidate's token-mean log-probability (``normalize="none"``: the sum) as the next
     agent turn under ``model``, reading ``messages_before`` (with ``privileged_info`` when given).
-    One batched forward per ``batch_size`` candidates."""
-    def value(ids, attn, turn_ids):
-        return aggregate_turns(token_logprobs(model, ids, attn, turn_ids > 0), turn_ids, 1, normalize)[0][:, 0]
+    One batched forward per ``batch_size`` candidates, after one of their shared prefix."""
+    def value(prefix, ids, attn, turn_ids):
+        lp = token_logprobs(model, ids, attn, turn_ids > 0, prefix_ids=prefix)
+        return aggregate_turns(lp, turn_ids, 1, normalize)[0][:, 0]
 
-    return _per_candidate(model, tokenizer, messages_before, candidates, privileged_info, batch_size, value)
+    return _per_candidate(model, tokenizer, messages_before, candidates, privileged_info, batch_size, value,
+                          share_prefix)
 
 
 def score_candidates(critic, critic_ref, tokenizer, messages_before: Messages, candidates: Sequence[str],
                      privileged_info: str | None = None, normalize: str = "turn",
                      batch_size: int = 16, step_score: str = "critic-ref", policy=None,
-                     policy_tokenizer=None) -> list[float]:
+                     policy_tokenizer=None, share_prefix: bool = True) -> list[float]:
     """The critic's score of each candidate as the next agent turn (one batched forward per
     model per ``batch_size`` candidates).
 
@@ -270,7 +295,9 @@ def score_candidates(critic, critic_ref, tokenizer, messages_before: Messages, c
     ``critic_ref`` on the privileged sequence. ``"release"`` (the paper release's): the critic's
     token mean with ``privileged_info`` minus ``policy``'s (the model that sampled the candidates,
     with ``policy_tokenizer``) on the prompt without it; ``critic_ref`` is not used. Both honour
-    ``normalize`` ("none": token sums on both sides, the release's ``--use_sum``)."""
+    ``normalize`` ("none": token sums on both sides, the release's ``--use_sum``).
+    ``share_prefix`` (default): each model computes the turn's prompt once and every candidate
+    reads its cache (same scores, to float round-off, as scoring each whole sequence)."""
     from sweet_agent.critic.regression import RegressionCritic
 
     check_step_score(step_score)
@@ -281,18 +308,20 @@ def score_candidates(critic, critic_ref, tokenizer, messages_before: Messages, c
         if policy is None:
             raise ValueError("step_score 'release' needs the sampling policy (policy=...) to score against")
         privileged = candidate_logprobs(critic, tokenizer, messages_before, candidates, privileged_info,
-                                        normalize, batch_size)
+                                        normalize, batch_size, share_prefix)
         sampling = candidate_logprobs(policy, policy_tokenizer or tokenizer, messages_before, candidates, None,
-                                      normalize, batch_size)
+                                      normalize, batch_size, share_prefix)
         return [c - p for c, p in zip(privileged, sampling)]
+    regression = isinstance(critic, RegressionCritic)
 
-    def value(ids, attn, turn_ids):
-        if isinstance(critic, RegressionCritic):
+    def value(prefix, ids, attn, turn_ids):
+        if regression:  # its head reads whole sequences (share_prefix is off for it)
             return critic(input_ids=ids, attention_mask=attn, turn_ids=turn_ids, num_turns=1)[:, 0]
-        lr = token_logratios(critic, critic_ref, ids, attn, turn_ids > 0)
+        lr = token_logratios(critic, critic_ref, ids, attn, turn_ids > 0, prefix_ids=prefix)
         return aggregate_turns(lr, turn_ids, 1, normalize)[0][:, 0]
 
-    return _per_candidate(critic, tokenizer, messages_before, candidates, privileged_info, batch_size, value)
+    return _per_candidate(critic, tokenizer, messages_before, candidates, privileged_info, batch_size, value,
+                          share_prefix and not regression)
 
 
 def select_pairs(candidates: Sequence[str], scores: Sequence[float], pairs_per_turn: int = 1,
@@ -447,7 +476,7 @@ def build_step_pairs(records: Sequence[dict[str, Any]], policy, policy_tokenizer
                 scores = score_candidates(critic.model, critic.ref, critic.tokenizer, conv, cands, priv,
                                           critic.normalize, batch_size=config.score_batch_size,
                                           step_score=config.step_score, policy=policy,
-                                          policy_tokenizer=policy_tokenizer)
+                                          policy_tokenizer=policy_tokenizer, share_prefix=config.score_shared_prefix)
                 t_score += time.perf_counter() - t0
                 chosen = select_pairs(cands, scores, config.pairs_per_turn, random.Random(derive_seed(seed, "pairs", k)))
                 rows = [{"prompt": conv, "chosen": [{"role": "assistant", "content": cands[c]}],
