@@ -107,7 +107,7 @@ def regrade_backend(records: list[Record]) -> list[tuple[float, bool] | str]:
     for i, rec in enumerate(records):
         task = BackendTask.from_record(rec["task"], where=f"record {i} task")
         res = grader.grade(extract_code(rec["answer"]), task)
-        failure = grading_failure(res.error, res.total, len(res.unpassable))
+        failure = grading_failure(res)
         out.append(failure or (res.passed / res.total, bool(res.success)))
     return out
 

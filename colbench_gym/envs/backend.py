@@ -110,5 +110,5 @@ class ColBenchBackendEnv(ColBenchEnv):
             # the sandbox); counted in tests_total, reported so that an evaluator can see them
             "tests_unpassable": len(result.unpassable),
             # set when the score is not the answer's own (grading_error, task_error)
-            "end_reason": grading_failure(result.error, result.total, len(result.unpassable)),
+            "end_reason": grading_failure(result),
         }

@@ -171,7 +171,7 @@ def run(args: argparse.Namespace) -> int:
             rec.update(semantics="release", reward_ours=own.fraction, success_ours=own.success)
         reason = record_end_reason(record)
         if not is_infrastructure(reason):
-            reason = grading_failure(own.error, own.total, len(own.unpassable)) or reason
+            reason = grading_failure(own) or reason
         rec.update(end_reason=reason, infrastructure_failure=is_infrastructure(reason))
         if rec["infrastructure_failure"]:  # no score (the rule of colbench_gym.tasks.accounting); the counts stay
             rec.update(reward=None, success=None)

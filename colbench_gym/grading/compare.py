@@ -29,7 +29,7 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-from colbench_gym.grading.wire import Outcome
+from colbench_gym.grading.wire import Outcome, exception_label
 
 REL_TOL = 1e-6
 ABS_TOL = 1e-9
@@ -138,10 +138,11 @@ def outcomes_match(expected: Outcome, actual: Outcome, rules: ComparisonRules = 
         if actual.kind == "raise":
             if actual.value == expected.value:
                 return True, ""
-            return False, f"raised {actual.value}, expected {expected.value}"
+            # the answer's exception by its kind only: its class name is the answer's text
+            return False, f"raised {exception_label(actual.value)}, expected {expected.value}"
         return False, f"returned a value, expected {expected.value} to be raised"
     if actual.kind == "raise":
-        return False, f"raised {actual.value}"
+        return False, f"raised {exception_label(actual.value)}"
     try:
         if values_equal(expected.value, actual.value, rules):
             return True, ""

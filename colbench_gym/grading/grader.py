@@ -64,6 +64,13 @@ class GradeResult:
     #: not plain data, an exception of the sandbox such as ModuleNotFoundError), or the test
     #: call itself is broken. Counted in ``total``; reported so that evaluators can see them.
     unpassable: dict[str, str] = field(default_factory=dict)
+    #: The grader's own verdict that this score is *not* the answer's: ``"grading_error"`` when
+    #: the trusted process failed (its catch-all), else None. Set only here, on the host side,
+    #: from what the host itself observed; never from text, names or exit codes the sandboxed
+    #: code produced (every failure of the answer's code, whatever it raised or wrote, leaves it
+    #: None and scores 0). Read it through
+    #: :func:`colbench_gym.tasks.accounting.grading_failure`, the one rule every consumer uses.
+    end_reason: str | None = None
 
     @property
     def fraction(self) -> float:
@@ -255,10 +262,14 @@ class BackendGrader:
         try:
             return self._grade(code if isinstance(code, str) else "", task, names)
         except Exception as exc:  # noqa: BLE001 - the catch-all the reward channel needs
+            # Only the trusted process gets here: everything the sandbox sends is decoded without
+            # raising (_execute), so this is the infrastructure's failure, and the verdict says so
+            # in end_reason (the text below is for people: its type name only, the details go to
+            # the log, so no message can carry task material into info or records).
             _log.exception("internal error while grading a submission")
-            # INTERNAL_GRADING_ERROR: how accounting tells this infrastructure failure from the answer's
-            why = safe_text(f"{INTERNAL_GRADING_ERROR}: {type(exc).__name__}: {exc}")
-            return GradeResult(0, len(names), {n: False for n in names}, why, {n: why for n in names})
+            why = f"{INTERNAL_GRADING_ERROR}: {type(exc).__name__} (details in the grader's log)"
+            return GradeResult(0, len(names), {n: False for n in names}, why, {n: why for n in names},
+                               end_reason="grading_error")
 
     def _grade(self, code: str, task: BackendTask, names: list[str]) -> GradeResult:
         calls = [task.test_cases[n] for n in names]
@@ -312,7 +323,7 @@ class BackendGrader:
                 cached = self._load_disk(key, wanted)
             if cached is None:
                 calls = [c for _, c in wanted]
-                outs, error = self._execute(self._ref_pool, task.ground_truth, calls, "")
+                outs, error = self._execute(self._ref_pool, task.ground_truth, calls, "", answer=False)
                 if error and all(o.kind == "missing" for o in outs) and error not in ("timeout", "sandbox crashed"):
                     # e.g. a top-level `import numpy`: say so, instead of "no result" per test
                     outs = [Outcome.missing(reference_failed_reason(safe_text(error, 200)))] * len(outs)
@@ -376,7 +387,11 @@ class BackendGrader:
                 "limits": {"as": self.memory_mb << 20, "cpu": cpu, "fsize": self.file_size_mb << 20,
                            "nofile": 64, "nproc": 64 if self.isolation.nproc_rlimit else None}}
 
-    def _execute(self, pool: _Pool, code: str, calls: list[str], preamble: str) -> tuple[list[Outcome], str | None]:
+    def _execute(self, pool: _Pool, code: str, calls: list[str], preamble: str, *,
+                 answer: bool = True) -> tuple[list[Outcome], str | None]:
+        """Run ``code`` and ``calls`` in a worker of ``pool``: one outcome per call and an error
+        summary. Whatever the sandbox did or sent (``answer``: it ran an answer), this returns
+        outcomes and never raises: a failure here is the sandboxed code's, never the grader's."""
         req = self._request(code, calls, preamble)
         # The worker itself enforces the deadlines; this outer one catches a stuck or dead worker.
         outer = self.total_timeout + self.call_timeout + 5.0
@@ -392,7 +407,11 @@ class BackendGrader:
         finally:
             pool.release(worker)
         segments = resp.get("segments") if type(resp) is dict else None
-        return parse_segments(segments, len(calls))
+        try:
+            return parse_segments(segments, len(calls), answer=answer)
+        except Exception:  # noqa: BLE001 - parse_segments does not raise; if it ever did, the bytes were the sandbox's
+            _log.exception("decoding the sandbox's output raised")
+            return [Outcome.missing("malformed output from the sandbox")] * len(calls), "malformed output from the sandbox"
 
     def _cache_file(self, key: str) -> Path | None:
         if self.cache_dir is None:

@@ -18,11 +18,18 @@ produce text that cannot be written out:
   hashing: ints, floats and tuples of them hash deterministically, so a forged container of
   ``k * (2**61 - 1)`` would otherwise make each insertion scan every earlier key (quadratic);
 * text that leaves the sandbox as a *message* (error names, exception types) goes through
-  :func:`safe_text`: lone surrogates escaped, length capped.
+  :func:`safe_text`: lone surrogates escaped, length capped;
+* no error text built here echoes a byte the answer sent (issue 37): a record can carry the
+  current test's arguments (``repr(args)``), so decoder errors name the failure from a fixed
+  vocabulary, an answer's import failure keeps only its exception's *kind*
+  (:func:`exception_label`: a builtin exception name, else a fixed phrase) and never its message,
+  and nothing here decides whether the failure was the infrastructure's (the grader decides that
+  on the host side, :attr:`GradeResult.end_reason`).
 """
 
 from __future__ import annotations
 
+import builtins
 import json
 from dataclasses import dataclass
 from typing import Any
@@ -84,8 +91,11 @@ def loads(line: str, max_nodes: int = MAX_NODES) -> Any:
         raise WireError("record has too many elements")
     try:
         return json.loads(line, parse_constant=_reject_constant)
-    except (ValueError, RecursionError, MemoryError) as exc:
-        raise WireError(f"not valid JSON: {safe_text(str(exc), 120)}") from None
+    except WireError:
+        raise
+    except (ValueError, RecursionError, MemoryError):
+        # json's message gives positions (and an escape it refused): numbers the answer chooses
+        raise WireError("not valid JSON") from None
 
 
 def decode(obj: Any, depth: int = 0, budget: list[int] | None = None) -> Any:
@@ -103,7 +113,7 @@ def decode(obj: Any, depth: int = 0, budget: list[int] | None = None) -> Any:
     if tag == "n" and len(obj) == 1:
         return None
     if len(obj) != 2:
-        raise WireError(f"malformed tagged value {safe_text(tag, 20)!r}")
+        raise WireError("malformed tagged value")
     payload = obj[1]
     try:
         if tag == "b" and payload in (0, 1) and type(payload) is int:
@@ -120,10 +130,13 @@ def decode(obj: Any, depth: int = 0, budget: list[int] | None = None) -> Any:
             return payload
         if tag == "y" and type(payload) is str:
             return bytes.fromhex(payload)
-    except (ValueError, OverflowError, MemoryError) as exc:
-        raise WireError(f"bad {tag!r} payload: {safe_text(str(exc), 80)}") from None
+    except WireError:
+        raise
+    except (ValueError, OverflowError, MemoryError):
+        # int()'s message quotes the payload: the answer's bytes, never echoed
+        raise WireError(_BAD_PAYLOAD.get(tag, "bad payload")) from None
     if type(payload) is not list:
-        raise WireError(f"bad payload for tag {safe_text(tag, 20)!r}")
+        raise WireError("bad payload")
     if tag == "l":
         return [decode(v, depth + 1, budget) for v in payload]
     if tag == "t":
@@ -141,7 +154,10 @@ def decode(obj: Any, depth: int = 0, budget: list[int] | None = None) -> Any:
         items = [decode(v, depth + 1, budget) for v in payload]
         _check_hashing(items)
         return set(items) if tag == "S" else frozenset(items)
-    raise WireError(f"unknown tag {safe_text(tag, 20)!r}")
+    raise WireError("unknown tag")
+
+
+_BAD_PAYLOAD = {"i": "bad int payload", "f": "bad float payload", "y": "bad bytes payload"}
 
 
 def _check_hashing(keys: list[Any]) -> None:
@@ -155,13 +171,13 @@ def _check_hashing(keys: list[Any]) -> None:
         try:
             for k in keys:
                 hash(k)
-        except TypeError as exc:
-            raise WireError(safe_text(str(exc), 80)) from None
+        except TypeError:
+            raise WireError("unhashable key") from None
         return
     try:
         hashes = sorted([hash(k) for k in keys])
-    except TypeError as exc:  # unhashable key / element
-        raise WireError(safe_text(str(exc), 80)) from None
+    except TypeError:  # unhashable key / element
+        raise WireError("unhashable key") from None
     run, prev = 0, None
     for h in hashes:
         run = run + 1 if h == prev else 1
@@ -197,13 +213,32 @@ def encode(value: Any, depth: int = 0) -> Any:
 
 _END_REASONS = {"timeout": "timeout", "oversize": "output too large", "eof": "crashed", "done": "no result"}
 
+#: The exception names error text may carry: the builtin exceptions' (a fixed vocabulary).
+_LABELS = frozenset(name for name, value in vars(builtins).items()
+                    if isinstance(value, type) and issubclass(value, BaseException))
+#: How error text names an exception whose (sandbox-reported) name is not a builtin one.
+OTHER_EXCEPTION = "exception of a non-builtin class"
 
-def parse_segments(segments: Any, n_calls: int) -> tuple[list[Outcome], str | None]:
+
+def exception_label(name: Any) -> str:
+    """How error text names an exception the answer raised: the name when it is a builtin
+    exception's (``ValueError``, ``SyntaxError``, ``SystemExit`` ...), else
+    :data:`OTHER_EXCEPTION`. The answer chooses its classes' names, modules and messages, so
+    none of them is ever echoed: they could carry a hidden test's inputs, or read like a failure
+    of the grader."""
+    return name if type(name) is str and name in _LABELS else OTHER_EXCEPTION
+
+
+def parse_segments(segments: Any, n_calls: int, *, answer: bool = True) -> tuple[list[Outcome], str | None]:
     """Turn the worker's raw segments into one :class:`Outcome` per call plus an error summary.
 
     Anything unexpected (wrong index, bad JSON, unknown record, absurd value) makes that call
     ``missing`` *and* sets the error summary; calls nobody reported on are ``missing`` too.
     Nothing here trusts the sandbox, and nothing here raises.
+
+    ``answer``: the segments are an answer's, so the error summary of a failure before any test
+    ran names only the exception's kind (:func:`exception_label`); a reference's (``False``,
+    task material, never the agent's bytes) keeps ``"Type: message"`` for ``colbench tasks audit``.
     """
     outcomes: list[Outcome | None] = [None] * n_calls
     error: str | None = None
@@ -226,9 +261,12 @@ def parse_segments(segments: Any, n_calls: int) -> tuple[list[Outcome], str | No
             except WireError:
                 rec = None
             if type(rec) is dict and rec.get("t") == "import_error":
-                x = safe_text(rec.get("x"), 100) or "Error"
-                m = safe_text(rec.get("m"))
-                error = error or f"{x}: {m}".rstrip(": ")
+                if answer:
+                    error = error or f"{exception_label(rec.get('x'))}: raised by the answer before any test ran"
+                else:
+                    x = safe_text(rec.get("x"), 100) or "Error"
+                    m = safe_text(rec.get("m"))
+                    error = error or f"{x}: {m}".rstrip(": ")
             else:
                 error = error or "malformed output from the sandbox"
             break
@@ -262,7 +300,7 @@ def _outcome(line: Any, index: int) -> tuple[Outcome, bool]:
             return Outcome("raise", safe_text(rec["x"], 200)), False
         if t == "u":
             return Outcome.missing("result is not plain data"), False
-    except WireError as exc:
+    except WireError as exc:  # its text is ours alone (fixed phrases, see decode)
         return Outcome.missing(f"malformed record: {safe_text(str(exc), 120)}"), True
     except (RecursionError, MemoryError):  # belt and braces: bounded above, never fatal here
         return Outcome.missing("malformed record: too large"), True

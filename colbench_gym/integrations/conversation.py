@@ -199,7 +199,7 @@ def grade_backend(answer: str, task: Any, grader: Any = None) -> dict[str, Any]:
 
         grader = get_default_grader()
     result = grader.grade(extract_code(answer or ""), task)
-    failure = grading_failure(result.error, result.total, len(result.unpassable))
+    failure = grading_failure(result)
     if failure is not None:
         detail = result.error or f"none of the task's {result.total} tests has a usable reference result"
         raise ScoreUnavailable(failure, detail)

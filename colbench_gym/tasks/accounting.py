@@ -85,7 +85,9 @@ EXCEPTION_REASONS: dict[str, str] = {
     "TaskFormatError": "task_error",
 }
 
-#: How the grader's catch-all begins an internal error (``GradeResult.error``); never the answer's fault.
+#: How the grader's catch-all begins its error text (``GradeResult.error``), for people to read.
+#: Never evidence: an answer can make its own error read like this; whether grading failed is
+#: the grader's host-side verdict (``GradeResult.end_reason``, read by :func:`grading_failure`).
 INTERNAL_GRADING_ERROR = "internal grading error"
 
 
@@ -154,12 +156,27 @@ def end_reason_of(exc: BaseException, default: str) -> str:
     return named_reason(exc) or check_end_reason(default)
 
 
-def grading_failure(error: str | None, total: int, unpassable: int) -> str | None:
-    """The infrastructure failure behind a graded answer's score, if any: ``grading_error`` when
-    the grader failed internally, ``task_error`` when no test of the task has a usable reference
-    result (the score then measures nothing); None when the score is the answer's own."""
-    if isinstance(error, str) and error.startswith(INTERNAL_GRADING_ERROR):
-        return "grading_error"
+def grading_failure(result: Any) -> str | None:
+    """The infrastructure failure behind a graded answer's score, if any — the one rule every
+    consumer applies (the env's ``info["end_reason"]``, ``colbench evaluate``, ``sweet-agent
+    evaluate --regrade``, Inspect, verifiers, OpenEnv, GRPO): ``grading_error`` when the grader
+    says its trusted process failed (``result.end_reason``, set on the host side only), else
+    ``task_error`` when no test of the task has a usable reference result (the score then
+    measures nothing); None when the score is the answer's own.
+
+    ``result`` is a :class:`~colbench_gym.grading.GradeResult`. Its ``error`` text is never
+    read: the answer's code writes what it likes into the sandbox's output (class names,
+    modules, messages, whole records), so text that reads like an infrastructure failure is the
+    answer's failure, scored 0.
+    """
+    if isinstance(result, (str, bytes)) or result is None:
+        raise TypeError("grading_failure takes the GradeResult, not its error text")
+    verdict = getattr(result, "end_reason", None)
+    if verdict is not None:
+        if not is_infrastructure(verdict):
+            raise ValueError(f"GradeResult.end_reason must be an infrastructure end reason, got {verdict!r}")
+        return verdict
+    total, unpassable = result.total, len(result.unpassable)
     if total == 0 or unpassable >= total:
         return "task_error"
     return None

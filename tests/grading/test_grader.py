@@ -48,7 +48,8 @@ def test_syntax_error_is_reported_not_raised(grader, task):
     res = grader.grade("", task)
     assert res.passed == 0
     res = grader.grade("raise ValueError('boom at import')", task)
-    assert res.error == "ValueError: boom at import"
+    # the kind only: the answer's message could carry hidden test inputs (issue 37)
+    assert res.error == "ValueError: raised by the answer before any test ran"
 
 
 def test_float_tolerance_nan_and_inf(grader):

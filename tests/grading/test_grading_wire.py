@@ -122,7 +122,8 @@ def test_grade_turns_an_internal_error_into_an_error_record(grader, task, monkey
     monkeypatch.setattr(PytestDriver, "run", broken_run)
     res = grader.grade(CORRECT, task)
     assert res.passed == 0 and res.total == 10 and not res.success
-    assert res.error == "internal grading error: RuntimeError: simulated internal fault"
+    assert res.error == "internal grading error: RuntimeError (details in the grader's log)"
+    assert res.end_reason == "grading_error"  # the host's verdict, not read from the text
     monkeypatch.undo()
     assert grader.grade(CORRECT, task).passed == 10  # and the next submission is graded normally
 

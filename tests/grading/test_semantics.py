@@ -82,7 +82,10 @@ def test_parse_segments_trusts_nothing():
     assert err == "malformed output from the sandbox (record out of order)"  # a forged frame is reported
     outs, err = parse_segments([{"start": 0, "lines": ['{"t":"import_error","x":"SyntaxError","m":"bad"}'],
                                  "end": "eof"}], 2)
-    assert err == "SyntaxError: bad" and all(o.kind == "missing" for o in outs)
+    assert err == "SyntaxError: raised by the answer before any test ran" and all(o.kind == "missing" for o in outs)
+    # a reference's failure (task material, not the agent's bytes) keeps its message for the audit
+    assert parse_segments([{"start": 0, "lines": ['{"t":"import_error","x":"SyntaxError","m":"bad"}'],
+                            "end": "eof"}], 2, answer=False)[1] == "SyntaxError: bad"
     outs, err = parse_segments("not a list", 2)
     assert err == "sandbox crashed" and len(outs) == 2
     outs, err = parse_segments([{"start": 0, "lines": [READY, rec % 0], "end": "timeout"},
