@@ -275,3 +275,28 @@ def test_killing_the_worker_stays_the_answers_failure(grader, task):
     res = grader.grade(parent_killer(kill_all=grader.isolation.pid_namespace), task)
     assert res.passed == 0 and res.end_reason is None and grading_failure(res) is None
     assert grader.grade(CORRECT, task).passed == 10
+
+
+def test_every_consumer_asks_the_one_rule():
+    """No consumer decides "infrastructure failure" from the grade's text: the catch-all's prefix
+    is written in one place (the grader) and read nowhere, and every call of the rule passes the
+    GradeResult itself."""
+    import ast
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    calls, prefix_users = [], []
+    for path in sorted([*root.joinpath("colbench_gym").rglob("*.py"), *root.joinpath("sweet_agent").rglob("*.py")]):
+        text = path.read_text(encoding="utf-8")
+        rel = path.relative_to(root).as_posix()
+        if ("INTERNAL_GRADING_ERROR" in text or FORGED in text) and rel not in (
+                "colbench_gym/tasks/accounting.py", "colbench_gym/grading/grader.py"):
+            prefix_users.append(rel)
+        for node in ast.walk(ast.parse(text)):
+            if isinstance(node, ast.Call) and getattr(node.func, "id", getattr(node.func, "attr", None)) == "grading_failure":
+                calls.append((rel, len(node.args) + len(node.keywords)))
+    assert not prefix_users, f"reads the catch-all's text: {prefix_users}"
+    consumers = {rel for rel, _ in calls}
+    assert {"colbench_gym/envs/backend.py", "colbench_gym/evaluation/backend.py",
+            "colbench_gym/integrations/conversation.py", "sweet_agent/evaluation.py"} <= consumers
+    assert all(n == 1 for _, n in calls), calls
