@@ -202,6 +202,8 @@ def _pct(x: float | None) -> str:
 
 
 def format_summary(s: Summary, title: str = "") -> str:
+    if not s.episodes:  # no rate of nothing (a 0 % would read as an agent that failed everything)
+        return "\n".join([f"== {title}" if title else "==", "episodes        0: no episodes in this file"])
     lines = [f"== {title}" if title else "==", f"episodes        {s.episodes} ({s.tasks} tasks, {s.kind})"]
     if s.policies:
         lines.append(f"policy          {', '.join(s.policies)}")

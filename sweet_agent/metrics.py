@@ -35,7 +35,7 @@ from colbench_gym.protocol import parse_action
 from colbench_gym.tasks.accounting import is_infrastructure_failure, record_end_reason
 from colbench_gym.tasks.identity import task_identity
 from colbench_gym.tasks.kinds import kind_of_task
-from colbench_gym.tasks.records import record_success
+from colbench_gym.tasks.records import check_record_fields, record_success
 
 K = TypeVar("K", bound=Hashable)
 
@@ -98,7 +98,10 @@ class EpisodeMetrics:
 
 
 def episode_metrics(rec: Mapping[str, Any], position: int = 0) -> EpisodeMetrics:
-    """Measure one trajectory record (ours or the release's shape)."""
+    """Measure one trajectory record (ours or the release's shape). Its scores and flags are
+    checked first (:func:`colbench_gym.tasks.records.check_record_fields`; readers of files have
+    done it already, naming file and line): no number here comes from a value coerced."""
+    check_record_fields(rec, f"record {position}")
     kind = record_kind(rec)
     reward = rec.get("reward")
     reward = float(reward) if isinstance(reward, (int, float)) and not isinstance(reward, bool) else None

@@ -5,7 +5,7 @@ Shape (what the paper's ``colbench_code_offline_15k_llama8b.jsonl`` uses, plus t
     {"task": {official task record},
      "dialogue_history": [{"role": "user", "content": str},
                           {"role": "assistant", "content": str, "output": str}, ...],
-     "answer": str, "reward": float, "success": bool, "meta": {...}}
+     "answer": str, "reward": float in [0, 1] | None, "success": bool | None, "meta": {...}}
 
 Agent turns keep the raw model text in ``output`` (private thought and markers included) and the
 protocol's view in ``content``: the visible message, or on the answering turn the answer after

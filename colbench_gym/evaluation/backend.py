@@ -32,7 +32,7 @@ from concurrent.futures import ThreadPoolExecutor
 from contextlib import nullcontext
 from typing import Any
 
-from colbench_gym.evaluation.records import INPUT_ERRORS, input_error, load_answer_records
+from colbench_gym.evaluation.records import INPUT_ERRORS, DamagedFileError, input_error, load_answer_records
 from colbench_gym.jsonl import check_output_writable, write_jsonl_atomic
 from colbench_gym.protocol import extract_code
 from colbench_gym.tasks import BackendTask, TaskFormatError
@@ -131,7 +131,11 @@ def run(args: argparse.Namespace) -> int:
     except PriceTableError as exc:
         return input_error(exc)
     except INPUT_ERRORS as exc:
-        hint = "; pass --skip-invalid to grade the other records" if isinstance(exc, TaskFormatError) else ""
+        hint = ""
+        if isinstance(exc, DamagedFileError):  # not a record at all: --skip-invalid cannot pass over it
+            hint = "; the file is damaged there (--skip-invalid leaves out invalid records, not lines that are not one)"
+        elif isinstance(exc, TaskFormatError) and not args.skip_invalid:
+            hint = "; pass --skip-invalid to grade the other records"
         return input_error(f"{exc}{hint}")
     for why in skipped or ():
         print(f"skipped: {why}", file=sys.stderr)
@@ -139,6 +143,11 @@ def run(args: argparse.Namespace) -> int:
         print(f"skipped {len(skipped)} invalid record{'s' * (len(skipped) != 1)} (--skip-invalid); "
               f"grading the other {len(items)}", file=sys.stderr)
     check_output_writable(args.output)  # before any grading: a bad --output must not cost the run
+    if not items:  # no rate of nothing: "success rate 0.0 %" would read as an agent that failed everything
+        write_jsonl_atomic(args.output, [])
+        print(f"no episodes: {args.input} holds no records to grade" + (" besides the skipped" if skipped else "")
+              + f" (wrote an empty {args.output})")
+        return 0
     from tqdm.auto import tqdm  # noqa: PLC0415 - only when grading
 
     from colbench_gym.grading import BackendGrader  # noqa: PLC0415 - starts sandboxes
@@ -188,7 +197,10 @@ def run(args: argparse.Namespace) -> int:
     if skipped:
         print(f"skipped {len(skipped)} invalid record{'s' * (len(skipped) != 1)} (listed on stderr; not in the output "
               "or the rates below)")
-    if release:
+    if not n:  # no rate of nothing: 0 % would read as an agent that failed everything
+        print(f"success rate: n/a   tests passed: n/a (no scored episodes: all {len(out)} failed for infrastructure "
+              "reasons)")
+    elif release:
         own_s = sum(ours[i].success for i in kept) / n if n else 0.0
         own_t = sum(ours[i].fraction for i in kept) / n if n else 0.0
         print("semantics: release (the paper release's grader; our default semantics in brackets)")

@@ -155,6 +155,10 @@ def run(args: argparse.Namespace) -> int:
     except INPUT_ERRORS as exc:
         return input_error(exc)
     check_output_writable(args.output)  # before any grading: a bad --output must not cost the run
+    if not items:  # no mean of nothing: "mean similarity 0.0000" would read as pages that all missed
+        write_jsonl_atomic(args.output, [])
+        print(f"no episodes: {args.input} holds no records to score (wrote an empty {args.output})")
+        return 0
     from tqdm.auto import tqdm  # noqa: PLC0415
 
     from colbench_gym.rendering import Renderer, RendererError, WebAssetsMissing  # noqa: PLC0415
@@ -229,7 +233,10 @@ def run(args: argparse.Namespace) -> int:
         print(f"answers scored from their screenshot: {from_images}, from the last HTML in the dialogue: "
               f"{from_dialogue}; nothing to score, stored reward kept: {kept}")
     print(f"scorer: {scorer.name}" + ("" if scorer.is_clip else "  (NOT CLIP: not comparable with the paper's numbers)"))
-    print(f"mean similarity: {mean:.4f}   answers with HTML: {sum(r['html_found'] for r in accountable)}/{n}")
+    if not n:  # no mean of nothing: 0.0 would read as an agent whose pages all missed
+        print(f"mean similarity: n/a (no scored episodes: all {len(out)} failed for infrastructure reasons)")
+    else:
+        print(f"mean similarity: {mean:.4f}   answers with HTML: {sum(r['html_found'] for r in accountable)}/{n}")
     failed_refs = sum(bool(r["reference_error"]) for r in out)
     if failed_refs:
         print(f"reference pages that did not render (also when retried): {failed_refs} records not scored "
@@ -244,9 +251,9 @@ def run(args: argparse.Namespace) -> int:
     for line in spent.lines(None if prices is None else spent.price(prices), colon=True):
         print(line)
     if args.reference_run:
-        rate = sum(wins) / len(wins) if wins else 0.0
+        rate = f"{100 * sum(wins) / len(wins):.1f}%" if wins else "n/a"
         note = f"   ({missing} answers have no reference-run record for their task)" if missing else ""
-        print(f"win rate vs {args.reference_run}: {100 * rate:.1f}% over {len(wins)} answers "
+        print(f"win rate vs {args.reference_run}: {rate} over {len(wins)} answers "
               f"(wins {sum(w == 1.0 for w in wins)}, ties {sum(w == 0.5 for w in wins)}, "
               f"losses {sum(w == 0.0 for w in wins)}){note}")
     return 0

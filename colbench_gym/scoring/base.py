@@ -95,14 +95,18 @@ class ImageScorer(ABC):
         return float(self.similarities([image], [reference])[0])
 
     def similarities(self, images: list[Any], references: list[Any]) -> np.ndarray:
-        """Cosine similarity of each ``images[i]`` with ``references[i]`` (batched)."""
+        """Cosine similarity of each ``images[i]`` with ``references[i]`` (batched), as a score in
+        [0, 1]: float rounding can put a page's similarity with itself a hair above 1, and a
+        (random-weight) embedding can point away from the reference; every reward and record
+        field is a score in [0, 1] (:func:`colbench_gym.tasks.records.check_record_fields`)."""
         if len(images) != len(references):
             raise ValueError(f"{len(images)} images but {len(references)} references")
         if not images:
             return np.zeros(0, dtype=np.float32)
         emb = self.embed(list(images) + list(references))
         a, b = emb[: len(images)], emb[len(images):]
-        return np.sum(a * b, axis=1) / (np.linalg.norm(a, axis=1) * np.linalg.norm(b, axis=1) + 1e-12)
+        sims = np.sum(a * b, axis=1) / (np.linalg.norm(a, axis=1) * np.linalg.norm(b, axis=1) + 1e-12)
+        return np.clip(sims, 0.0, 1.0)
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(name={self.name!r})"

@@ -37,7 +37,7 @@ _KEY_HINTS = {
     "task": 'an official task record; expected an offline trajectory record {"task": {...}, "answer": "...", ...}',
     "dialogue_history": "a list of {role, content} turns",
     "answer": "the agent's final answer, a string",
-    "reward": "the episode's score, a number (null before grading)",
+    "reward": "the episode's score, a number in [0, 1] (null before grading)",
 }
 _ROLES = ("user", "assistant", "system")
 
@@ -50,8 +50,10 @@ def check_trajectory_record(rec: Any, where: str = "record", required: tuple[str
     ``required`` keys must be present (``task`` always is); every official key that is present
     must have its official type: ``task`` a dict with a ``problem_description``,
     ``dialogue_history`` a list of turns with role user/assistant/system and str content,
-    ``answer`` a str (or null when ``null_answer``: an unanswered episode scores 0), ``reward`` a
-    finite number or null (NaN and infinities are refused). Callers pass their own ``error`` class
+    ``answer`` a str (or null when ``null_answer``: an unanswered episode scores 0), and every
+    score, flag and count of :func:`check_record_fields` its type and range (``reward`` a finite
+    number in [0, 1] or null, ``success`` and ``meta.infrastructure_failure`` JSON booleans, ...).
+    Callers pass their own ``error`` class
     so their existing ``except`` clauses keep working, and may say in ``hints`` what a missing key
     should hold for them.
     """
@@ -74,12 +76,86 @@ def check_trajectory_record(rec: Any, where: str = "record", required: tuple[str
                 raise error(f"{where}: dialogue_history[{i}] needs role user/assistant/system and str content")
     if "answer" in rec and not isinstance(rec["answer"], str) and not (null_answer and rec["answer"] is None):
         raise error(f"{where}: 'answer' must be a string, got {type(rec['answer']).__name__}")
-    reward = rec.get("reward")
-    if reward is not None and (isinstance(reward, bool) or not isinstance(reward, (int, float))):
-        raise error(f"{where}: 'reward' must be a number, got {type(reward).__name__}")
-    if isinstance(reward, float) and not math.isfinite(reward):
-        # JSON readers accept NaN/Infinity tokens; one NaN turns every mean (and a training loss) into nan.
-        raise error(f"{where}: 'reward' must be a finite number, got {reward!r} (regrade the record, or drop it)")
+    check_record_fields(rec, where, error=error)
+
+
+#: What each score, flag and count of a trajectory or result record must hold when present and
+#: not null, top level and in ``meta``: the fields reports, trainers and the no-score rule read.
+#: Kinds: ``"score"`` a finite number in [0, 1]; ``"bool"`` a JSON boolean; ``"str"`` a string;
+#: ``"count"`` an integer >= 0; ``"seconds"`` a finite number >= 0; ``"win"`` 0, 0.5 or 1;
+#: ``"usage"`` an object of token counts.
+RECORD_FIELDS: dict[str, str] = {
+    # the grade (``reward``: fraction of hidden tests passed, or the frontend similarity)
+    "reward": "score", "success": "bool", "reward_ours": "score", "success_ours": "bool",
+    "similarity": "score", "reference_similarity": "score", "win": "win", "html_found": "bool",
+    "tests_passed": "count", "tests_total": "count", "tests_unpassable": "count",
+    # how the episode ended: what decides "no score" (colbench_gym.tasks.accounting)
+    "end_reason": "str", "infrastructure_failure": "bool", "error": "str", "grade_error": "str",
+}
+META_FIELDS: dict[str, str] = {
+    "end_reason": "str", "infrastructure_failure": "bool", "failed": "bool", "error": "str", "ended_by": "str",
+    "grade_error": "str", "tests_passed": "count", "tests_total": "count", "tests_unpassable": "count",
+    "turns": "count", "max_turns": "count", "sample": "count", "policy": "str", "episode_id": "str",
+    "agent_model": "str", "simulator_model": "str", "wall_time_s": "seconds", "completion_tokens": "count",
+    "agent_usage": "usage", "simulator_usage": "usage",
+}
+_EXPECTED = {"score": "a finite number in [0, 1] or null", "bool": "true or false (a JSON boolean) or null",
+             "str": "a string or null", "count": "a whole number >= 0 or null",
+             "seconds": "a finite number >= 0 or null", "win": "0, 0.5 or 1 or null",
+             "usage": "an object of token counts (whole numbers >= 0) or null"}
+
+
+def _is_number(v: Any) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool)
+
+
+def _field_ok(kind: str, v: Any) -> bool:
+    if kind == "score":
+        return _is_number(v) and math.isfinite(v) and 0.0 <= v <= 1.0
+    if kind == "bool":
+        return isinstance(v, bool)
+    if kind == "str":
+        return isinstance(v, str)
+    if kind == "count":
+        return isinstance(v, int) and not isinstance(v, bool) and v >= 0
+    if kind == "seconds":
+        return _is_number(v) and math.isfinite(v) and v >= 0
+    if kind == "win":
+        return _is_number(v) and v in (0, 0.5, 1)
+    if kind == "usage":
+        return isinstance(v, Mapping) and all(_field_ok("count", c) for c in v.values() if c is not None)
+    raise ValueError(f"unknown field kind {kind!r}")
+
+
+def check_record_fields(rec: Mapping[str, Any], where: str = "record", *,
+                        error: type[ValueError] = RecordFormatError) -> None:
+    """Raise ``error`` naming ``where`` and the first field of :data:`RECORD_FIELDS` /
+    :data:`META_FIELDS` that holds the wrong type or range (``reward`` 5.0 or -3, ``"success":
+    "yes"``, ``meta.infrastructure_failure: "no"``, NaN): the one check behind every reader, so no
+    report computes a rate from a value it would have to coerce. Null means "not recorded"."""
+    def check(name: str, kind: str, v: Any) -> None:
+        if v is None or _field_ok(kind, v):
+            return
+        shown = repr(v) if isinstance(v, (bool, int, float)) else f"{type(v).__name__} {json.dumps(v)[:60]}"
+        hint = " (regrade the record, or drop it)" if kind == "score" else ""
+        raise error(f"{where}: {name!r} must be {_EXPECTED[kind]}, got {shown}{hint}")
+
+    for name, kind in RECORD_FIELDS.items():
+        check(name, kind, rec.get(name))
+    for a, b in (("tests_passed", "tests_total"),):
+        if _is_number(rec.get(a)) and _is_number(rec.get(b)) and rec[a] > rec[b]:
+            raise error(f"{where}: {a!r} ({rec[a]}) exceeds {b!r} ({rec[b]})")
+    meta = rec.get("meta")
+    if meta is None or isinstance(meta, str):  # a JSON-string meta is parsed (and checked) by its reader
+        return
+    if not isinstance(meta, Mapping):
+        raise error(f"{where}: 'meta' must be a JSON object, got {type(meta).__name__}")
+    for name, kind in META_FIELDS.items():
+        check(f"meta.{name}", kind, meta.get(name))
+    if _is_number(meta.get("tests_passed")) and _is_number(meta.get("tests_total")) \
+            and meta["tests_total"] and meta["tests_passed"] > meta["tests_total"]:
+        raise error(f"{where}: 'meta.tests_passed' ({meta['tests_passed']}) exceeds 'meta.tests_total' "
+                    f"({meta['tests_total']})")
 
 
 def record_success(rec: Mapping[str, Any], threshold: float | None = None) -> bool | None:
@@ -90,8 +166,9 @@ def record_success(rec: Mapping[str, Any], threshold: float | None = None) -> bo
     passed (``reward`` >= 1, the fraction passed). With a ``threshold``: ``reward`` >= threshold,
     whatever ``success`` says (partial-credit training sets: a record passing most tests counts).
     """
+    check_record_fields(rec)  # "success": "yes" is no success, reward 5.0 no pass
     if threshold is None and rec.get("success") is not None:
-        return bool(rec["success"])
+        return rec["success"]
     reward = rec.get("reward")
     return None if reward is None else float(reward) >= (1.0 if threshold is None else threshold)
 

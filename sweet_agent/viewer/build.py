@@ -111,7 +111,9 @@ def build_site(cfg: ViewConfig, progress: bool = True) -> Path:
     for path in cfg.runs:
         if not Path(path).is_file():
             raise SystemExit(f"view: {path} does not exist; pass a trajectory JSONL file written by `sweet-agent rollout`")
-        runs.append((path, read_trajectories(path, validate=False)))
+        # validated like every reader (colbench_gym.tasks.records): a NaN reward, a reward of 5 or a
+        # "success": "yes" is one error naming file, line and field, never a page built on it
+        runs.append((path, read_trajectories(path, require_reward=False)))
     out = Path(cfg.output)
     return write_site(out, build_payload(cfg, runs, out, progress=progress))
 

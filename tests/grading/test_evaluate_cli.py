@@ -32,7 +32,7 @@ def _write_input(path: Path) -> list[dict]:
     for block, answers in enumerate(ANSWERS):
         for task, answer in zip(TASKS, answers):
             records.append({"task": task, "dialogue_history": [{"role": "user", "content": "hi"}],
-                            "answer": answer, "reward": -1.0, "sample": block, "meta": {"keep": [1, 2]}})
+                            "answer": answer, "reward": 0.25, "sample": block, "meta": {"keep": [1, 2]}})
     path.write_text("".join(json.dumps(r) + "\n" for r in records))
     return records
 

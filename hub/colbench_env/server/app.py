@@ -10,10 +10,13 @@ Serves ``/backend`` and ``/frontend`` (each an OpenEnv environment: ``/ws`` sess
 * ``COLBENCH_MAX_SESSIONS`` — WebSocket sessions per env (default 16);
 * ``COLBENCH_SIMULATOR`` / ``COLBENCH_SIMULATOR_KWARGS`` (JSON) — the person (default offline);
 * ``COLBENCH_BACKEND_TASKS`` / ``COLBENCH_FRONTEND_TASKS`` — task sources (default embedded:test);
-* ``COLBENCH_REWARD_MODE`` (``success`` | ``fraction``), ``COLBENCH_SCORER`` (``auto`` | ``fallback``).
+* ``COLBENCH_REWARD_MODE`` (``success`` | ``fraction``), ``COLBENCH_SCORER`` (``auto`` | ``fallback``);
+* ``COLBENCH_HOST`` — the interface ``main()`` listens on (default ``127.0.0.1``: this machine only,
+  like ``colbench serve``; ``0.0.0.0`` opens it to other machines, as the container does on purpose).
 
-Run: ``uvicorn server.app:app --host 0.0.0.0 --port 8000``, ``python -m colbench_env.server.app``
-or ``uv run --project . server``.
+Run: ``python -m colbench_env.server.app [--host 0.0.0.0] [--port 8000]``, ``uv run --project . server``,
+or ``uvicorn server.app:app --port 8000`` (uvicorn's own default host is loopback too; the Dockerfile
+passes ``--host 0.0.0.0`` explicitly, since a container is reached from outside).
 """
 
 from __future__ import annotations
@@ -41,18 +44,31 @@ app = create_colbench_app(_options, max_concurrent_envs=int(os.environ.get("COLB
                           root=os.environ.get("COLBENCH_ROOT_ENV") or next(iter(_options)))
 
 
-def main(host: str = "0.0.0.0", port: int = 8000) -> None:
-    """Run the server (the ``server`` script of this package)."""
+#: Where :func:`main` listens unless told otherwise: loopback, like ``colbench serve`` (the
+#: environments run agents' code in a sandbox and spend simulator tokens; who may reach them is
+#: the operator's explicit choice: ``--host 0.0.0.0`` or ``COLBENCH_HOST``).
+DEFAULT_HOST = "127.0.0.1"
+
+
+def listen_host(host: str | None = None) -> str:
+    """``host`` if given, else ``COLBENCH_HOST``, else loopback."""
+    return host or os.environ.get("COLBENCH_HOST") or DEFAULT_HOST
+
+
+def main(host: str | None = None, port: int = 8000) -> None:
+    """Run the server (the ``server`` script of this package) on :func:`listen_host`."""
     import uvicorn
 
-    uvicorn.run(app, host=host, port=port)
+    uvicorn.run(app, host=listen_host(host), port=port)
 
 
 if __name__ == "__main__":
     import argparse
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--host", default="0.0.0.0")
+    parser.add_argument("--host", default=None,
+                        help=f"interface to listen on (default: COLBENCH_HOST, else {DEFAULT_HOST}: this machine only; "
+                             "0.0.0.0 for other machines)")
     parser.add_argument("--port", type=int, default=8000)
     args = parser.parse_args()
     main(host=args.host, port=args.port)
