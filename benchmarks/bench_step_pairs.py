@@ -249,9 +249,10 @@ def main(argv=None) -> int:
     ap.add_argument("--base-url", help="an already running OpenAI-compatible server (e.g. vLLM) instead of starting "
                                        "llama.cpp's")
     ap.add_argument("--model-name", default="default", help="model name sent to --base-url")
-    ap.add_argument("--server", choices=("batched", "llama_cpp", "both"), default="both",
+    ap.add_argument("--server", choices=("batched", "llama_cpp", "both", "none"), default="both",
                     help="which local llama.cpp server(s): scripts/llama_server.py (n choices in one batch), "
-                         "llama-cpp-python's llama_cpp.server (one sequence at a time), or both")
+                         "llama-cpp-python's llama_cpp.server (one sequence at a time), both, or none (the local "
+                         "path alone, e.g. on a GPU without llama.cpp)")
     ap.add_argument("--server-threads", type=int, default=os.cpu_count() or 2, help="llama.cpp server threads")
     ap.add_argument("--extra-bufts", action="store_true", help="keep llama.cpp's extra CPU buffer types (AMX, repack)")
     ap.add_argument("--turns-in-flight", type=int, default=0,
@@ -284,7 +285,7 @@ def main(argv=None) -> int:
     device = resolve_device(args.device)
     print(f"[bench] load average before: {load_before[0]:.2f} {load_before[1]:.2f} {load_before[2]:.2f} "
           f"on {os.cpu_count()} cores; device {device}; torch threads {torch.get_num_threads()}")
-    if not args.base_url and not args.critic_scaling:
+    if not args.base_url and not args.critic_scaling and args.server != "none":
         try:
             import llama_cpp  # noqa: F401
             if args.server != "batched":
@@ -336,7 +337,7 @@ def main(argv=None) -> int:
     local_name = "local transformers"
     totals: dict[str, dict] = {}
     servers: list[ServerProcess] = []
-    if not args.base_url:
+    if not args.base_url and args.server != "none":
         gguf = gguf_path()
         if args.server in ("batched", "both"):
             servers.append(ServerProcess.batched(gguf, args.server_threads, tmp / "batched.log", extra_bufts=args.extra_bufts))
@@ -382,7 +383,10 @@ def main(argv=None) -> int:
                   f"whole stage with the critic (target >= 3x for sampling: {'MET' if sratio >= 3 else 'NOT MET'})")
     print(f"load average after: {load_after[0]:.2f} {load_after[1]:.2f} {load_after[2]:.2f} "
           f"(before: {load_before[0]:.2f} {load_before[1]:.2f} {load_before[2]:.2f})")
-    print(json.dumps({"results": results, "load_before": load_before, "load_after": load_after}))
+    out = {"results": results, "device": str(device), "load_before": load_before, "load_after": load_after}
+    print(json.dumps(out))
+    if args.json_out:
+        Path(args.json_out).write_text(json.dumps(out, indent=1))
     return 0
 
 
