@@ -170,15 +170,22 @@ def _prompt_tokens(tok, conv) -> int:
 def _filler_system(tok, conv, prompt_tokens: int):
     """``conv`` with its system message lengthened to about ``prompt_tokens`` chat-templated tokens
     (the paper's prompts run to ~1,500 tokens; the embedded records' to a few hundred)."""
-    have = _prompt_tokens(tok, conv)
-    if prompt_tokens <= have:
-        return conv
-    pad = " ".join(f"note{i % 97}" for i in range(prompt_tokens - have))
     out = [dict(m) for m in conv]
     if out and out[0]["role"] == "system":
-        out[0]["content"] = f"{out[0]['content']}\n{pad}"
-        return out
-    return [{"role": "system", "content": pad}, *out]
+        base = out[0]["content"]
+    else:
+        out, base = [{"role": "system", "content": ""}, *out], ""
+    have = _prompt_tokens(tok, conv)
+    words = prompt_tokens - have
+    for _ in range(4):  # a filler word is not one token: measure, then rescale the word count
+        if words <= 0:
+            return conv
+        out[0]["content"] = (base + "\n" if base else "") + " ".join(f"note{i % 97}" for i in range(words))
+        got = _prompt_tokens(tok, out)
+        if abs(got - prompt_tokens) <= max(8, prompt_tokens // 100):
+            break
+        words = round(words * (prompt_tokens - have) / max(1, got - have))
+    return out
 
 
 def critic_scaling(critic, tok, turns, records, num_candidates: int, candidate_tokens: int, prompt_tokens: int,
