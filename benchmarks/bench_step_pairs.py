@@ -188,6 +188,19 @@ def _filler_system(tok, conv, prompt_tokens: int):
     return out
 
 
+def _text_of_tokens(tok, n: int, seed: int) -> str:
+    """A text of about ``n`` tokens (words vary with ``seed``; a word is not one token: measured
+    and rescaled)."""
+    words = n
+    for _ in range(4):
+        text = " ".join([f"option{seed}"] + [f"w{(seed * 7 + j) % 89}" for j in range(max(0, words - 1))])
+        got = len(tok(text, add_special_tokens=False)["input_ids"])
+        if abs(got - n) <= max(2, n // 50):
+            break
+        words = max(1, round(words * n / max(1, got)))
+    return text
+
+
 def critic_scaling(critic, tok, turns, records, num_candidates: int, candidate_tokens: int, prompt_tokens: int,
                    repeats: int) -> list[dict]:
     """The critic's seconds per turn scoring 1 and ``num_candidates`` candidates of about
@@ -204,8 +217,8 @@ def critic_scaling(critic, tok, turns, records, num_candidates: int, candidate_t
         if cuda:
             torch.cuda.synchronize()
 
-    cands = [" ".join([f"option{i}"] + [f"w{(i * 7 + j) % 89}" for j in range(candidate_tokens - 1)])
-             for i in range(num_candidates)]
+    cands = [_text_of_tokens(tok, candidate_tokens, i) for i in range(num_candidates)]
+    cand_lens = [len(tok(c, add_special_tokens=False)["input_ids"]) for c in cands]
     modes = [(share, n) for share in (True, False) for n in (1, num_candidates)]
     times = {m: [] for m in modes}
     prompt_lens = []
@@ -226,7 +239,8 @@ def critic_scaling(critic, tok, turns, records, num_candidates: int, candidate_t
     for share in (True, False):
         one, many = (sum(times[(share, n)]) / len(times[(share, n)]) for n in (1, num_candidates))
         rows.append({"mode": "prompt once (share_prefix)" if share else "whole sequences", "one": one, "many": many,
-                     "ratio": many / one, "prompt_tokens": sum(prompt_lens) / len(prompt_lens)})
+                     "ratio": many / one, "prompt_tokens": sum(prompt_lens) / len(prompt_lens),
+                     "candidate_tokens": sum(cand_lens) / len(cand_lens)})
     return rows
 
 
@@ -319,7 +333,7 @@ def main(argv=None) -> int:
                               args.prompt_tokens, args.repeats)
         load_after = os.getloadavg()
         print(f"[bench] critic scoring, {len(turns)} turns, prompts of ~{rows[0]['prompt_tokens']:.0f} tokens, "
-              f"candidates of ~{args.candidate_tokens} tokens, critic + reference ({Path(path).name}), "
+              f"candidates of ~{rows[0]['candidate_tokens']:.0f} tokens, critic + reference ({Path(path).name}), "
               f"bf16 on {device}, {args.repeats} timed repeats after a warm-up")
         print(f"\n| scoring | 1 candidate s/turn | {args.num_candidates} candidates s/turn | ratio |")
         print("|---|---|---|---|")
