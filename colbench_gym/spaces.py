@@ -4,6 +4,15 @@ Gymnasium's :class:`~gymnasium.spaces.Text` only admits strings over a fixed cha
 which rejects ordinary dialogue (accents, emoji, CJK, code with tabs). ColBench observations and
 actions are free text, so membership here is "is a ``str`` within the length bounds"; sampling
 still draws from a finite charset so ``sample()`` stays cheap and seeded.
+
+Any ``str`` is a valid turn, including one no encoding can carry: a lone surrogate (a code
+point U+D800 to U+DFFF outside a pair, e.g. ``"rate \\ud800?"``; JSON's ``\\ud800`` escape and
+``surrogateescape`` decoding produce them), on which ``str.encode("utf-8")`` raises. Where text
+leaves Python (seeding or hashing, an HTTP body, a tokenizer, a file, a pipe) it goes through
+:func:`encodable` (one string) or :func:`encodable_data` (the strings of JSON-like data): the
+same text when it encodes, else the text with each surrogate pair joined into the character it
+spells and every lone surrogate replaced by U+FFFD. NULs and other control characters are valid
+Unicode and stay as they are.
 """
 
 from __future__ import annotations
@@ -17,6 +26,29 @@ from gymnasium.spaces import Text
 
 #: Characters used by :meth:`UnicodeText.sample` (membership accepts every code point).
 SAMPLE_CHARSET = string.ascii_letters + string.digits + " .,:;!?()[]{}'\"=+-*/_\n" + "éüßçñøλπ中文✓"
+
+
+def encodable(text: str) -> str:
+    """``text`` made safe to encode (UTF-8, JSON, a tokenizer): ``text`` itself when it already
+    is; else surrogate pairs joined into their character and lone surrogates replaced by U+FFFD."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")
+    return text
+
+
+def encodable_data(value: Any) -> Any:
+    """``value`` (JSON-like: dicts, lists, tuples, strings, numbers) with every string, keys
+    included, made :func:`encodable` (containers are copied, other values kept as they are)."""
+    if isinstance(value, str):
+        return encodable(value)
+    if isinstance(value, dict):
+        return {encodable_data(k): encodable_data(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        items = [encodable_data(v) for v in value]
+        return items if isinstance(value, list) else tuple(items)
+    return value
 
 
 class UnicodeText(Text):

@@ -61,6 +61,7 @@ from colbench_gym.protocol import MAX_TURNS
 from colbench_gym.simulators import HumanSimulator, SimulatorError
 from colbench_gym.simulators.openai_frontend import OpenAIFrontendSimulator
 from colbench_gym.simulators.prompts import backend_messages
+from colbench_gym.spaces import encodable_data
 
 #: Where the solver leaves the dialogue's outcome for the scorers (``state.store``).
 ANSWER_KEY, ENDED_BY_KEY, TURNS_KEY = "colbench:answer", "colbench:ended_by", "colbench:turns"
@@ -121,6 +122,8 @@ class InspectRoleSimulator(HumanSimulator):
             messages = backend_messages(task, dialogue)
         else:
             messages = _FrontendPrompt().build_messages(task, dialogue, **context)
+        # the provider's request is UTF-8 JSON: any str of the dialogue goes, a lone surrogate as U+FFFD
+        messages = encodable_data(messages)
         future = asyncio.run_coroutine_threadsafe(self.model.generate(_inspect_messages(messages)), self.loop)
         try:
             output = future.result(self.timeout)

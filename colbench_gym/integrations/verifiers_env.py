@@ -45,6 +45,7 @@ from colbench_gym.integrations.conversation import (
     task_entries,
 )
 from colbench_gym.protocol import MAX_TURNS
+from colbench_gym.spaces import encodable_data
 from colbench_gym.tasks.accounting import end_reason_of, failure_message, is_infrastructure, named_reason
 from colbench_gym.tasks.kinds import env_kind
 
@@ -137,6 +138,12 @@ def environment_class() -> type:
                 state["final_env_response"] = []  # the person says nothing more: the rollout ends
                 return []
             return [{"role": "user", "content": outcome.reply}]
+
+        async def get_prompt_messages(self, state: Any) -> Any:
+            # The agent model's next request leaves Python as UTF-8 JSON: the dialogue goes encodable
+            # (a lone surrogate of the agent's own earlier turn as U+FFFD), or the request fails to
+            # encode and the rollout ends as a model error instead of going on as it does locally.
+            return encodable_data(await super().get_prompt_messages(state))
 
         @vf.cleanup
         async def close_conversation(self, state: Any) -> None:

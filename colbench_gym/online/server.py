@@ -26,6 +26,7 @@ from openenv.core.env_server import Action, Environment, Observation, State, cre
 from pydantic import Field
 
 from colbench_gym.envs.base import EpisodeOverError, reset_options
+from colbench_gym.spaces import encodable, encodable_data
 from colbench_gym.tasks.accounting import failure_message, is_infrastructure, named_reason
 from colbench_gym.tasks.kinds import KINDS
 
@@ -80,11 +81,13 @@ def raise_tagged(exc: BaseException, unnamed: str | None = None, caller_task: bo
     reason = named_reason(exc) or unnamed
     if not is_infrastructure(reason) or (caller_task and reason == "task_error"):
         raise exc
-    raise RuntimeError(failure_message(reason, f"{type(exc).__name__}: {exc}")) from exc
+    raise RuntimeError(encodable(failure_message(reason, f"{type(exc).__name__}: {exc}"))) from exc
 
 
 def _json_safe(info: dict[str, Any]) -> dict[str, Any]:
-    return json.loads(json.dumps(info, default=str))
+    """``info`` as the wire carries it: JSON data, every string encodable (OpenEnv sends UTF-8
+    JSON; an agent's turn holding a lone surrogate goes back in ``messages`` with U+FFFD)."""
+    return encodable_data(json.loads(json.dumps(info, default=str)))
 
 
 class ColBenchOpenEnv(Environment):
@@ -123,7 +126,7 @@ class ColBenchOpenEnv(Environment):
         self._state = ColBenchState(episode_id=episode_id, step_count=0, kind=self._state.kind,
                                     task_id=info.get("task_id"), task_index=info.get("task_index"),
                                     turn=0, done=False, reward=None)
-        return ColBenchObservation(text=text, info=_json_safe(info), done=False, reward=None)
+        return ColBenchObservation(text=encodable(text), info=_json_safe(info), done=False, reward=None)
 
     def step(self, action: ColBenchAction, timeout_s: float | None = None, **kwargs: Any) -> ColBenchObservation:
         if not self._started:
@@ -144,7 +147,7 @@ class ColBenchOpenEnv(Environment):
         scored = None if is_infrastructure(info.get("end_reason")) else float(reward)
         if done:
             self._state.reward = scored
-        return ColBenchObservation(text=text, info=_json_safe(info), done=done, reward=scored)
+        return ColBenchObservation(text=encodable(text), info=_json_safe(info), done=done, reward=scored)
 
     @property
     def state(self) -> ColBenchState:

@@ -17,6 +17,7 @@ from typing import Any
 from colbench_gym.simulators.base import Dialogue
 from colbench_gym.simulators.leak_guard import with_retry_note
 from colbench_gym.simulators.openai_simulator import OpenAIChatSimulator
+from colbench_gym.simulators.prompts import person_reads
 
 FRONTEND_SYSTEM_PROMPT = """\
 You are role-playing a person who asked an AI assistant to build a web page for them. Your \
@@ -80,9 +81,11 @@ class OpenAIFrontendSimulator(OpenAIChatSimulator):
         messages: list[dict[str, Any]] = [
             {"role": "system", "content": FRONTEND_SYSTEM_PROMPT.format(problem_description=task.problem_description)}]
         turns = dialogue[1:]
-        for m in turns[:-1]:
-            messages.append({"role": "user" if m["role"] == "assistant" else "assistant", "content": m["content"]})
-        last = turns[-1]["content"] if turns else ""
+        for m in turns[:-1]:  # an agent message longer than MAX_MESSAGE_CHARS is cut in the middle
+            agent = m["role"] == "assistant"
+            messages.append({"role": "user" if agent else "assistant",
+                             "content": person_reads(m["content"]) if agent else m["content"]})
+        last = person_reads(turns[-1]["content"]) if turns else ""
         parts: list[dict[str, Any]] = [{"type": "text", "text": "The assistant says:\n" + last}]
         reference = context.get("reference_image")
         agent = context.get("agent_image")

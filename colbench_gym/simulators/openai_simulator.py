@@ -9,6 +9,7 @@ from colbench_gym.simulators.base import Dialogue, HumanSimulator, SimulatorErro
 from colbench_gym.simulators.leak_guard import with_retry_note
 from colbench_gym.simulators.openai_resilience import GarbageResponse, call_sync, shared_limits, sync_http_client
 from colbench_gym.simulators.prompts import backend_messages
+from colbench_gym.spaces import encodable, encodable_data
 from colbench_gym.tasks.records import BackendTask
 
 
@@ -86,6 +87,11 @@ class OpenAIChatSimulator(HumanSimulator):
         # a reply asked for again by the leak guard is sampled with another seed
         seed = None if self._episode_seed is None else self._episode_seed + retry
 
+        # The request leaves Python as UTF-8 JSON: any str of the dialogue is sent, a lone surrogate
+        # as U+FFFD (unencoded, the client raises before the request, and the agent's own turn
+        # would end its episode as the endpoint's failure).
+        messages = encodable_data(messages)
+
         def request():
             return client.chat.completions.create(model=self.model, messages=messages, seed=seed,
                                                   extra_body=self.extra_body or None, **self.sampling)
@@ -110,7 +116,7 @@ class OpenAIChatSimulator(HumanSimulator):
             raise SimulatorError(f"the simulator endpoint {self.base_url} sent an unreadable reply: {exc}") from exc
         tokens = getattr(response, "usage", None)  # the OpenAI usage fields, when the server sends them
         self._count_tokens(getattr(tokens, "prompt_tokens", 0) or 0, getattr(tokens, "completion_tokens", 0) or 0)
-        return text.strip()
+        return encodable(text).strip()  # an endpoint's \ud800 escape: no lone surrogate reaches the env
 
     def close(self) -> None:
         if self._client_obj is not None:

@@ -34,18 +34,38 @@ and never mention tests.
 asked about yet."""
 
 
+#: The longest agent message an LLM playing the person reads whole (characters). A longer one (the
+#: env takes turns of up to 200,000 characters) reaches it cut in the middle by
+#: :func:`person_reads`: sent whole it would overflow a served model's context, the endpoint would
+#: refuse the request, and the agent's own turn would end its episode as an infrastructure failure
+#: (``simulator_error``, unscored) instead of being answered.
+MAX_MESSAGE_CHARS = 8_000
+
+
+def person_reads(text: str, limit: int = MAX_MESSAGE_CHARS) -> str:
+    """An agent message as an LLM playing the person reads it: whole up to ``limit`` characters,
+    else its first and last ``limit // 2`` characters with a note of how much was left out between."""
+    text = str(text)
+    if len(text) <= limit:
+        return text
+    half = limit // 2
+    return f"{text[:half]}\n[... {len(text) - 2 * half:,} characters of this message left out ...]\n{text[-half:]}"
+
+
 def simulator_messages(system_prompt: str, dialogue: Dialogue) -> list[dict[str, str]]:
     """Chat messages from the simulator's side: roles swapped, opening request in the system prompt.
 
     In the environment's dialogue ``user`` is the person and ``assistant`` the agent. The LLM
     playing the person must see the agent's messages as ``user`` turns and its own earlier
     replies as ``assistant`` turns. The opening request already sits in the system prompt, so
-    the conversation starts with the agent's first message, as chat templates expect.
+    the conversation starts with the agent's first message, as chat templates expect. An agent
+    message longer than :data:`MAX_MESSAGE_CHARS` is cut in the middle (:func:`person_reads`).
     """
     messages = [{"role": "system", "content": system_prompt}]
     for m in dialogue[1:]:
-        role = "user" if m["role"] == "assistant" else "assistant"
-        messages.append({"role": role, "content": m["content"]})
+        agent = m["role"] == "assistant"
+        messages.append({"role": "user" if agent else "assistant",
+                         "content": person_reads(m["content"]) if agent else m["content"]})
     return messages
 
 

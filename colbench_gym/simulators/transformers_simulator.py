@@ -7,6 +7,7 @@ from typing import Any
 from colbench_gym.simulators.base import Dialogue, HumanSimulator, SimulatorError
 from colbench_gym.simulators.leak_guard import with_retry_note
 from colbench_gym.simulators.prompts import backend_messages
+from colbench_gym.spaces import encodable_data
 from colbench_gym.tasks.records import BackendTask
 
 
@@ -74,6 +75,8 @@ class TransformersBackendSimulator(HumanSimulator):
         torch = self._torch
         # with the leak guard's instruction when it withheld the previous reply
         messages = with_retry_note(backend_messages(task, dialogue), context, "backend")
+        # a fast tokenizer takes no lone surrogate (TypeError): any str of the dialogue goes in encodable
+        messages = encodable_data(messages)
         ids = self.tokenizer.apply_chat_template(
             messages, add_generation_prompt=True, return_tensors="pt", return_dict=True
         )

@@ -47,6 +47,7 @@ from pathlib import Path
 from typing import Any
 
 from colbench_gym.jsonl import check_output_writable
+from colbench_gym.spaces import encodable_data
 from colbench_gym.tasks.accounting import add_usage, end_reason_of, is_infrastructure, usage
 from sweet_agent.policies.base import Generation, Policy, SamplingParams, derive_seed
 from sweet_agent.prompts import agent_messages, env_kind, system_prompt
@@ -209,7 +210,9 @@ class _Episode:
         self.messages = info["messages"]
 
     def prompt(self) -> list[dict[str, str]]:
-        return agent_messages(self.messages, self.cfg.prompt)
+        # What the policy reads leaves Python (an endpoint's JSON, a tokenizer): any str the agent
+        # wrote earlier goes in encodable (a lone surrogate as U+FFFD), never as the policy's failure.
+        return encodable_data(agent_messages(self.messages, self.cfg.prompt))
 
     def seed(self) -> int:
         return derive_seed(self.cfg.seed, "policy", self.spec.task_index, self.spec.sample, self.turn)
@@ -396,6 +399,7 @@ def collect(policy: Policy, cfg: RolloutConfig, output: str | Path | None = None
         def finished(ep: _Episode) -> None:
             nonlocal tokens, failures_in_a_row
             assert ep.record is not None
+            ep.record = encodable_data(ep.record)  # a UTF-8 file (and a tokenizer later): any str the agent sent
             if writer is not None:
                 writer.write(ep.record)
             records.append(ep.record)

@@ -128,3 +128,23 @@ def test_a_setting_that_cannot_work_fails_at_load_not_as_rollout_errors() -> Non
     on every rollout."""
     with pytest.raises(ValueError, match="simulator must be one of"):
         load_environment(num_tasks=1, simulator="opneai")
+
+
+@pytest.mark.parametrize("question", ["What is the rate \ud800?", "nul\x00 \x1b[31m control\x7f?"])
+def test_any_string_is_a_turn_and_the_rollout_is_scored_as_it_is_locally(question) -> None:
+    """Issue 37: a turn holding a lone surrogate (the agent endpoint's \\ud800 escape decodes to one)
+    raised inside the env and aborted the whole evaluation. Now the person answers it, and the
+    rollout ends with the local episode's reward and no error."""
+    def agent(body: dict) -> str:
+        asked = any(m["role"] == "assistant" for m in body["messages"])
+        return f"{ANSWER_MARKER}\n```python\n{TASKS[0].ground_truth}\n```" if asked else question
+
+    env = load_environment(num_tasks=1)
+    with LocalOpenAIServer(agent) as server:
+        client = AsyncOpenAI(base_url=server.base_url, api_key="none")
+        out = env.evaluate_sync(client, model="stub", num_examples=1, rollouts_per_example=1)
+    [row] = out["outputs"]
+    assert row.get("error") is None, row.get("error")
+    assert row["reward"] == 1.0 and row["metrics"]["success"] == 1.0
+    assert [m["role"] for m in row["completion"]] == ["assistant", "user", "assistant"]
+    assert row["completion"][1]["content"].strip()  # the person's reply to the question

@@ -224,3 +224,29 @@ def test_a_remote_person_that_fails_leaves_the_episode_unscored_as_a_local_one_d
                 with pytest.raises(RuntimeError, match="ground_truth") as bad:  # a malformed task of the caller's
                     client.reset(task={"problem_description": "Write f."})
                 assert not isinstance(bad.value, RemoteEnvironmentError)
+
+
+@pytest.mark.parametrize("question", ["What is the rate \ud800?", "nul\x00 \x1b[31m control\x7f?", "\udfff" * 250_000])
+def test_any_string_is_a_turn_over_the_wire_as_it_is_locally(server, question) -> None:
+    """Issue 37: a turn holding a lone surrogate raised inside the server's env (the client got
+    RemoteEnvironmentError: environment_error, unscored) and its echo in the observation could not
+    be sent as UTF-8 JSON. Now the remote episode is the local one: the same replies, end reason and
+    reward; the observation's dialogue holds the turn with U+FFFD for each lone surrogate."""
+    from colbench_gym.spaces import encodable
+
+    answer = f"{ANSWER_MARKER}\n" + gym.make("ColBench-Backend-v0").unwrapped.task_source[0].ground_truth
+    remote = RemoteColBenchEnv(f"{server}/backend")
+    try:
+        remote.reset(seed=4, options={"task_index": 0})
+        remote_reply, _, remote_done, _, remote_info = remote.step(question)
+        _, remote_reward, _, _, remote_final = remote.step(answer)
+    finally:
+        remote.close()
+    env = gym.make("ColBench-Backend-v0", reward_mode="fraction")
+    env.reset(seed=4, options={"task_index": 0})
+    local_reply, *_ = env.step(question)
+    _, local_reward, _, _, local_final = env.step(answer)
+    assert remote_reply == local_reply and not remote_done
+    assert remote_info["messages"][1]["content"] == encodable(question[:200_000])
+    assert remote_final["end_reason"] == local_final["end_reason"] == "answer"
+    assert remote_reward == local_reward == 1.0

@@ -229,3 +229,21 @@ def test_the_critic_reward_gives_no_score_to_an_infrastructure_failure() -> None
 
     reward = object.__new__(SweetCriticReward)  # the short-circuit touches no critic weights
     assert reward(environments=[Failed()]) == [None]
+
+
+def test_any_string_is_a_question_and_the_episode_keeps_its_reward() -> None:
+    """Issue 37: a question holding a lone surrogate made the env's step raise UnicodeEncodeError,
+    which the tool env took for the agent's error; now the person answers it (as the local env and
+    the server do) and the answer is scored."""
+    from colbench_gym.tasks.embedded import load_embedded
+
+    task = load_embedded("backend", "test")[0]
+    for question in ("What is the rate \ud800?", "nul\x00 and \x1b[31m control?", "\udfff" * 300_000):
+        tool_env = make_tool_env_factory("ColBench-Backend-v0")()
+        tool_env.reset(task=json.dumps(task.to_record()), seed=0)
+        reply = tool_env.ask_user(question)
+        assert isinstance(reply, str) and reply.strip()
+        reply.encode("utf-8")
+        tool_env.submit_answer(task.ground_truth)
+        assert tool_env.get_reward() == 1.0 and tool_env.infrastructure_failure is None
+        assert tool_env.info["end_reason"] == "answer"

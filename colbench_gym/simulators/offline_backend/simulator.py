@@ -36,6 +36,7 @@ from colbench_gym.simulators.offline_backend.phrasing import (
 from colbench_gym.simulators.offline_backend.question import Message, Question, analyse, make_question
 from colbench_gym.simulators.offline_backend.reference import UnreadableReferenceWarning, extract_facts
 from colbench_gym.simulators.offline_backend.sheet import Fact, FactSheet
+from colbench_gym.spaces import encodable
 from colbench_gym.tasks.records import BackendTask
 
 
@@ -79,12 +80,15 @@ class OfflineBackendSimulator(HumanSimulator):
         task = _as_task(task)
         sheet = self.facts_for(task)
         last = next((m.get("content", "") for m in reversed(dialogue or []) if m.get("role") == "assistant"), None)
-        history = [m.get("content", "") or "" for m in (dialogue or []) if m.get("role") == "user"]
+        history = [encodable(str(m.get("content", "") or "")) for m in (dialogue or []) if m.get("role") == "user"]
+        # Any str is a turn: the seed (hashed as UTF-8) and the parser see the message made encodable
+        # (a lone surrogate becomes U+FFFD); valid text is unchanged, and so are the replies to it.
+        last = None if last is None else encodable(str(last))
         rng = random.Random(f"{self.seed}|{self._episode_seed}|{task.task_id}|{len(dialogue or [])}|{last}")
-        if last is None or not str(last).strip():
+        if last is None or not last.strip():
             return nudge(sheet, history, rng, enabled=self.nudges)
         try:
-            msg = analyse(str(last))
+            msg = analyse(last)
             reply = self._reply(sheet, msg, history, rng)
         except Exception as exc:  # noqa: BLE001 - a rollout must survive a simulator bug
             warnings.warn(f"offline simulator could not answer ({type(exc).__name__}: {exc}); replying 'I don't know'",
