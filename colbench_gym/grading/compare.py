@@ -127,13 +127,19 @@ def canonical(x: Any) -> Any:
     raise TypeError(f"unhashable result type {t.__name__}")
 
 
+#: A test's reason when the answer's code gave no result for it and nothing else is known (it
+#: failed to load, or stopped before this call): the answer's failure, scored as failed.
+NOT_RUN = "no result: the answer's code did not run this test (it failed to load or stopped before it)"
+
+
 def outcomes_match(expected: Outcome, actual: Outcome, rules: ComparisonRules = STRICT) -> tuple[bool, str]:
     """Compare one call's outcomes; return ``(passed, reason)``."""
     if expected.kind == "missing":
         why = str(expected.value)
         return False, why if why.startswith("the reference") else f"the reference produced no result ({why})"
     if actual.kind == "missing":
-        return False, f"no result: {actual.value}"
+        why = str(actual.value)
+        return False, NOT_RUN if why == "no result" else f"no result ({why})"
     if expected.kind == "raise":
         if actual.kind == "raise":
             if actual.value == expected.value:

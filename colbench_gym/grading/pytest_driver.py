@@ -66,7 +66,10 @@ class VerdictItem(pytest.Item):
             raise VerdictMismatch(why)
 
     def repr_failure(self, excinfo, style=None):  # noqa: ANN001 - pytest signature
-        # A one-line reason: formatting a traceback per failing test would cost milliseconds.
+        # A one-line reason: formatting a traceback per failing test would cost milliseconds. A
+        # verdict's reason is shown as it is (its class name says nothing a reader needs).
+        if excinfo.type is VerdictMismatch:
+            return str(excinfo.value)
         return f"{excinfo.type.__name__}: {excinfo.value}"
 
     def reportinfo(self):

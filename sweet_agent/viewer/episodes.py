@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from colbench_gym.protocol import extract_answer_html, extract_code, extract_html, parse_action
+from colbench_gym.tasks.accounting import END_REASONS, grading_failure, is_infrastructure
 from colbench_gym.tasks.kinds import BACKEND, FRONTEND, kind_of_task
 from sweet_agent.metrics import agent_turn_kinds, episode_metrics
 
@@ -117,7 +118,7 @@ class Verdicts:
     def __init__(self, show_expected: bool):
         self.show_expected = show_expected
         self._grader = None
-        self._cache: dict[tuple[str, str], tuple[list[dict[str, Any]], str | None]] = {}
+        self._cache: dict[tuple[str, str], tuple[list[dict[str, Any]], dict[str, Any] | None]] = {}
 
     def prefetch(self, items: Sequence[tuple[Mapping[str, Any], str]], workers: int = 2) -> None:
         """Grade many answers at once (the grader's sandbox pool serves threads in parallel)."""
@@ -126,7 +127,7 @@ class Verdicts:
         with ThreadPoolExecutor(max_workers=workers) as pool:
             list(pool.map(lambda item: self(*item), items))
 
-    def __call__(self, task: Mapping[str, Any], answer: str) -> tuple[list[dict[str, Any]], str | None]:
+    def __call__(self, task: Mapping[str, Any], answer: str) -> tuple[list[dict[str, Any]], dict[str, Any] | None]:
         from colbench_gym.tasks.identity import task_identity
 
         key = (task_identity(task), answer or "")
@@ -134,17 +135,18 @@ class Verdicts:
             self._cache[key] = self._grade(task, answer)
         return self._cache[key]
 
-    def _grade(self, task: Mapping[str, Any], answer: str) -> tuple[list[dict[str, Any]], str | None]:
+    def _grade(self, task: Mapping[str, Any], answer: str) -> tuple[list[dict[str, Any]], dict[str, Any] | None]:
         from colbench_gym.grading import get_default_grader
         from colbench_gym.tasks.records import BackendTask
 
         try:
             bt = BackendTask.from_record(task)
         except Exception as exc:  # a task that does not parse is shown, not fatal
-            return [], f"task cannot be graded: {exc}"
+            return [], {"reason": "task_error", "infrastructure": True, "text": f"task cannot be graded: {exc}"}
         if self._grader is None:
             self._grader = get_default_grader()
         res = self._grader.grade(extract_code(answer or ""), bt)
+        failure = grading_failure(res)  # the host's verdict: the answer's own error text never decides it
         expected: dict[str, str] = {}
         if self.show_expected:
             outs = self._grader.reference_outputs(bt)
@@ -156,12 +158,33 @@ class Verdicts:
         for name, call in bt.test_cases.items():
             ok = res.per_test.get(name)
             reason = res.reasons.get(name, "")
-            verdict = "passed" if ok else ("error" if res.error or "raise" in reason.lower() else "failed")
+            verdict = "passed" if ok else ("not scored" if failure else
+                                           "error" if res.error or "raise" in reason.lower() else "failed")
             row = {"name": name, "call": _clip(call, 2000), "verdict": verdict, "reason": _clip(reason, 2000)}
             if self.show_expected:
                 row["expected"] = _clip(expected.get(name, ""), 2000)
             rows.append(row)
-        return rows, (_clip(res.error, 2000) if res.error else None)
+        if failure:
+            return rows, {"reason": failure, "infrastructure": True,
+                          "text": _clip(res.error or END_REASONS[failure].meaning, 2000)}
+        return rows, ({"reason": "answer", "infrastructure": False, "text": _clip(res.error, 2000)}
+                      if res.error else None)
+
+
+def _error_of(meta: Mapping[str, Any]) -> dict[str, Any] | None:
+    """A recorded grading error, attributed by the record's end reason (the host's verdict when it
+    was written): an infrastructure failure (``grading_error``, ``task_error``) or the answer's own
+    (its code failed to load or raised; scored 0). Old records without an end reason: the answer's."""
+    text = _clip(meta.get("grade_error") or "", 2000)
+    if not text:
+        return None
+    reason = meta.get("end_reason")
+    infra = isinstance(reason, str) and is_infrastructure(reason)
+    return {"reason": reason if infra else "answer", "infrastructure": infra, "text": text}
+
+
+def _whole(value: Any) -> int:
+    return value if type(value) is int and value > 0 else 0
 
 
 def _describe_outcome(o: Any) -> str:
@@ -210,14 +233,16 @@ def build_episode(rec: Mapping[str, Any], *, run: int, position: int, opts: View
         "reward": m.reward, "success": m.success, "tests_passed": m.tests_passed, "similarity": m.similarity,
         "turns": m.turns, "questions": m.questions, "ended_by": _clip(meta.get("ended_by") or "", 100),
         "error": _clip(rec.get("error") or meta.get("error") or "", 2000) or None,
-        "grade_error": _clip(meta.get("grade_error") or "", 2000) or None,
+        "grade_error": _error_of(meta),
+        "truncated_turns": _whole(meta.get("length_truncated_turns")),
         "request": _clip(task.get("problem_description")), "answer": _clip(answer), "transcript": turns,
     }
     if scores is not None and scores:
         ep["credit_best"] = max(range(len(scores)), key=lambda i: scores[i])
     if m.kind == "backend" and verdicts is not None and opts.tests:
         ep["tests"], grade_error = verdicts(task, answer)
-        ep["grade_error"] = grade_error
+        recorded = ep["grade_error"]  # an infrastructure failure of the run stays what the run was
+        ep["grade_error"] = grade_error or (recorded if recorded and recorded["infrastructure"] else None)
     if m.kind == "frontend" and shots is not None and opts.screenshots:
         png = answer.strip() if answer.strip().lower().endswith(".png") else None
         ep["answer_shot"] = (shots.image_file(png, rec, base) if png else None) or shots.html(

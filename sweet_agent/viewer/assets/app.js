@@ -35,7 +35,12 @@
   }
   function outcome(ep) {
     if (ep.error) return "error";
-    if (ep.kind === "backend") return ep.success === 1 ? "success" : (ep.grade_error ? "failed (grading error)" : "failed");
+    if (ep.kind === "backend") {
+      if (ep.success === 1) return "success";
+      var g = ep.grade_error;
+      if (g && g.infrastructure) return "not scored (" + g.reason + ")";
+      return g ? "failed (the answer's code failed)" : "failed";
+    }
     return ep.reward === null ? "no score" : "similarity " + fmt(ep.reward, 3);
   }
   function table(headers, rows) {
@@ -231,10 +236,15 @@
     d.appendChild(el("h3", null, "Dialogue"));
     d.appendChild(log);
     d.appendChild(el("h3", null, "Final answer"));
+    if (ep.truncated_turns) d.appendChild(el("p", "muted", ep.truncated_turns + " agent turn(s) cut off at the token limit"
+      + " (the model ran out of new tokens mid-reply)"));
     d.appendChild(el("pre", "answer", ep.answer || "(no answer)"));
     if (ep.tests) {
       d.appendChild(el("h3", null, "Hidden tests"));
-      if (ep.grade_error) d.appendChild(el("p", "error", "grading error: " + ep.grade_error));
+      var g = ep.grade_error;
+      if (g) d.appendChild(el("p", "error", g.infrastructure
+        ? g.reason + " (infrastructure, not the agent's; left out of the rates): " + g.text
+        : "the answer's code failed (scored as failed): " + g.text));
       var headers = ["test", "call", "verdict", "why"];
       if (V.show_expected) headers.push("expected");
       d.appendChild(table(headers, ep.tests.map(function (r) {
