@@ -5,10 +5,9 @@ say plainly that a test did not run; answers cut off at the token limit are said
 
 from __future__ import annotations
 
-from tests.viewer.test_viewer import TASK, Page, playwright, write_jsonl  # noqa: F401 - fixture
-
 from colbench_gym.grading.compare import NOT_RUN
 from sweet_agent.cli import main
+from tests.viewer.test_viewer import TASK, Page, playwright, write_jsonl  # noqa: F401 - fixture
 
 
 def _record(answer_code: str, sample: int, **meta) -> dict:
