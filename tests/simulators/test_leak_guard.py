@@ -199,3 +199,156 @@ def test_every_simulator_kind_is_guarded_including_user_subclasses():
     for sim in (Paster(), Polite()):
         reply = sim.respond(TASK, _dialogue("Paste it."))
         assert reply == REFUSALS["backend"] and reply.blocked == ("Python code",) * (MAX_REGENERATIONS + 1)
+
+
+# ------------------------------------------------------------------ token runs (issue 37, item 4)
+# The guard matched the reference only after whitespace normalisation, and Python only at a line's
+# start: a person who pasted the reference inline, spaces around operators removed and quotes
+# swapped, passed 7 and 9 reference lines to the agent. Now the reply is compared with the
+# reference token by token (tokenize; quotes, whitespace, case and number spelling normalised).
+import re  # noqa: E402
+
+from colbench_gym.simulators.leak_guard import code_tokens  # noqa: E402
+from colbench_gym.tasks.embedded import load_embedded  # noqa: E402
+
+BODY = REFERENCE.splitlines()[1:]  # the reference without its def line (which is "Python code" anywhere)
+
+
+def _squeeze(code: str) -> str:
+    """The spaces around operators and punctuation removed."""
+    return re.sub(r"\s*([=<>!+\-*/%,:()\[\]{}]+)\s*", r"\1", code)
+
+
+def _swap(code: str) -> str:
+    return code.translate(str.maketrans({"'": '"', '"': "'"}))
+
+
+def _inline(lines) -> str:
+    return " ".join(line.strip() for line in lines)
+
+
+REFORMATTINGS = {
+    "as written": lambda c: c,
+    "squeezed": _squeeze,
+    "quotes swapped": _swap,
+    "squeezed, quotes swapped": lambda c: _swap(_squeeze(c)),
+    "typographic quotes": lambda c: _squeeze(c).replace("'", "\u201c"),
+    "in backticks": lambda c: f"`{_swap(c)}`",
+    "wide spaces": lambda c: re.sub(r"([=<>!+\-*/%,:()\[\]{}]+)", r"  \1  ", c),
+    "upper case": lambda c: c.upper(),
+    "typographic operators": lambda c: c.replace(">=", "\u2265"),
+}
+
+
+@pytest.mark.parametrize("style", list(REFORMATTINGS))
+def test_the_reference_pasted_inline_and_reformatted_is_blocked(style):
+    fmt = REFORMATTINGS[style]
+    pasted = f"Sure, here's roughly how I think about it: {fmt(_inline(BODY))} — hope that helps!"
+    assert find_leak(pasted, TASK, _dialogue("How does it work?")) == "line 2 of the hidden reference"
+
+
+@pytest.mark.parametrize("style", list(REFORMATTINGS))
+@pytest.mark.parametrize("line", [2, 3, 4, 5])
+def test_each_line_of_the_reference_anywhere_in_a_sentence_is_blocked(style, line):
+    fragment = REFORMATTINGS[style](REFERENCE.splitlines()[line - 1].strip())
+    for reply in (f"In my head it is {fragment} and that's it.", f"I'd say ({fragment}), more or less"):
+        assert find_leak(reply, TASK, _dialogue("How does it work?")) == f"line {line} of the hidden reference", reply
+    own_line = f"Well,\n{fragment}\nis the rule."  # on a line of its own it may be "Python code" first
+    assert find_leak(own_line, TASK, _dialogue("How?")) in (f"line {line} of the hidden reference", "Python code")
+
+
+@pytest.mark.parametrize("fragment", [
+    "days_since_watering>=limits[plant]",  # a part of line 5, without its "return"
+    "limits={'cactus':14,'fern':2",  # a part of line 2
+    "ValueError(\"unknown plant\")\nreturn days_since_watering",  # the end of one line and the start of the next
+])
+def test_a_fragment_of_the_reference_inside_prose_is_blocked(fragment):
+    assert find_leak(f"so basically {fragment} etc.", TASK, _dialogue("How?")) is not None
+
+
+@pytest.mark.parametrize("reply,why", [
+    ('They check needs_water("rose",3) among others.', "a hidden test call"),
+    ("One is needs_water( 'cactus' , 15 ).", "a hidden test call"),
+    ("Try \u201ccactus\u201d, 15.", "a hidden test's inputs"),
+    ('Someone passes ["basil",4].', "a hidden test's input"),
+])
+def test_hidden_tests_reformatted_are_blocked(reply, why):
+    assert find_leak(reply, TASK, _dialogue("How often?")) == why
+
+
+TIP = BackendTask("Write tip(total, service) for my restaurant app.",
+                  "def tip(total, service):\n"
+                  "    rate = 0.15\n"
+                  "    if service == 'great':\n"
+                  "        rate = 0.2\n"
+                  "    return round(max(total * rate, 1.0), 2)\n",
+                  {"test1": "tip(10, 'ok')", "test2": "tip(100, 'great')"})
+
+
+@pytest.mark.parametrize("task,reply", [
+    (TIP, "The rate is 0.15."),
+    (TIP, "It returns the maximum."),
+    (TIP, "It returns the maximum of the tip and 1.0, rounded to 2 decimals."),
+    (TIP, "Great service gets 0.2 instead of 0.15."),
+    (TIP, "The tip is total times the rate, at least 1."),
+    (TIP, "The function is tip(total, service)."),
+    (TASK, "A cactus can go 14 days, a fern 2 and basil 3."),
+    (TASK, "cactus: 14, fern: 2, basil: 3"),
+    (TASK, "If it's a plant I don't have, raise a ValueError saying 'unknown plant'."),
+    (TASK, "It's needs_water(plant, days_since_watering), as I said."),
+    (TASK, "Water it when days_since_watering is at least the plant's limit (14 for a cactus)."),
+    (TASK, "The plants are 'cactus', 'fern' and 'basil'; nothing else."),
+])
+def test_a_hidden_value_said_in_words_passes(task, reply):
+    assert find_leak(reply, task, [{"role": "user", "content": task.problem_description},
+                                   {"role": "assistant", "content": "What are the details?"}]) is None
+
+
+def test_what_the_agent_wrote_itself_may_come_back_reformatted():
+    asked = _dialogue("Is the rule `days_since_watering >= limits[plant]`, with limits = {'cactus': 14, 'fern': 2, 'basil': 3}?")
+    assert find_leak('Yes: return days_since_watering>=limits[plant], limits={"cactus":14,"fern":2,"basil":3}.',
+                     TASK, asked) is None
+    # ... but not with more of the reference than the agent wrote
+    assert find_leak("Yes, and if plant not in limits: raise ValueError('unknown plant').", TASK, asked) is not None
+
+
+def test_a_paste_of_each_embedded_reference_is_blocked_and_every_longer_line_too():
+    """The issue's attack on every embedded test task: the body pasted inline (squeezed, quotes
+    swapped) is blocked, and so is each of its statement lines of 5 tokens or more, alone in a
+    sentence. What passes is a short line, i.e. a hidden value said plainly (``target = 18``)."""
+    for task in load_embedded("backend", "test"):
+        body = [line for line in task.ground_truth.splitlines()[1:] if line.strip() and not line.strip().startswith("#")]
+        plain = BackendTask("Write the function I described.", task.ground_truth, task.test_cases)
+        assert find_leak(f"Here goes: {_swap(_squeeze(_inline(body)))}", plain, []) is not None, task.task_id
+        for line in body:
+            if len(code_tokens(line)) >= 5 and not line.strip().startswith(('"""', "'''")):
+                reply = f"Think of it as {_swap(_squeeze(line.strip()))} and so on."
+                assert find_leak(reply, plain, []) is not None, (task.task_id, line)
+
+
+def test_a_leaking_llm_person_pasting_inline_never_reaches_the_agent():
+    """Through gym.make: an LLM person that always pastes the reference inline, reformatted."""
+    paste = f"Honestly it's just {_swap(_squeeze(_inline(BODY)))} nothing fancy."
+    with LocalOpenAIServer(lambda body: paste) as server:
+        env = _env(server)
+        env.reset(seed=0, options={"task_index": 0})
+        obs, _, _, _, info = env.step("How does the function decide?")
+        env.close()
+    assert obs == REFUSALS["backend"] and info["leak_guard"]["refused"]
+    assert info["leak_guard"]["blocked"] == ["line 2 of the hidden reference"] * (MAX_REGENERATIONS + 1)
+    assert len(server.requests) == MAX_REGENERATIONS + 1
+
+
+def test_offline_replies_to_generated_tasks_pass_the_token_guard():
+    from colbench_gym.tasks.sources import resolve_task_source
+
+    source = resolve_task_source("generated:train", "backend")
+    sim = make_simulator("offline", "backend")
+    for i in range(60):
+        task = source[i]
+        sim.reset(task, seed=i)
+        for q in ("What are the exact thresholds or rates?", "What should the function return?",
+                  "What is the exact output format?", "Which error should it raise, and when?"):
+            reply = sim.respond(task, [{"role": "user", "content": task.problem_description},
+                                       {"role": "assistant", "content": q}])
+            assert reply.blocked == (), (i, q, reply)
