@@ -61,7 +61,7 @@ from colbench_gym.protocol import MAX_TURNS
 from colbench_gym.simulators import HumanSimulator, SimulatorError
 from colbench_gym.simulators.openai_frontend import OpenAIFrontendSimulator
 from colbench_gym.simulators.prompts import backend_messages
-from colbench_gym.spaces import encodable_data
+from colbench_gym.spaces import encodable, encodable_data
 
 #: Where the solver leaves the dialogue's outcome for the scorers (``state.store``).
 ANSWER_KEY, ENDED_BY_KEY, TURNS_KEY = "colbench:answer", "colbench:ended_by", "colbench:turns"
@@ -144,6 +144,18 @@ def user_role_model() -> Model | None:
 
 
 # ---------------------------------------------------------------------------------------- solver
+def _make_encodable(message: ChatMessage) -> None:
+    """The agent's turn as Inspect keeps it (its log is UTF-8 JSON; the next request sends it back
+    to the model) made encodable: a turn holding a lone surrogate would otherwise end the whole eval
+    in a serialization error. The dialogue itself gets the turn as the model wrote it."""
+    if isinstance(message.content, str):
+        message.content = encodable(message.content)
+        return
+    for part in message.content:
+        if isinstance(getattr(part, "text", None), str):
+            part.text = encodable(part.text)
+
+
 @solver
 def colbench_dialogue(kind: str = "backend", max_turns: int = MAX_TURNS, simulator: str = "offline",
                       simulator_kwargs: dict[str, Any] | None = None, **make_kwargs: Any):
@@ -170,6 +182,7 @@ def colbench_dialogue(kind: str = "backend", max_turns: int = MAX_TURNS, simulat
                 if state.completed:  # a limit of the eval (tokens, time, messages) stopped the agent
                     state.store.set(ENDED_BY_KEY, "limit")
                     break
+                _make_encodable(state.messages[-1])
                 outcome = await asyncio.to_thread(conversation.play, state.output.completion)
                 if outcome.done:
                     state.store.set(ANSWER_KEY, outcome.answer)

@@ -179,8 +179,8 @@ def _windows(tokens: Sequence[str]) -> frozenset[tuple[str, ...]]:
 
 class _Reference:
     """The reference as tokens (see the module): per token its text, whether it is code, whether
-    it counts toward a long run (outside strings and the signature) and its line; plus the token
-    spans of its statement lines of :data:`LINE_TOKENS` tokens or more."""
+    it counts toward a long run (outside strings, the signature and prose punctuation) and its
+    line; plus the token spans of the statement lines that are a leak when whole."""
 
     def __init__(self, source: str) -> None:
         self.tokens: list[str] = []

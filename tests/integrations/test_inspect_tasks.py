@@ -172,3 +172,16 @@ def test_an_answer_the_infrastructure_cannot_score_is_a_sample_error_not_a_score
     [sample] = log.samples
     assert sample.error is not None and "task_error" in sample.error.message
     assert not sample.scores  # no number for it
+
+
+def test_any_string_is_a_turn_and_the_sample_is_scored(tmp_path: Path) -> None:
+    """Issue 37: an agent turn holding a lone surrogate (a provider's \\ud800 escape decodes to one)
+    ended the whole eval in a serialization error of Inspect's log; now the person answers it and
+    the sample is scored as the local episode is."""
+    right = TASKS[0]
+    for question in ("What is the rate \ud800?", "nul\x00 \x1b[31m control\x7f?"):
+        agent = _agent({right.problem_description: right.ground_truth}, question=question)
+        log = _run(colbench_backend(num_tasks=1), tmp_path / str(len(question)), model=agent)
+        [sample] = log.samples
+        assert sample.error is None and sample.scores["colbench_grader"].value == {"success": 1.0, "tests": 1.0}
+        assert sample.scores["colbench_grader"].metadata["ended_by"] == "answer"

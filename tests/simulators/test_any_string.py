@@ -131,7 +131,8 @@ def test_an_endpoint_reply_with_a_lone_surrogate_reaches_the_agent_as_valid_text
 @pytest.mark.browser
 @pytest.mark.parametrize("name", ["lone high surrogate", "NUL", "1 MB of surrogates", "mixed"])
 def test_the_vlm_person_gets_valid_text_for_any_turn(name, browser_ready):
-    from tests.frontend.test_frontend_env import DRAFT, TASK as PAGE
+    from tests.frontend.test_frontend_env import DRAFT
+    from tests.frontend.test_frontend_env import TASK as PAGE
 
     with LocalOpenAIServer(lambda body: "Make the header dark green.") as server:
         env = gym.make("ColBench-Frontend-v0", scorer="fallback", simulator="openai",
