@@ -18,7 +18,7 @@ import gymnasium as gym
 from colbench_gym.protocol import MAX_TURNS, Messages, ParsedAction, parse_action, truncate
 from colbench_gym.simulators import HumanSimulator, make_simulator
 from colbench_gym.simulators.leak_guard import ensure_guarded
-from colbench_gym.spaces import UnicodeText
+from colbench_gym.spaces import UnicodeText, encodable
 from colbench_gym.tasks.accounting import usage
 from colbench_gym.tasks.kinds import EnvKind, env_kind
 from colbench_gym.tasks.records import BackendTask, FrontendTask
@@ -188,7 +188,9 @@ class ColBenchEnv(gym.Env[str, str]):
         self._leaks_blocked += len(guarded.blocked)
         self._replies_refused += guarded.refused
         extra["leak_guard"] = {"blocked": list(guarded.blocked), "refused": guarded.refused}
-        reply = truncate(str(guarded), self.reply_chars)
+        # The person's reply is what the agent's policy reads (a tokenizer, an endpoint): valid text,
+        # even when it quotes a lone surrogate of the agent's own draft (U+FFFD in its place).
+        reply = truncate(encodable(str(guarded)), self.reply_chars)
         self._messages.append({"role": "user", "content": reply})
         self._visible.append({"role": "user", "content": reply})
         if self.render_mode == "human":

@@ -3,7 +3,8 @@ agent's, never as an infrastructure failure, through ``gym.make`` as an agent re
 
 An answer holding lone surrogates, NULs, control characters or a megabyte of text is an answer
 like any other: a backend one that is not Python scores 0 (the grader runs it in the sandbox,
-which reports the answer's own failure); a frontend page is rendered and compared.
+which reports the answer's own failure); a frontend page is rendered and compared. And the
+person's reply the env returns is valid text even when it quotes such a draft.
 """
 
 from __future__ import annotations
@@ -86,3 +87,36 @@ def test_a_megabyte_frontend_answer_is_rendered_and_scored(browser_ready):
     reward, info = _final(env, page)
     assert info["action_truncated"] and info["end_reason"] == "answer" and 0.0 <= reward <= 1.0
     env.close()
+
+
+# ------------------------------------------------------------------ the person's reply
+def test_a_reply_holding_a_lone_surrogate_reaches_the_agent_as_valid_text():
+    """Whatever a simulator returns (a user's own, one quoting the agent), the observation is what
+    the agent's policy reads (a tokenizer, an endpoint): valid text, U+FFFD for a lone surrogate."""
+    from colbench_gym.simulators import HumanSimulator
+
+    class Echo(HumanSimulator):
+        kind = "backend"
+
+        def respond(self, task, dialogue, **context):
+            return f"You said: {dialogue[-1]['content']}"
+
+    env = gym.make("ColBench-Backend-v0", simulator=Echo())
+    env.reset(seed=0, options={"task": TASK.to_record()})
+    obs, _, _, _, info = env.step("rate \ud800?")
+    assert obs == "You said: rate \ufffd?" and info["messages"][-1]["content"] == obs
+    assert info["messages"][1]["content"] == "rate \ud800?"  # the agent's own turn is kept as it sent it
+
+
+@pytest.mark.browser
+def test_the_offline_page_person_quoting_a_drafts_lone_surrogate_replies_valid_text(browser_ready):
+    from tests.frontend.test_frontend_env import TASK as PAGE
+
+    draft = ('<html><body class="bg-emerald-50"><header class="bg-emerald-800 text-white p-6 text-2xl">Fern Fig'
+             '</header><h1 class="text-5xl">Grow \ud800 something</h1></body></html>')
+    env = gym.make("ColBench-Frontend-v0", scorer="fallback")
+    env.reset(seed=0, options={"task": PAGE})
+    obs, *_ = env.step(f"How is this? {draft}")
+    env.close()
+    obs.encode("utf-8")
+    assert "Grow \ufffd something" in obs  # the person quotes the draft's heading, as it reads it
