@@ -15,6 +15,18 @@ from pathlib import Path
 from typing import Any
 
 
+def jsonl_line(record: Mapping[str, Any]) -> str:
+    """One JSONL line (without its newline) that always encodes as UTF-8: readable text as it is,
+    and a record holding a lone surrogate (a valid Python ``str``, not valid UTF-8) with ``\\uXXXX``
+    escapes, which ``json.loads`` reads back to the same string."""
+    line = json.dumps(record, ensure_ascii=False)
+    try:
+        line.encode("utf-8")
+    except UnicodeEncodeError:
+        line = json.dumps(record)
+    return line
+
+
 def write_jsonl_atomic(path: str | os.PathLike[str], records: Iterable[Mapping[str, Any]]) -> Path:
     """Write ``records`` as JSONL to ``path`` atomically (temp file, fsync, ``os.replace``)."""
     path = Path(path)
@@ -23,12 +35,7 @@ def write_jsonl_atomic(path: str | os.PathLike[str], records: Iterable[Mapping[s
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as fh:
             for record in records:
-                line = json.dumps(record, ensure_ascii=False)
-                try:
-                    line.encode("utf-8")
-                except UnicodeEncodeError:  # lone surrogates: keep them as \uXXXX escapes (round-trips)
-                    line = json.dumps(record)
-                fh.write(line + "\n")
+                fh.write(jsonl_line(record) + "\n")
             fh.flush()
             os.fsync(fh.fileno())
         os.replace(tmp, path)

@@ -32,7 +32,7 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from colbench_gym.jsonl import write_jsonl_atomic
+from colbench_gym.jsonl import jsonl_line, write_jsonl_atomic
 from colbench_gym.protocol import Messages, parse_action
 from colbench_gym.tasks.accounting import is_infrastructure_failure
 from colbench_gym.tasks.identity import task_identity
@@ -143,8 +143,9 @@ ROLLOUT_META: dict[str, Any] = {
     "sampling": {"temperature": float, "top_p": float, "top_k": int, "max_new_tokens": int},
     "system_prompt": str,
     # question exploration (sweet_agent.policies.exploration): per agent turn the opener forced on
-    # it, "" where the policy wrote the whole turn; ``prefilled`` counts the forced ones
-    "exploration": {"prefilled": int, "openers": [str]},
+    # it, "" where the policy wrote the whole turn; ``prefilled`` counts the forced ones; ``rates``:
+    # per agent turn the probability the behaviour policy had of forcing one (0 without exploration)
+    "exploration": {"prefilled": int, "openers": [str], "rates": [float]},
 }
 
 
@@ -373,7 +374,7 @@ class TrajectoryWriter:
 
     def write(self, rec: Record) -> None:
         validate_record(rec)
-        line = (json.dumps(rec, ensure_ascii=False) + "\n").encode("utf-8")
+        line = (jsonl_line(rec) + "\n").encode("utf-8")
         self._fh.seek(0, os.SEEK_END)
         self._fh.write(line)
         self._fh.flush()

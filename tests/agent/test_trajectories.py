@@ -185,3 +185,21 @@ def test_paper_file_loader():
             assert [m["content"] for m in msgs[1:]] == [t["content"] for t in hist[:idx]]
             assert out == hist[idx]["output"]
     assert recs[0]["success"] is True and recs[2]["success"] is False
+
+
+def test_writer_keeps_a_record_holding_a_lone_surrogate(tmp_path):
+    """Any str is a valid turn: a record quoting one (a lone surrogate is not UTF-8) is written as a
+    \\uXXXX escape and reads back to the same string, instead of failing the write."""
+    from sweet_agent.trajectories import TrajectoryWriter, read_trajectories
+
+    task = {"problem_description": "Write f(x).", "ground_truth": "def f(x):\n    return x\n",
+            "test_cases": {"test1": "f(1)"}}
+    turn = "What is the rate \ud800?"
+    rec = {"task": task, "dialogue_history": [{"role": "user", "content": "Write f(x)."},
+                                              {"role": "assistant", "content": turn}],
+           "answer": "", "reward": 0.0}
+    path = tmp_path / "t.jsonl"
+    with TrajectoryWriter(path) as w:
+        w.write(rec)
+    assert "\\ud800" in path.read_text(encoding="utf-8")
+    assert list(read_trajectories(path))[0]["dialogue_history"][1]["content"] == turn
