@@ -2,17 +2,24 @@
 
 Why: a task that no answer can pass, or whose hidden information never determines the answer,
 scores every agent 0 and says nothing about any of them. The audit gives each task a verdict
-(``ok``, ``unsolvable`` with the findings, ``invalid``) and prints a summary line. FILE is a task
-file (official backend records, or trajectory records ``{"task": ...}``: each distinct task once)
-or a task source such as ``embedded:test``.
+(``ok``, ``warning`` with the findings that do not fail it, ``unsolvable`` with the findings that
+do, ``invalid``) and prints a summary line. It exits 1 when any task is ``unsolvable`` or
+``invalid`` (``--strict``: also when any has a warning), 2 on a usage error. FILE is a task file
+(official backend records, or trajectory records ``{"task": ...}``: each distinct task once) or a
+task source such as ``embedded:test``.
 
-Checks that need no model (always run):
+Checks that need no model (always run); each is a **failure** (the task cannot be scored fairly)
+unless marked as a warning:
 
 - **reference** — each test's reference result must be usable under grading: a timeout, a crash,
   an exception the sandbox caused (ModuleNotFoundError for numpy, MemoryError, FileNotFoundError,
   ...: :mod:`colbench_gym.grading.environmental`), a result that is not plain data or a test
   call that is not an expression makes the test unpassable for every answer (the references run
   in the grading sandbox, once per task);
+- **nondeterministic** — the reference is run again (``--reruns N`` more times, graded as an
+  answer in its own sandboxed process): a reference whose results change from run to run
+  (``random``, the clock, set order under hash randomisation, ...) fails its own tests, and then
+  no answer can match the expected results except by chance;
 - **unstated constant** — a full-information check: the hidden information the person can give
   is the offline simulated person's fact sheet (every fact it could state if asked,
   :mod:`colbench_gym.simulators.offline_backend`), plus the request itself. A constant of the
@@ -21,14 +28,26 @@ Checks that need no model (always run):
   — can only be guessed;
 - **signature** — the request names the function or its parameters differently from the
   reference the tests call (text contradicting the reference);
-- **unreadable** — parts of the reference the offline person cannot put into words.
+- **contradiction** — *a lexical heuristic*: the request's superlatives or sort order say one
+  thing and the reference's operations the opposite (a request for the "smallest" over a
+  reference that selects with ``max(xs)`` and never calls ``min``; "ascending" or "alphabetical"
+  over a reference whose every sort is ``reverse=True``, and the reverse). Only words with one
+  reading count (``smallest``, ``lowest``, ``fewest``, ``shortest``, ``cheapest`` / ``largest``,
+  ``biggest``, ``highest``, ``greatest``, ``longest``; ``ascending``, ``alphabetical``,
+  ``increasing order`` / ``descending``, ``decreasing``, ``reverse order``), only a reference
+  that uses one side alone is judged, and a cap (``min(x, 100)``: two arguments) is no
+  selection, so "at most" or "the largest allowed" over a ``min`` cap never fire;
+- **test call** — a test calls the reference's function with arguments its signature refuses
+  (too many or too few positional arguments, an unknown keyword): its expected result is the
+  call's own ``TypeError``, an expectation the request never sets and that checks nothing;
+- **unreadable** (warning) — parts of the reference the offline person cannot put into words.
 
 With ``--oracle-model MODEL`` (any OpenAI-compatible endpoint: ``--oracle-base-url``, e.g. a vLLM
 or llama.cpp server with a local model) a **full-information oracle** runs too: the model is
 given the request and *every* fact of the sheet up front (the hidden information in words,
 never the reference's code) and writes the function in one turn, graded in the sandbox; a task
-that no sample solves is flagged. The verdict names the model: a weak oracle fails solvable
-tasks, so read its failures beside the model-free findings.
+that no sample solves is flagged (a failure). The verdict names the model: a weak oracle fails
+solvable tasks, so read its failures beside the model-free findings.
 
     colbench tasks audit embedded:test
     colbench tasks audit backend_tasks/test.jsonl --json --workers 2
@@ -39,6 +58,7 @@ from __future__ import annotations
 
 import argparse
 import ast
+import inspect
 import json
 import os
 import re
@@ -56,18 +76,24 @@ from colbench_gym.tasks.sources import GENERATED_SPACE, resolve_task_source
 #: Constants that structure code rather than state a person's wish (start values, steps, indices).
 STRUCTURAL = (0, 1, -1)
 #: The checks, in report order.
-CHECKS = ("reference", "unstated_constant", "signature", "unreadable", "oracle")
+CHECKS = ("reference", "nondeterministic", "unstated_constant", "signature", "contradiction", "test_call",
+          "unreadable", "oracle")
+#: Checks whose findings warn without failing the task (``--strict`` fails them too); every other
+#: check's finding makes the task ``unsolvable``.
+WARNING_CHECKS = frozenset({"unreadable"})
 
 
 @dataclass
 class Finding:
     check: str  # one of CHECKS
     detail: str
+    severity: str = "failure"  # "failure" or "warning" (WARNING_CHECKS)
 
 
 @dataclass
 class TaskVerdict:
-    """One task's verdict: ``ok``, ``unsolvable`` (see ``findings``) or ``invalid`` (not a task)."""
+    """One task's verdict: ``ok``, ``warning`` (findings of :data:`WARNING_CHECKS` only),
+    ``unsolvable`` (a failing finding, see ``findings``) or ``invalid`` (not a task)."""
 
     where: str
     task_id: str | None = None
@@ -86,8 +112,17 @@ class TaskVerdict:
         return sum("error of the grading environment" in why for why in self.unpassable.values())
 
     def add(self, check: str, detail: str) -> None:
-        self.findings.append(Finding(check, " ".join(detail.split())))
-        self.verdict = "unsolvable"
+        severity = "warning" if check in WARNING_CHECKS else "failure"
+        self.findings.append(Finding(check, " ".join(detail.split()), severity))
+        if severity == "failure":
+            self.verdict = "unsolvable"
+        elif self.verdict == "ok":
+            self.verdict = "warning"
+
+    @property
+    def failed(self) -> bool:
+        """Whether this task fails the audit (``unsolvable`` or ``invalid``)."""
+        return self.verdict in ("unsolvable", "invalid")
 
 
 def read_tasks(path: str) -> list[tuple[str, BackendTask | None, str | None]]:
@@ -298,6 +333,145 @@ def signature_findings(task: BackendTask) -> list[str]:
     return out
 
 
+#: Request words with one reading each (a heuristic, documented in the module docstring): the
+#: side of ``min``/``max`` a superlative asks for, and the sort order a request asks for.
+_SUPERLATIVES = {"min": ("smallest", "lowest", "fewest", "shortest", "cheapest"),
+                 "max": ("largest", "biggest", "highest", "greatest", "longest")}
+_ORDERS = {"ascending": ("ascending", "alphabetical", "alphabetically", "increasing order", "a to z", "a-z"),
+           "descending": ("descending", "decreasing", "reverse order", "z to a", "z-a")}
+_EXTREMES = {"min": "min", "max": "max", "nsmallest": "min", "nlargest": "max"}
+
+
+def _said(text: str, words: tuple[str, ...]) -> list[str]:
+    return [w for w in words if re.search(rf"(?<![\w-]){re.escape(w)}(?![\w-])", text)]
+
+
+def _reference_operations(tree: ast.AST) -> tuple[set[str], set[str], set[str]]:
+    """What the reference computes: the sides of ``min``/``max`` it *selects* with (``max(xs)``,
+    ``min(xs, key=...)``, ``heapq.nsmallest``: one iterable), the sides it calls at all (a cap such
+    as ``min(x, 100)`` included), and the orders of its sorts (``sorted``/``.sort``: ``descending``
+    when ``reverse=True``, ``unknown`` when ``reverse`` is not a constant)."""
+    selects, called, orders = set(), set(), set()
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Call):
+            continue
+        f = node.func
+        name = f.id if isinstance(f, ast.Name) else f.attr if isinstance(f, ast.Attribute) else None
+        if name in _EXTREMES:
+            called.add(_EXTREMES[name])
+            if name.startswith("n") or (len(node.args) == 1 and not isinstance(node.args[0], ast.Starred)):
+                selects.add(_EXTREMES[name])
+        elif name in ("sorted", "sort"):
+            reverse = next((k.value for k in node.keywords if k.arg == "reverse"), None)
+            if reverse is None:
+                orders.add("ascending")
+            elif isinstance(reverse, ast.Constant):
+                orders.add("descending" if reverse.value else "ascending")
+            else:
+                orders.add("unknown")
+    return selects, called, orders
+
+
+def contradiction_findings(task: BackendTask) -> list[str]:
+    """Where the request's words contradict what the reference computes (a lexical heuristic:
+    superlatives against ``min``/``max``, sort order against ``reverse=``; see the module docstring)."""
+    try:
+        tree = ast.parse(task.ground_truth)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return []
+    text = " ".join(task.problem_description.lower().split())
+    selects, called, orders = _reference_operations(tree)
+    out = []
+    asked = {side: _said(text, words) for side, words in _SUPERLATIVES.items()}
+    for side, other in (("min", "max"), ("max", "min")):
+        if asked[side] and not asked[other] and selects == {other} and side not in called:
+            out.append(f"the request asks for the {asked[side][0]} but the reference computes {other}() and never "
+                       f"{side}()")
+    asked = {order: _said(text, words) for order, words in _ORDERS.items()}
+    for order, other in (("ascending", "descending"), ("descending", "ascending")):
+        if asked[order] and not asked[other] and orders == {other}:
+            how = "reverse=True" if other == "descending" else "without reverse=True"
+            out.append(f"the request asks for {asked[order][0]} order but every sort of the reference is {other} "
+                       f"({how})")
+    return out
+
+
+def _signature_of(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> inspect.Signature:
+    """The signature a ``def`` binds with (defaults as placeholders: only their presence matters)."""
+    P, a = inspect.Parameter, fn.args
+    positional = [*a.posonlyargs, *a.args]
+    first_default = len(positional) - len(a.defaults)
+    params = [P(p.arg, P.POSITIONAL_ONLY if i < len(a.posonlyargs) else P.POSITIONAL_OR_KEYWORD,
+                default=None if i >= first_default else P.empty) for i, p in enumerate(positional)]
+    if a.vararg:
+        params.append(P(a.vararg.arg, P.VAR_POSITIONAL))
+    params += [P(p.arg, P.KEYWORD_ONLY, default=P.empty if d is None else None) for p, d in zip(a.kwonlyargs, a.kw_defaults)]
+    if a.kwarg:
+        params.append(P(a.kwarg.arg, P.VAR_KEYWORD))
+    return inspect.Signature(params)
+
+
+def refused_call_findings(task: BackendTask) -> list[str]:
+    """Tests that call a function of the reference with arguments its signature refuses (their
+    expected result is that call's own ``TypeError``). Only undecorated top-level ``def`` s and
+    calls without ``*``/``**`` unpacking are judged."""
+    try:
+        tree = ast.parse(task.ground_truth)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return []
+    defs = {n.name: n for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))}
+    out = []
+    for test, call in task.test_cases.items():
+        try:
+            nodes = list(ast.walk(ast.parse(call.strip(), mode="eval")))
+        except (SyntaxError, ValueError, RecursionError, MemoryError):
+            continue  # the reference check names broken test calls
+        for node in nodes:
+            if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in defs):
+                continue
+            fn = defs[node.func.id]
+            if fn.decorator_list or any(isinstance(x, ast.Starred) for x in node.args) \
+                    or any(k.arg is None for k in node.keywords):
+                continue
+            sig = _signature_of(fn)
+            try:
+                sig.bind(*range(len(node.args)), **{k.arg: None for k in node.keywords})
+            except TypeError as exc:
+                out.append(f"{test} calls {_short_call(call)}, which the reference's {fn.name}{sig} refuses ({exc}): "
+                           "its expected result is the call's own TypeError")
+                break
+    return out
+
+
+def _short_call(call: str, width: int = 60) -> str:
+    text = " ".join(call.split())
+    return text if len(text) <= width else text[: width - 3] + "..."
+
+
+def rerun_findings(task: BackendTask, grader: Any, reruns: int = 1) -> list[str]:
+    """Run the reference ``reruns`` more times (graded as an answer against its own first run's
+    results, each in its own sandboxed process): the tests it fails, except those no answer can
+    pass anyway, mean its results change from run to run."""
+    unpassable = set(grader.unpassable_tests(task))
+    changed: dict[str, str] = {}
+    for _ in range(reruns):
+        result = grader.grade(task.ground_truth, task)
+        if result.end_reason is not None:  # the grader failed: that run measured nothing
+            continue
+        for name, ok in result.per_test.items():
+            if not ok and name not in unpassable and name not in changed:
+                changed[name] = " ".join(str(result.reasons.get(name, "")).split())[:80]
+    if not changed:
+        return []
+    names = list(changed)
+    shown = ", ".join(names[:4]) + (f", ... ({len(names) - 4} more)" if len(names) > 4 else "")
+    timeouts = sum("timeout" in why.lower() or "timed out" in why.lower() for why in changed.values())
+    why = (f"; {timeouts} of them timed out on the rerun" if timeouts else
+           ": its results change from run to run (random numbers, the clock, set order, ...)")
+    return [f"the reference fails {len(names)} of its own {len(task.test_cases) - len(unpassable)} passable tests "
+            f"when run again ({shown}){why}, so no answer can match them except by chance"]
+
+
 # ----------------------------------------------------------------------------- the oracle
 ORACLE_PROMPT = """You are writing one Python function for a person. You will not be able to ask them \
 anything, but you already know everything they know about what they want.
@@ -346,8 +520,8 @@ class Oracle:
 
 
 # ----------------------------------------------------------------------------- the audit
-def audit_task(entry: tuple[str, BackendTask | None, str | None], grader: Any, oracle: Oracle | None = None
-               ) -> TaskVerdict:
+def audit_task(entry: tuple[str, BackendTask | None, str | None], grader: Any, oracle: Oracle | None = None,
+               reruns: int = 1) -> TaskVerdict:
     where, task, invalid = entry
     if task is None:
         return TaskVerdict(where, verdict="invalid", findings=[Finding("reference", invalid or "not a task")])
@@ -357,11 +531,17 @@ def audit_task(entry: tuple[str, BackendTask | None, str | None], grader: Any, o
     if v.unpassable:
         reasons = "; ".join(f"{t}: {' '.join(why.split())[:120]}" for t, why in list(v.unpassable.items())[:3])
         v.add("reference", f"{len(v.unpassable)} of {v.tests} tests unpassable (no usable reference result): {reasons}")
+    for problem in rerun_findings(task, grader, reruns) if reruns > 0 else []:
+        v.add("nondeterministic", problem)
     for const in unstated_constants(task, grader):
         v.add("unstated_constant", f"{const} decides the tests but neither the request nor anything the person "
                                    "can state gives it")
     for problem in signature_findings(task):
         v.add("signature", problem)
+    for problem in contradiction_findings(task):
+        v.add("contradiction", problem)
+    for problem in refused_call_findings(task):
+        v.add("test_call", problem)
     sheet = extract_facts(task.ground_truth, task.problem_description, task.test_cases.values())
     if sheet.parse_error:
         v.add("unreadable", f"the person cannot read the reference: {sheet.parse_error}")
@@ -385,14 +565,22 @@ def audit_task(entry: tuple[str, BackendTask | None, str | None], grader: Any, o
 
 def summary(verdicts: list[TaskVerdict], oracle: Oracle | None = None) -> str:
     counts = Counter(v.verdict for v in verdicts)
-    by_check = Counter(f.check for v in verdicts if v.verdict == "unsolvable" for f in {f.check: f for f in v.findings}.values())
-    checks = ", ".join(f"{by_check[c]} {c}" for c in CHECKS if by_check[c]) or "no findings"
+
+    def checks(verdict: str, severity: str) -> str:
+        """Per check, how many tasks of ``verdict`` have a finding of it (of ``severity``)."""
+        by_check = Counter(c for v in verdicts if v.verdict == verdict
+                           for c in {f.check for f in v.findings if f.severity == severity})
+        return ", ".join(f"{by_check[c]} {c}" for c in CHECKS if by_check[c])
+
+    warned = checks("warning", "warning")
     valid = [v for v in verdicts if v.verdict != "invalid"]
     hit = [v for v in valid if v.unpassable]
     n_bad = sum(len(v.unpassable) for v in hit)
     env = sum(v.environmental for v in hit)
     line = (f"audited {len(verdicts)} tasks ({sum(v.tests for v in valid)} tests): {counts['ok']} ok, "
-            f"{counts['unsolvable']} unsolvable ({checks}), {counts['invalid']} invalid")
+            f"{counts['warning']} with warnings{f' ({warned})' if warned else ''}, "
+            f"{counts['unsolvable']} unsolvable ({checks('unsolvable', 'failure') or 'no findings'}), "
+            f"{counts['invalid']} invalid")
     if hit:
         line += (f"; {n_bad} tests in {len(hit)} tasks have no usable reference result ({env} an exception of the "
                  f"sandbox, {n_bad - env} a timeout, crash, non-plain result or broken test call)")
@@ -433,7 +621,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "such as embedded:test")
     parser.add_argument("--count", type=int, default=None, help="audit the first N tasks (required for generated:*)")
     parser.add_argument("--json", action="store_true", help="one JSON object per task, then the summary")
-    parser.add_argument("--strict", action="store_true", help="exit 1 when any task is not ok")
+    parser.add_argument("--strict", action="store_true",
+                        help="exit 1 on warnings too (without it: exit 1 when any task is unsolvable or invalid)")
+    parser.add_argument("--reruns", type=int, default=1, metavar="N",
+                        help="run each reference N more times to catch results that change between runs "
+                             "(0: skip; default: %(default)s)")
     parser.add_argument("--workers", type=int, default=1, help="sandboxed workers running references in parallel")
     parser.add_argument("--call-timeout", type=float, default=2.0, help="seconds per test call (as in grading)")
     parser.add_argument("--isolation", choices=("auto", "namespaces", "rlimits-only"), default="auto")
@@ -449,8 +641,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    if args.workers < 1 or args.oracle_samples < 1:
-        print("error: --workers and --oracle-samples must be >= 1", file=sys.stderr)
+    if args.workers < 1 or args.oracle_samples < 1 or args.reruns < 0:
+        print("error: --workers and --oracle-samples must be >= 1, --reruns >= 0", file=sys.stderr)
         return 2
     try:
         entries = read_entries(args.file, args.count)
@@ -464,7 +656,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         with BackendGrader(workers=args.workers, call_timeout=args.call_timeout, isolation=args.isolation,
                            cache_dir=args.cache_dir) as grader, ThreadPoolExecutor(max_workers=args.workers) as pool:
-            verdicts = list(pool.map(lambda e: audit_task(e, grader, oracle), entries))
+            verdicts = list(pool.map(lambda e: audit_task(e, grader, oracle, args.reruns), entries))
     finally:
         if oracle is not None:
             oracle.close()
@@ -472,8 +664,15 @@ def run(args: argparse.Namespace) -> int:
         print(json.dumps({**asdict(v), "environmental": v.environmental}, ensure_ascii=False) if args.json
               else _line(v))
     print(summary(verdicts, oracle))
-    return 1 if args.strict and any(v.verdict != "ok" for v in verdicts) else 0
+    return exit_status(verdicts, args.strict)
 
 
-__all__ = ["CHECKS", "Finding", "Oracle", "TaskVerdict", "audit_task", "oracle_prompt", "read_entries",
+def exit_status(verdicts: list[TaskVerdict], strict: bool = False) -> int:
+    """1 when any task fails the audit (``unsolvable`` or ``invalid``) or, with ``strict``, has a
+    warning; else 0."""
+    return 1 if any(v.failed or (strict and v.verdict != "ok") for v in verdicts) else 0
+
+
+__all__ = ["CHECKS", "WARNING_CHECKS", "Finding", "Oracle", "TaskVerdict", "audit_task", "contradiction_findings",
+           "exit_status", "oracle_prompt", "read_entries", "refused_call_findings", "rerun_findings",
            "signature_findings", "summary", "unstated_constants"]

@@ -4,7 +4,7 @@ Why a command: to look at what an environment will play (``--tasks`` takes the s
 ``gym.make(..., tasks=...)``) and to write generated tasks to an official-shape JSONL file that any
 ColBench tool (or ``tasks=path``) can read.
 
-    colbench tasks sources
+    colbench tasks sources [--json]
     colbench tasks list --tasks embedded:test
     colbench tasks show 3 --tasks generated:train --reveal
     colbench tasks export --tasks generated:train --count 5000 -o train_tasks.jsonl
@@ -17,12 +17,13 @@ import ast
 import json
 import os
 import sys
+from dataclasses import asdict
 from typing import Any, TextIO
 
 from colbench_gym.jsonl import write_jsonl_atomic
 from colbench_gym.tasks.kinds import KINDS
 from colbench_gym.tasks.records import BackendTask, FrontendTask
-from colbench_gym.tasks.sources import GENERATED_SPACE, TaskSource, resolve_task_source
+from colbench_gym.tasks.sources import GENERATED_SPACE, TaskSource, available_sources, resolve_task_source
 
 DEFAULT_LIST = 20
 
@@ -32,11 +33,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
     def common(p: argparse.ArgumentParser) -> None:
         p.add_argument("--tasks", default="embedded:test",
-                       help="embedded:test | embedded:train | generated:train | generated:test | a JSONL file "
-                            "(default: %(default)s)")
+                       help="a task source (`colbench tasks sources` lists them: embedded:test, generated:train, "
+                            "collab:train, ...) or a JSONL file (default: %(default)s)")
         p.add_argument("--kind", choices=tuple(KINDS), default="backend", help="task kind (default: %(default)s)")
 
-    sub.add_parser("sources", help="list the task sets this install ships and generates")
+    p_sources = sub.add_parser("sources", help="list every task source this install ships and generates")
+    p_sources.add_argument("--json", action="store_true",
+                           help="one JSON object per source: spec, kind, size (null: unbounded), description")
     p_list = sub.add_parser("list", help="one line per task: index, id, function, request")
     common(p_list)
     p_list.add_argument("--start", type=int, default=0, help="first index (default: 0)")
@@ -95,21 +98,15 @@ def _one_line(text: str, width: int) -> str:
     return text if len(text) <= width else text[: width - 1] + "…"
 
 
-def _sources(out: TextIO) -> int:
-    from colbench_gym.tasks.embedded import available_embedded, load_embedded
-
-    for kind, split in available_embedded():
-        print(f"embedded:{split:<6} {kind:<9} {len(load_embedded(kind, split)):>5} tasks shipped in the package", file=out)
-    from colbench_gym.tasks.generator import FAMILIES
-
-    for split in ("train", "test"):
-        print(f"generated:{split:<5} backend   unbounded ({len(FAMILIES)} template families, disjoint from the other split)", file=out)
-    try:  # the frontend generator is a separate module; list it when this install has it
-        import colbench_gym.tasks.frontend_generator  # noqa: F401
-    except ImportError:
-        return 0
-    for split in ("train", "test"):
-        print(f"generated:{split:<5} frontend  unbounded", file=out)
+def _sources(out: TextIO, as_json: bool = False) -> int:
+    """Every source of :func:`colbench_gym.tasks.sources.available_sources` (the kinds table and
+    the shipped files: a new generator is listed with no change here)."""
+    for src in available_sources():
+        if as_json:
+            print(json.dumps(asdict(src), ensure_ascii=False), file=out)
+            continue
+        size = "unbounded" if src.size is None else f"{src.size} tasks"
+        print(f"{src.spec:<20} {src.kind:<9} {size:>10}  {src.description}", file=out)
     return 0
 
 
@@ -126,7 +123,7 @@ def _write_jsonl(records: list[dict[str, Any]], output: str, force: bool) -> Non
 def run(args: argparse.Namespace) -> int:
     try:
         if args.action == "sources":
-            return _sources(sys.stdout)
+            return _sources(sys.stdout, args.json)
         source = resolve_task_source(args.tasks, args.kind)
         if args.action == "list":
             for i in _range(source, args.start, args.limit, "--limit"):

@@ -14,12 +14,16 @@ environments' ``tasks=`` argument:
 
 Which generators a kind has is its entry's ``generators`` in :mod:`colbench_gym.tasks.kinds`; which
 splits a generator has is its module's ``SPLITS`` (``train`` and ``test`` when it names none).
+:func:`available_sources` lists every source from those two places and the shipped files (what
+``colbench tasks sources`` prints), so a generator added to the table is listed with no other change.
 """
 
 from __future__ import annotations
 
+import importlib
 import os
 from collections.abc import Sequence
+from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
@@ -104,6 +108,39 @@ def generator_splits(kind: str, generator: str) -> tuple[str, ...]:
         return tuple(load(f"{module}:SPLITS"))
     except AttributeError:
         return ("train", "test")
+
+
+@dataclass(frozen=True)
+class SourceInfo:
+    """One task source this install can resolve: its spec, kind, size and what it is."""
+
+    spec: str  # what tasks= takes, e.g. "collab:val"
+    kind: str
+    size: int | None  # None: unbounded (generated)
+    description: str
+
+
+def generator_description(target: str) -> str:
+    """What a generator makes, in one line: the first line of its module's docstring."""
+    module = importlib.import_module(target.partition(":")[0])
+    first = (module.__doc__ or "").strip().splitlines()[:1]
+    return first[0].replace("*", "").rstrip(".") if first else target
+
+
+def available_sources() -> list[SourceInfo]:
+    """Every task source: the embedded sets shipped in the package, then each generator of the
+    kinds table (:data:`colbench_gym.tasks.kinds.KINDS`) with each of its splits."""
+    from colbench_gym.tasks.embedded import available_embedded, load_embedded  # noqa: PLC0415
+
+    out = [SourceInfo(f"embedded:{split}", kind, len(load_embedded(kind, split)), "hand-written tasks shipped in the package")
+           for kind, split in available_embedded()]
+    for generator in _generator_names():
+        for kind in KINDS.values():
+            if generator in kind.generators:
+                description = generator_description(kind.generators[generator])
+                out += [SourceInfo(f"{generator}:{split}", kind.name, None, description)
+                        for split in generator_splits(kind.name, generator)]
+    return out
 
 
 def _generator_names() -> list[str]:

@@ -10,10 +10,54 @@ from colbench_gym.tasks.generator import generate_backend_task
 from colbench_gym.tasks.loaders import load_tasks
 
 
-def test_sources_lists_embedded_and_generated_sets(capsys):
+def _source_rows(out: str) -> dict[tuple[str, str], str]:
+    """``(spec, kind) -> the rest of the line`` of `colbench tasks sources`."""
+    rows = {}
+    for line in out.strip().splitlines():
+        spec, kind, rest = line.split(None, 2)
+        rows[(spec, kind)] = rest
+    return rows
+
+
+def test_sources_lists_every_source_of_the_kinds_table_and_the_shipped_files(capsys):
+    """Embedded sets with their sizes, every generator of every kind with every split of it
+    (collab:train|val|test included, as the README uses them), each resolvable by --tasks."""
+    from colbench_gym.tasks.kinds import KINDS
+    from colbench_gym.tasks.sources import generator_splits, resolve_task_source
+
     assert main(["tasks", "sources"]) == 0
-    out = capsys.readouterr().out
-    assert "embedded:test" in out and "embedded:train" in out and "generated:train backend" in out
+    rows = _source_rows(capsys.readouterr().out)
+    for kind, split in (("backend", "test"), ("backend", "train"), ("frontend", "test"), ("frontend", "train")):
+        assert rows[(f"embedded:{split}", kind)].startswith(f"{len(load_embedded(kind, split))} tasks")
+    for split in ("train", "val", "test"):
+        assert rows[(f"collab:{split}", "backend")].startswith("unbounded  Procedural backend tasks where "
+                                                             "collaboration pays")
+    expected = {(f"{g}:{s}", k.name) for k in KINDS.values() for g in k.generators for s in generator_splits(k.name, g)}
+    assert expected <= set(rows) and len(rows) == len(expected) + 4
+    for spec, kind in rows:
+        assert resolve_task_source(spec, kind).name == spec
+    assert main(["tasks", "sources", "--json"]) == 0
+    listed = [json.loads(line) for line in capsys.readouterr().out.strip().splitlines()]
+    assert {(r["spec"], r["kind"]) for r in listed} == set(rows)
+    assert {r["size"] for r in listed if r["spec"].startswith("collab:")} == {None}
+
+
+def test_a_generator_added_to_the_kinds_table_is_listed_with_no_other_change(monkeypatch, capsys):
+    """How `collab-multi:*` (or any new source) reaches the listing: one entry in KINDS."""
+    import dataclasses
+
+    from colbench_gym.tasks import kinds
+
+    backend = dataclasses.replace(kinds.BACKEND, generators={**kinds.BACKEND.generators,
+                                                             "collab-demo": "colbench_gym.tasks.collab_generator:"
+                                                                            "generate_collab_task"})
+    monkeypatch.setitem(kinds.KINDS, "backend", backend)
+    assert main(["tasks", "sources"]) == 0
+    rows = _source_rows(capsys.readouterr().out)
+    assert {s for s, k in rows if s.startswith("collab-demo:")} == {"collab-demo:train", "collab-demo:test",
+                                                                    "collab-demo:val"}
+    assert main(["tasks", "list", "--tasks", "collab-demo:val", "--limit", "1"]) == 0
+    assert capsys.readouterr().out.startswith("     0  ")
 
 
 def test_list_prints_one_line_per_task(capsys):
