@@ -80,6 +80,8 @@ class Generation:
     #: Text forced at the start of the turn (an exploration opener, see
     #: :mod:`sweet_agent.policies.exploration`); ``text`` begins with it. Empty: none.
     prefix: str = ""
+    #: The probability a behaviour policy had of forcing an opener on this turn (0: none could).
+    explore_rate: float = 0.0
 
 
 def derive_seed(*parts: Any) -> int:

@@ -11,8 +11,10 @@ docs/training.md agrees: explored episodes succeeded in 28.6 % of ``collab:test`
 model's own first turns in 0 %). The model writes the question itself; only the opener is forced.
 
 Honesty about what the data is: the exploring policy is a *behaviour* policy, not the model.
-Every prefilled turn keeps its opener in :attr:`Generation.prefix`; the rollout collector
-records which turns were prefilled (``meta.exploration``) and names the policy
+Every prefilled turn keeps its opener in :attr:`Generation.prefix` and every turn the
+probability it had of one in :attr:`Generation.explore_rate`; the rollout collector records both
+per agent turn (``meta.exploration.openers`` and ``.rates``: :func:`prefilled_agent_turns`
+reads which turns were prefilled) and names the policy
 ``"<model>+explore(...)"``, so a trajectory never passes for the target policy's own
 behaviour. Training on such data (RFT, DPO) teaches the target policy to produce the whole
 turn — opener included — on its own, which is the point.
@@ -38,6 +40,24 @@ DEFAULT_OPENERS: tuple[str, ...] = (
     "Before I write the function, one question: what is the exact ",
     "Before I write the function, one question: what ",
 )
+#: The openers of a later agent turn (the person has answered something already): the same
+#: forced starts, saying it is another question.
+DEFAULT_LATER_OPENERS: tuple[str, ...] = (
+    "Before I write the function, one more question: ",
+    "Before I write the function, one more question: what is the exact ",
+    "Before I write the function, one more question: what ",
+)
+
+
+def _rates(text: str | Sequence[float] | None) -> tuple[float, ...] | None:
+    if text is None:
+        return None
+    if isinstance(text, str):
+        try:
+            return tuple(float(x) for x in text.split(",") if x.strip())
+        except ValueError:
+            raise ValueError(f"exploration rates must be comma-separated numbers in [0, 1], got {text!r}") from None
+    return tuple(float(x) for x in text)
 
 
 @dataclass(frozen=True)
@@ -48,43 +68,86 @@ class ExplorationConfig:
         Probability that an eligible agent turn is prefilled with an opener (0 = never: the
         behaviour policy is the model itself).
     turns:
-        Only the first ``turns`` agent turns are eligible (the first question is the one that
-        pays most; later turns should use the answer).
+        Only the first ``turns`` agent turns are eligible (0 = every agent turn).
+    rates:
+        Per agent turn, its own probability (``rates[0]`` for the first agent turn, ``rates[1]``
+        for the second, ...; later turns 0): replaces ``rate`` and ``turns``. Each turn draws
+        from its own seed, so data collected with ``(0.5, 0.3)`` holds episodes that answer at
+        once, ask once then answer, and ask twice.
     question_tokens:
         Token cap of a prefilled turn (a question is short).
     openers:
-        The forced starts, one picked per prefilled turn (seeded).
+        The forced starts of the first agent turn, one picked per prefilled turn (seeded).
+    later_openers:
+        The forced starts of a later agent turn ("one more question").
     """
 
     rate: float = 0.5
     turns: int = 1
     question_tokens: int = 48
     openers: tuple[str, ...] = DEFAULT_OPENERS
+    rates: tuple[float, ...] | None = None
+    later_openers: tuple[str, ...] = DEFAULT_LATER_OPENERS
 
     def __post_init__(self) -> None:
         if not 0.0 <= self.rate <= 1.0:
             raise ValueError(f"exploration rate must be in [0, 1], got {self.rate}")
-        if self.turns < 1:
-            raise ValueError(f"exploration turns must be >= 1, got {self.turns}")
+        if self.turns < 0:
+            raise ValueError(f"exploration turns must be >= 0 (0 = every agent turn), got {self.turns}")
+        if self.rates is not None:
+            object.__setattr__(self, "rates", _rates(self.rates))
+            if not self.rates or not all(0.0 <= r <= 1.0 for r in self.rates):
+                raise ValueError(f"exploration rates must be one or more numbers in [0, 1] (one per agent turn, "
+                                 f"from the first), got {self.rates}")
         if self.question_tokens < 4:
             raise ValueError(f"question_tokens must be >= 4, got {self.question_tokens}")
-        if not self.openers or not all(isinstance(o, str) and o.strip() for o in self.openers):
-            raise ValueError("openers must be a non-empty tuple of non-empty strings")
+        for name in ("openers", "later_openers"):
+            value = getattr(self, name)
+            if not value or not all(isinstance(o, str) and o.strip() for o in value):
+                raise ValueError(f"{name} must be a non-empty tuple of non-empty strings")
 
     def describe(self) -> str:
-        return f"explore(rate={self.rate:g},turns={self.turns})"
+        if self.rates is not None:
+            return f"explore(rates={'/'.join(f'{r:g}' for r in self.rates)})"
+        return f"explore(rate={self.rate:g},turns={self.turns or 'all'})"
+
+    def rate_at(self, agent_turn: int) -> float:
+        """The probability of an opener at agent turn ``agent_turn`` (1-based)."""
+        if agent_turn < 1:
+            raise ValueError(f"agent turns count from 1, got {agent_turn}")
+        if self.rates is not None:
+            return self.rates[agent_turn - 1] if agent_turn <= len(self.rates) else 0.0
+        return self.rate if not self.turns or agent_turn <= self.turns else 0.0
 
     def opener_for(self, messages: Messages, seed: int | None) -> str | None:
         """The opener forced on this turn, or None. ``seed`` is the turn's sampling seed."""
-        if self.rate <= 0 or seed is None:
+        if seed is None:
             return None
-        turn = sum(1 for m in messages if m.get("role") == "assistant")
-        if turn >= self.turns:
+        turn = next_agent_turn(messages)
+        rate = self.rate_at(turn)
+        if rate <= 0:
             return None
         u = derive_seed(seed, "explore") / float(2**63)
-        if u >= self.rate:
+        if u >= rate:
             return None
-        return self.openers[derive_seed(seed, "opener") % len(self.openers)]
+        openers = self.openers if turn == 1 else self.later_openers
+        return openers[derive_seed(seed, "opener") % len(openers)]
+
+
+def next_agent_turn(messages: Messages) -> int:
+    """The agent turn (1-based) that follows ``messages``: one more than the assistant messages in it."""
+    return 1 + sum(1 for m in messages if m.get("role") == "assistant")
+
+
+def prefilled_agent_turns(rec: dict) -> list[int]:
+    """The agent turns (1-based) of a rollout record that a behaviour policy started with an
+    opener (``meta.exploration.openers``: one per agent turn, ``""`` where none was forced)."""
+    exp = (rec.get("meta") or {}).get("exploration") or {}
+    openers = exp.get("openers") if isinstance(exp, dict) else None
+    if isinstance(openers, list):
+        return [i + 1 for i, o in enumerate(openers) if o]
+    old = exp.get("prefilled_turns") if isinstance(exp, dict) else None  # the first schema: [{"turn": 0-based}]
+    return sorted(int(e["turn"]) + 1 for e in old or [] if isinstance(e, dict) and "turn" in e)
 
 
 class ExploringPolicy(Policy):
@@ -111,10 +174,11 @@ class ExploringPolicy(Policy):
         out: list[Generation | None] = [None] * len(conversations)
         plain = [i for i, o in enumerate(openers) if o is None]
         asked = [i for i, o in enumerate(openers) if o is not None]
+        rates = [self.config.rate_at(next_agent_turn(c)) for c in conversations]
         if plain:
             for i, g in zip(plain, self.base.generate([conversations[i] for i in plain], sampling,
                                                       [seeds[i] for i in plain])):
-                out[i] = g
+                out[i] = replace(g, explore_rate=rates[i])
         if asked:
             q_sampling = sampling.with_(max_new_tokens=min(sampling.max_new_tokens, self.config.question_tokens),
                                         stop=("?",))
@@ -124,7 +188,7 @@ class ExploringPolicy(Policy):
                 text = g.text.rstrip()
                 if not text.endswith("?"):
                     text += "?"  # the stop string is cut off; a question keeps its mark
-                out[i] = replace(g, text=text)
+                out[i] = replace(g, text=text, explore_rate=rates[i])
         return out  # type: ignore[return-value]
 
     def close(self) -> None:

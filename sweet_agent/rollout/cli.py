@@ -81,7 +81,13 @@ def add_arguments(parser: argparse.ArgumentParser, output_required: bool = True)
                         "turns with a question opener that the model completes (sweet_agent.policies.exploration; "
                         "recorded in meta.exploration). 0 = off (default: %(default)s)")
     g.add_argument("--explore-turns", type=int, default=1, metavar="N",
-                   help="agent turns eligible for exploration, from the first (default: %(default)s)")
+                   help="agent turns eligible for --explore-rate, from the first; 0 = every agent turn "
+                        "(default: %(default)s)")
+    g.add_argument("--explore-rates", default=None, metavar="P1,P2,...",
+                   help="per-turn exploration instead: agent turn 1 is prefilled with probability P1, turn 2 with P2, "
+                        "... (later turns never), each drawn on its own, so the offline data holds episodes that "
+                        "answer at once, ask once and answer, and ask twice (recorded per agent turn in "
+                        "meta.exploration: openers and rates)")
     g.add_argument("--best-of", type=int, default=1, metavar="N",
                    help="critic-guided decoding: sample N candidates per turn, keep the one --critic scores highest "
                         "(sweet_agent.best_of_n; needs a critic trained with --no_use_privileged_info) (default: 1 = off)")
@@ -153,6 +159,7 @@ def play(args: argparse.Namespace) -> None:
                         max_turns=args.max_turns)
     # Everything that can be checked without a model is checked before one is loaded or called.
     check_output_writable(args.output)
+    exploration = _exploration(args)
     make_env(cfg).close()  # unknown --env / --tasks / --simulator fail here, naming the choices
     if args.best_of > 1:
         from sweet_agent.best_of_n import BestOfNPolicy
@@ -167,10 +174,10 @@ def play(args: argparse.Namespace) -> None:
     device = resolve_device(args.device) if not is_endpoint or args.best_of > 1 else args.device
     policy = load_policy(args.policy, base_url=args.base_url, api_key=args.api_key, dtype=args.dtype,
                          device=device, max_batch_size=concurrency, concurrency=concurrency, **extra)
-    if args.explore_rate > 0:
-        from sweet_agent.policies.exploration import ExplorationConfig, ExploringPolicy
+    if exploration is not None:
+        from sweet_agent.policies.exploration import ExploringPolicy
 
-        policy = ExploringPolicy(policy, ExplorationConfig(rate=args.explore_rate, turns=args.explore_turns))
+        policy = ExploringPolicy(policy, exploration)
     if args.best_of > 1:
         policy = BestOfNPolicy.from_dir(policy, args.critic, args.best_of, device=device)
     try:
@@ -201,3 +208,20 @@ def play(args: argparse.Namespace) -> None:
         first = " ".join(str(result.failed[0].get("error", "")).split())[:300]
         raise RolloutError(f"every one of the {failed} episodes failed (the first with: {first}); "
                            f"their records in {args.output} say why")
+
+
+def _exploration(args):
+    """The behaviour policy's :class:`ExplorationConfig` of ``--explore-rate`` / ``--explore-turns``
+    or ``--explore-rates`` (None: no exploration); a bad value is a one-line error."""
+    from sweet_agent.policies.exploration import ExplorationConfig
+
+    try:
+        if args.explore_rates is not None:
+            if args.explore_rate > 0:
+                raise ValueError("give --explore-rate (with --explore-turns) or --explore-rates, not both")
+            return ExplorationConfig(rates=args.explore_rates)
+        if args.explore_rate > 0:
+            return ExplorationConfig(rate=args.explore_rate, turns=args.explore_turns)
+    except ValueError as exc:
+        raise SystemExit(f"error: {exc}") from None
+    return None

@@ -200,6 +200,7 @@ class _Episode:
         self.simulator_usage = usage()
         self.truncated_turns = 0
         self.openers: list[str] = []  # per agent turn: the exploration opener a behaviour policy forced, or ""
+        self.explore_rates: list[float] = []  # per agent turn: the probability it had of an opener
         self.record: Record | None = None
         self.env_seed = derive_seed(cfg.seed, "env", spec.task_index, spec.sample)
         self.started = time.perf_counter()
@@ -239,6 +240,7 @@ class _Episode:
         add_usage(self.agent_usage, usage(gen.prompt_tokens, gen.completion_tokens))
         self.truncated_turns += gen.finish_reason == "length"
         self.openers.append(gen.prefix)
+        self.explore_rates.append(float(getattr(gen, "explore_rate", 0.0)))
         self.messages = info["messages"]
         self.simulator_usage = info.get("simulator_usage") or self.simulator_usage
         if terminated or truncated:
@@ -287,7 +289,8 @@ class _Episode:
             sampling={"temperature": self.cfg.sampling.temperature, "top_p": self.cfg.sampling.top_p,
                       "top_k": self.cfg.sampling.top_k, "max_new_tokens": self.cfg.sampling.max_new_tokens},
             system_prompt=self.cfg.prompt,
-            exploration={"prefilled": sum(bool(o) for o in self.openers), "openers": self.openers},
+            exploration={"prefilled": sum(bool(o) for o in self.openers), "openers": self.openers,
+                         "rates": self.explore_rates},
             **values,
         )
 

@@ -57,6 +57,77 @@ def test_rate_zero_is_the_wrapped_policy_and_decisions_are_seeded(tiny_policy):
     assert 60 < sum(p is not None for p in picks) < 140
 
 
+def test_per_turn_rates_prefill_each_agent_turn_with_its_own_probability(tiny_policy):
+    """rates=(P1, P2): agent turn 1 is prefilled with probability P1, turn 2 with P2, later turns
+    never; turns=0 makes every turn eligible. Each turn draws on its own seed, so data holds
+    episodes that answer at once, ask once and answer, and ask twice."""
+    from sweet_agent.policies.base import derive_seed
+    from sweet_agent.policies.exploration import DEFAULT_LATER_OPENERS
+
+    only_second = ExploringPolicy(tiny_policy, ExplorationConfig(rates=(0.0, 1.0)))
+    assert only_second.name.endswith("+explore(rates=0/1)")
+    first, second, third = (only_second.generate([conv(t)], SAMPLING, [11 + t])[0] for t in range(3))
+    assert first.prefix == "" and third.prefix == ""
+    assert second.prefix in DEFAULT_LATER_OPENERS and second.text.startswith(second.prefix)  # "one more question"
+    assert (first.explore_rate, second.explore_rate, third.explore_rate) == (0.0, 1.0, 0.0)
+    every = ExplorationConfig(rate=1.0, turns=0)
+    assert all(every.opener_for(conv(t), 5) is not None for t in range(6)) and "turns=all" in every.describe()
+    assert ExplorationConfig(rate=1.0, turns=2).opener_for(conv(2), 5) is None
+    # independent per-turn draws with the collector's turn seeds: every pattern of (turn 1, turn 2) occurs
+    cfg = ExplorationConfig(rates="0.5,0.5")
+    assert cfg.rates == (0.5, 0.5) and cfg.rate_at(1) == cfg.rate_at(2) == 0.5 and cfg.rate_at(3) == 0.0
+    patterns: dict[tuple[bool, bool], int] = {}
+    for task in range(400):
+        pat = tuple(cfg.opener_for(conv(t), derive_seed(0, "policy", task, 0, t)) is not None for t in range(2))
+        patterns[pat] = patterns.get(pat, 0) + 1
+    assert set(patterns) == {(False, False), (True, False), (False, True), (True, True)}
+    assert all(60 < n < 140 for n in patterns.values()), patterns
+    for bad in ((), (0.5, 1.5), "0.5,x"):
+        with pytest.raises(ValueError, match="rates"):
+            ExplorationConfig(rates=bad)
+    with pytest.raises(ValueError, match="turns must be >= 0"):
+        ExplorationConfig(turns=-1)
+
+
+def test_rollout_records_which_agent_turns_were_prefilled_and_their_rates(tiny_policy, tmp_path):
+    from sweet_agent.policies.exploration import prefilled_agent_turns
+    from sweet_agent.rollout.collector import RolloutConfig, collect
+
+    pol = ExploringPolicy(tiny_policy, ExplorationConfig(rates=(1.0, 1.0)))
+    cfg = RolloutConfig(tasks="collab:train", num_tasks=2, samples_per_task=1, max_turns=3, concurrency=2,
+                        sampling=SamplingParams(max_new_tokens=8, temperature=1.0))
+    collect(pol, cfg, tmp_path / "t.jsonl", progress=False)
+    recs = [json.loads(x) for x in (tmp_path / "t.jsonl").read_text().splitlines()]
+    for r in recs:  # the tiny model never answers: three agent turns, the first two prefilled
+        exploration = r["meta"]["exploration"]
+        assert r["meta"]["turns"] == 3
+        assert prefilled_agent_turns(r) == [1, 2] and exploration["prefilled"] == 2 == record_prefilled_turns(r)
+        assert exploration["rates"] == [1.0, 1.0, 0.0]
+        agent = [m["content"] for m in r["dialogue_history"] if m["role"] == "assistant"]
+        assert agent[1].startswith(exploration["openers"][1]) and "one more question" in exploration["openers"][1]
+        assert "+explore(rates=1/1)" in r["meta"]["policy"]
+    # the first schema (a list of {"turn": 0-based, "opener"}) reads the same way
+    assert prefilled_agent_turns({"meta": {"exploration": {"prefilled_turns": [{"turn": 0, "opener": "x"}]}}}) == [1]
+    assert prefilled_agent_turns({"meta": {}}) == []
+
+
+def test_rollout_flags_make_the_behaviour_policy():
+    import argparse
+
+    from sweet_agent.rollout.cli import _exploration
+
+    def ns(**kw):
+        return argparse.Namespace(**{"explore_rate": 0.0, "explore_turns": 1, "explore_rates": None, **kw})
+
+    assert _exploration(ns()) is None
+    assert _exploration(ns(explore_rate=0.5, explore_turns=0)) == ExplorationConfig(rate=0.5, turns=0)
+    assert _exploration(ns(explore_rates="0.5,0.3")).rates == (0.5, 0.3)
+    with pytest.raises(SystemExit, match="not both"):
+        _exploration(ns(explore_rate=0.5, explore_rates="0.5"))
+    with pytest.raises(SystemExit, match="rates"):
+        _exploration(ns(explore_rates="0.5,2"))
+
+
 def test_policy_without_prefix_support_is_refused():
     class Endpoint(Policy):
         name = "endpoint"
