@@ -10,6 +10,9 @@ environments' ``tasks=`` argument:
 - ``"collab:train"`` / ``"collab:val"`` / ``"collab:test"`` (backend only): simple tasks where one
   hidden detail decides the answer, so asking pays (:mod:`colbench_gym.tasks.collab_generator`;
   ``val`` is the learning benchmark's selection split, disjoint from both others);
+- ``"collab-multi:train"`` / ``"collab-multi:val"`` / ``"collab-multi:test"`` (backend only): two
+  to four hidden details per task, each deciding its own share of the tests, some stated in the
+  request (:mod:`colbench_gym.tasks.collab_multi`; meant for ``max_turns=6``);
 - a path to an official JSONL task file; a list of records or task objects.
 
 Which generators a kind has is its entry's ``generators`` in :mod:`colbench_gym.tasks.kinds`; which
@@ -144,7 +147,7 @@ def available_sources() -> list[SourceInfo]:
 
 
 def _generator_names() -> list[str]:
-    """Every kind's generator spec prefixes, in table order (``generated``, ``collab``)."""
+    """Every kind's generator spec prefixes, in table order (``generated``, ``collab``, ``collab-multi``)."""
     return list(dict.fromkeys(name for kind in KINDS.values() for name in kind.generators))
 
 
