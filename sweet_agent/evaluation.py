@@ -21,6 +21,12 @@ The report also says why the episodes ended and what they cost
 doing) apart, left out of the rates and with the success counting them as failures beside it;
 the agent's and the simulator's prompt/completion tokens per model, the episodes' wall time, and
 with ``--prices FILE`` (``{model: {"prompt": $ per 1M, "completion": $ per 1M}}``) the cost.
+
+``--json`` prints one **results record** per file (:func:`results_record`): the versioned,
+documented schema of docs/trajectory-format.md ("results.json"), the same keys with the same
+types for every run (every end reason present, counted 0 when none; per-model tokens and costs as
+lists of rows), so results of several runs load together with ``datasets.load_dataset("json",
+...)`` (``features=results_features()`` for any mix, e.g. a run with no scores beside a scored one).
 """
 
 from __future__ import annotations
@@ -35,6 +41,7 @@ from typing import Any
 
 from colbench_gym.evaluation.metrics import win_rate as _win_rate
 from colbench_gym.tasks.accounting import (
+    END_REASONS,
     Prices,
     PriceTableError,
     RunCost,
@@ -71,6 +78,8 @@ class Summary:
     mismatches: list[str] = field(default_factory=list)
     ungraded: int = 0  # records without a stored reward (graded only with --regrade)
     policies: list[str] = field(default_factory=list)  # who played (``meta.policy``), in file order
+    agent_models: list[str] = field(default_factory=list)  # the agent's models (``meta.agent_model``), in file order
+    task_sources: list[str] = field(default_factory=list)  # where the tasks came from (``meta.tasks``), in file order
     #: episodes per end reason (colbench_gym.tasks.accounting.END_REASONS; "unrecorded": the record does not say)
     end_reasons: dict[str, int] = field(default_factory=dict)
     #: failures that are not the agent's (endpoint, simulator, grader, renderer, task): not in the rates above
@@ -146,7 +155,9 @@ def summarize(records: list[Record], *, reference: list[Record] | None = None, r
     s.end_reasons = count_end_reasons(e.end_reason for e in episodes)
     s.infrastructure_failures = sum(e.failed for e in episodes)
     s.agent_errors = s.end_reasons.get("agent_error", 0)
-    s.policies = list(dict.fromkeys(str(p) for r in records if (p := (r.get("meta") or {}).get("policy"))))
+    s.policies = _distinct(records, "policy")
+    s.agent_models = _distinct(records, "agent_model")
+    s.task_sources = _distinct(records, "tasks")
     add_costs(s, records, prices)
     # infrastructure failures have no score: counted apart (the rule of colbench_gym.tasks.accounting)
     lines = [i + 1 for i, e in enumerate(episodes) if not e.failed]  # each kept record's line in the file
@@ -195,6 +206,72 @@ def summarize(records: list[Record], *, reference: list[Record] | None = None, r
     if any(e is not None for e in ended):
         s.answered = mean(float(e == "answer") for e in ended if e is not None)
     return s
+
+
+def _distinct(records: list[Record], key: str) -> list[str]:
+    """The distinct non-empty values of ``meta[key]`` over ``records``, in file order."""
+    return list(dict.fromkeys(str(v) for r in records if (v := (r.get("meta") or {}).get(key))))
+
+
+# ---------------------------------------------------------------- the results schema (--json)
+#: Name and version of the results record (docs/trajectory-format.md, "results.json"). Bump the
+#: version when a key, a type or the set of end reasons changes.
+RESULTS_SCHEMA = "colbench-results"
+RESULTS_SCHEMA_VERSION = 1
+#: The end-reason keys every results record has (colbench_gym.tasks.accounting.END_REASONS).
+RESULT_END_REASONS = (*END_REASONS, "unrecorded")
+_RATES = ("success", "success_all", "tests_passed", "similarity", "win_rate", "mean_turns", "answered",
+          "wall_time_s", "cost_usd")
+
+
+def _float(x: float | None) -> float | None:
+    return None if x is None else float(x)
+
+
+def results_record(s: Summary, file: str) -> dict[str, Any]:
+    """One file's report in the results schema (:data:`RESULTS_SCHEMA` v:data:`RESULTS_SCHEMA_VERSION`):
+    every key always present with one type. Rates and times are floats or null (n/a: nothing to
+    measure, never 0); counts are ints; ``end_reasons`` and ``regrade_failures`` have a key per end
+    reason (0 when none); per-model tokens and costs are lists of ``{"model", ...}`` rows sorted by
+    model. docs/trajectory-format.md documents each field."""
+    d = s.to_dict()
+    out: dict[str, Any] = {"schema": RESULTS_SCHEMA, "schema_version": RESULTS_SCHEMA_VERSION, "file": str(file)}
+    for key in ("kind", "episodes", "tasks", "task_sources", "policies", "agent_models"):
+        out[key] = d[key]
+    for key in _RATES:
+        out[key] = _float(d[key])
+    out.update(compared_tasks=s.compared_tasks, infrastructure_failures=s.infrastructure_failures,
+               agent_errors=s.agent_errors,
+               end_reasons={r: int(s.end_reasons.get(r, 0)) for r in RESULT_END_REASONS},
+               regraded=s.regraded, ungraded=s.ungraded, mismatches=list(s.mismatches),
+               regrade_failures={r: int(s.regrade_failures.get(r, 0)) for r in RESULT_END_REASONS},
+               agent_tokens=usage(**s.agent_tokens), simulator_tokens=usage(**s.simulator_tokens),
+               tokens_by_model=[{"model": m, **usage(**t)} for m, t in sorted(s.tokens_by_model.items())],
+               cost_by_model=[{"model": m, "usd": float(c)} for m, c in sorted(s.cost_by_model.items())],
+               unpriced_models=sorted(s.unpriced_models))
+    return out
+
+
+def results_features():
+    """The results schema as ``datasets.Features``: ``datasets.load_dataset("json", data_files=[...],
+    features=results_features())`` loads any results files together (the loader otherwise takes
+    each column's type from the first file, so a column that file holds only nulls or empty lists
+    for cannot take another file's values)."""
+    import datasets  # noqa: PLC0415 - the agent extra; the report itself needs no datasets
+
+    v, tokens = datasets.Value, {"prompt_tokens": datasets.Value("int64"), "completion_tokens": datasets.Value("int64")}
+    strings = datasets.List(v("string"))
+    return datasets.Features({
+        "schema": v("string"), "schema_version": v("int64"), "file": v("string"), "kind": v("string"),
+        "episodes": v("int64"), "tasks": v("int64"), "task_sources": strings, "policies": strings,
+        "agent_models": strings, **{k: v("float64") for k in _RATES},
+        "compared_tasks": v("int64"), "infrastructure_failures": v("int64"), "agent_errors": v("int64"),
+        "end_reasons": {r: v("int64") for r in RESULT_END_REASONS}, "regraded": v("int64"), "ungraded": v("int64"),
+        "mismatches": strings, "regrade_failures": {r: v("int64") for r in RESULT_END_REASONS},
+        "agent_tokens": tokens, "simulator_tokens": tokens,
+        "tokens_by_model": datasets.List({"model": v("string"), **tokens}),
+        "cost_by_model": datasets.List({"model": v("string"), "usd": v("float64")}), "unpriced_models": strings,
+    })
 
 
 def _pct(x: float | None) -> str:
@@ -252,7 +329,9 @@ def add_arguments(parser: argparse.ArgumentParser, files_required: bool = True) 
     parser.add_argument("--reference", metavar="FILE", help="reference run for the win rate (e.g. a stronger model)")
     parser.add_argument("--regrade", action="store_true",
                         help="grade backend answers again in the sandbox instead of trusting stored rewards")
-    parser.add_argument("--json", action="store_true", help="print one JSON object per file")
+    parser.add_argument("--json", action="store_true",
+                        help="print one results record per file (JSON lines; schema colbench-results v1, "
+                             "docs/trajectory-format.md)")
     parser.add_argument("--prices", metavar="FILE", default=None,
                         help='price table for the cost line: JSON {"MODEL": {"prompt": USD_PER_1M_TOKENS, '
                              '"completion": USD_PER_1M_TOKENS}} (models as meta.agent_model / meta.simulator_model name them)')
@@ -272,7 +351,7 @@ def run(args: argparse.Namespace) -> int:
                           prices=prices)
             if s.mismatches:
                 status = 1
-            print(json.dumps({"file": path, **s.to_dict()}) if args.json else format_summary(s, path))
+            print(json.dumps(results_record(s, path)) if args.json else format_summary(s, path))
         return status
     except (FileNotFoundError, TrajectoryFormatError, PriceTableError) as exc:
         print(f"error: {exc}", file=sys.stderr)

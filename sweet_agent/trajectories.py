@@ -1,8 +1,9 @@
 """Trajectory records in the official ColBench offline shape, written safely and read back.
 
-Shape (what the paper's ``colbench_code_offline_15k_llama8b.jsonl`` uses, plus two keys)::
+Shape (what the paper's ``colbench_code_offline_15k_llama8b.jsonl`` uses, plus two keys; the
+dataset card with every field, type and the schema version is docs/trajectory-format.md)::
 
-    {"task": {official task record},
+    {"task": {official task keys, "extra": JSON text of the task's other keys},
      "dialogue_history": [{"role": "user", "content": str},
                           {"role": "assistant", "content": str, "output": str}, ...],
      "answer": str, "reward": float in [0, 1] | None, "success": bool | None, "meta": {...}}
@@ -38,7 +39,15 @@ from colbench_gym.tasks.accounting import is_infrastructure_failure
 from colbench_gym.tasks.identity import task_identity
 from colbench_gym.tasks.kinds import kind_of_task
 from colbench_gym.tasks.loaders import parse_jsonl_lines
-from colbench_gym.tasks.records import TRAJECTORY_KEYS, RecordFormatError, check_trajectory_record, record_success
+from colbench_gym.tasks.records import (
+    TRAJECTORY_KEYS,
+    TRAJECTORY_SCHEMA_VERSION,
+    RecordFormatError,
+    check_trajectory_record,
+    record_success,
+    task_extras,
+    trajectory_task,
+)
 
 Record = dict[str, Any]
 
@@ -76,9 +85,10 @@ def dialogue_history(messages: Sequence[Mapping[str, str]]) -> list[dict[str, st
 def make_record(task: Mapping[str, Any], messages: Sequence[Mapping[str, str]], *, answer: str, reward: float,
                 success: bool | None, meta: Mapping[str, Any] | None = None) -> Record:
     """Build one trajectory record from an episode (``success`` is None where the env has no
-    such notion, e.g. frontend similarity)."""
+    such notion, e.g. frontend similarity). The task takes the one trajectory shape
+    (:func:`colbench_gym.tasks.records.trajectory_task`: its extra keys in one JSON text field)."""
     rec: Record = {
-        "task": dict(task),
+        "task": trajectory_task(task),
         "dialogue_history": dialogue_history(messages),
         "answer": answer,
         "reward": float(reward),
@@ -125,6 +135,8 @@ def missing_reward_hint(rec: Mapping[str, Any], where: str = "record") -> str:
 #: before its first turn.) The record's top-level ``error`` is ``""`` when the episode did not fail.
 TOKENS = {"prompt_tokens": int, "completion_tokens": int}
 ROLLOUT_META: dict[str, Any] = {
+    # the record schema (colbench_gym.tasks.records.TRAJECTORY_SCHEMA_VERSION; docs/trajectory-format.md)
+    "schema_version": int,
     # what the run was made with (the --resume identity)
     "env": str, "tasks": str, "seed": int, "k": int, "policy": str, "simulator": str,
     # which episode
@@ -171,8 +183,24 @@ def _conform(value: Any, kind: Any, where: str) -> Any:
 def rollout_meta(**values: Any) -> dict[str, Any]:
     """A rollout record's ``meta`` in the one schema (:data:`ROLLOUT_META`): every key present,
     in order, with its type; a missing or null value becomes the type's "none" (``""``, ``0``,
-    ``False``). An unknown key is an error (add it to the schema, for every run)."""
-    return _conform(values, ROLLOUT_META, "")
+    ``False``). An unknown key is an error (add it to the schema, for every run).
+    ``schema_version`` is the current one unless given."""
+    return _conform({"schema_version": TRAJECTORY_SCHEMA_VERSION, **values}, ROLLOUT_META, "")
+
+
+def record_schema_version(rec: Mapping[str, Any]) -> int:
+    """The trajectory schema version a record was written in: ``meta.schema_version``, else 1
+    (records from before it, the paper's and release files included)."""
+    meta = rec.get("meta")
+    version = meta.get("schema_version") if isinstance(meta, Mapping) else None
+    return version if isinstance(version, int) and not isinstance(version, bool) and version > 0 else 1
+
+
+def record_task_extras(rec: Mapping[str, Any]) -> dict[str, Any]:
+    """The extra keys of a record's task (``source``, ``index``, ``family``, ...), from either
+    schema version (:func:`colbench_gym.tasks.records.task_extras`)."""
+    task = rec.get("task")
+    return task_extras(task) if isinstance(task, Mapping) else {}
 
 
 def record_prefilled_turns(rec: Mapping[str, Any]) -> int:
@@ -624,7 +652,7 @@ def load_paper_offline(path: str | os.PathLike[str]) -> list[Record]:
 __all__ = [
     "OFFICIAL_KEYS", "ROLLOUT_META", "Record", "TrajectoryFormatError", "TrajectoryWriter", "agent_turns", "clean_paper_record",
     "dialogue_history", "episode_id", "from_hf_row", "from_json_columns", "iter_paper_offline", "iter_trajectories", "load_paper_offline", "make_record",
-    "parse_llama3_prompt", "read_trajectories", "record_episode_id", "record_prefilled_turns", "rollout_meta",
-    "to_hf_dataset", "validate_record",
+    "parse_llama3_prompt", "read_trajectories", "record_episode_id", "record_prefilled_turns", "record_schema_version",
+    "record_task_extras", "rollout_meta", "to_hf_dataset", "validate_record",
     "write_jsonl_atomic",
 ]

@@ -12,6 +12,8 @@ from pathlib import Path
 
 import pytest
 
+from sweet_agent.trajectories import record_task_extras
+
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests" / "training"))
 
@@ -46,7 +48,7 @@ def test_demo_compares_untrained_and_trained_on_the_same_held_out_tasks(tiny_pai
         recs = [json.loads(x) for x in (tmp_path / f"{name}.jsonl").read_text().splitlines()]
         runs[name] = recs
         assert sorted(r["meta"]["task_index"] for r in recs) == [1000, 1001]
-        assert all(r["task"]["source"] == "collab:test" and r["meta"]["seed"] is not None for r in recs)
+        assert all(record_task_extras(r)["source"] == "collab:test" and r["meta"]["seed"] is not None for r in recs)
         assert f"[demo] {name:>9}: asked a question in " in out
     assert runs["untrained"][0]["meta"]["policy"] != runs["trained"][0]["meta"]["policy"]
     assert "  1000  " in out and "  1001  " in out  # the side-by-side table, one row per task

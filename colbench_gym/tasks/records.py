@@ -8,6 +8,16 @@ Offline trajectory records (the paper's release format, which rollouts write and
 trainers and viewers read) — ``{"task": {task record}, "dialogue_history": [{"role", "content"},
 ...], "answer": str, "reward": float | None, ...}``: :func:`check_trajectory_record` is the one
 validator every reader calls, each asking for the keys it needs.
+
+The task inside a trajectory record has one shape whatever its source
+(:func:`trajectory_task`, schema version :data:`TRAJECTORY_SCHEMA_VERSION`): the official keys,
+then ``extra``, the JSON text of every other key of the task (``{"source": "collab:train",
+"index": 3, ...}`` for a generated task, ``{}`` for an embedded one). WHY: ``datasets`` infers one
+Arrow struct per file and casts every other file to it, so generated tasks' extra keys
+(``source``, ``index``, ``family``, ``generator_version``) beside embedded tasks' none made two
+runs on different sources fail to load together. Version 1 records (extra keys beside the
+official ones) are still read: :meth:`BackendTask.from_record` / :meth:`FrontendTask.from_record`
+and :func:`task_extras` take both. docs/trajectory-format.md is the dataset card.
 """
 
 from __future__ import annotations
@@ -93,7 +103,7 @@ RECORD_FIELDS: dict[str, str] = {
     "end_reason": "str", "infrastructure_failure": "bool", "error": "str", "grade_error": "str",
 }
 META_FIELDS: dict[str, str] = {
-    "end_reason": "str", "infrastructure_failure": "bool", "failed": "bool", "error": "str", "ended_by": "str",
+    "schema_version": "count", "end_reason": "str", "infrastructure_failure": "bool", "failed": "bool", "error": "str", "ended_by": "str",
     "grade_error": "str", "tests_passed": "count", "tests_total": "count", "tests_unpassable": "count",
     "turns": "count", "max_turns": "count", "sample": "count", "policy": "str", "episode_id": "str",
     "agent_model": "str", "simulator_model": "str", "wall_time_s": "seconds", "completion_tokens": "count",
@@ -173,6 +183,53 @@ def record_success(rec: Mapping[str, Any], threshold: float | None = None) -> bo
     return None if reward is None else float(reward) >= (1.0 if threshold is None else threshold)
 
 
+#: Version of the trajectory record schema (docs/trajectory-format.md): 2 = task extras as one JSON
+#: text field ``task.extra`` and ``meta.schema_version``; 1 (no ``meta.schema_version``) = extra
+#: keys beside the official ones in ``task``. Readers take both.
+TRAJECTORY_SCHEMA_VERSION = 2
+#: The official keys of a task record, in the order a trajectory's task keeps them.
+TASK_KEYS = ("problem_description", "ground_truth", "test_cases")
+#: The one field of a trajectory's task holding every other key, as JSON text.
+TASK_EXTRA = "extra"
+
+
+def _decoded_extra(value: Any) -> dict[str, Any] | None:
+    """The keys a ``task.extra`` JSON text holds, or None when ``value`` is not such a text."""
+    if not isinstance(value, str):
+        return None
+    try:
+        parsed = json.loads(value)
+    except ValueError:
+        return None
+    return parsed if isinstance(parsed, dict) else None
+
+
+def task_extras(task: Mapping[str, Any]) -> dict[str, Any]:
+    """Every key of a task record besides the official ones, from either schema: version 2's
+    ``extra`` JSON text (``{"source": "collab:train", ...}``) or version 1's keys beside the
+    official ones. ``{}`` for a task without any (an embedded task)."""
+    out = {k: v for k, v in task.items() if k not in TASK_KEYS}
+    decoded = _decoded_extra(out.get(TASK_EXTRA))
+    if decoded is not None:
+        del out[TASK_EXTRA]
+        out = {**decoded, **out}
+    return out
+
+
+def trajectory_task(task: Mapping[str, Any]) -> dict[str, Any]:
+    """A task record in the one shape of a trajectory record's ``task`` (schema version 2): the
+    official keys it has (``problem_description``, ``ground_truth``, ``test_cases`` for backend),
+    then ``extra``: the JSON text of every other key, keys sorted (``"{}"`` when none). Idempotent;
+    a version 1 task (extra keys beside the official ones) comes out in version 2's shape."""
+    out = {k: task[k] for k in TASK_KEYS if k in task}
+    if isinstance(out.get("test_cases"), str):  # some dumps store the dict as a JSON string
+        decoded = _decoded_extra(out["test_cases"])
+        if decoded is not None:
+            out["test_cases"] = decoded
+    out[TASK_EXTRA] = json.dumps(task_extras(task), ensure_ascii=False, sort_keys=True, default=str)
+    return out
+
+
 def _task_fields(record: Any, where: str, shape: str) -> tuple[str, str]:
     """The two fields every task shape has, validated (``shape`` names the expected shape)."""
     if not isinstance(record, Mapping):
@@ -224,8 +281,7 @@ class BackendTask:
         for name, call in tests.items():
             if not isinstance(call, str) or not call.strip():
                 raise TaskFormatError(f"{where}: test case {name!r} must be a call expression string")
-        extra = {k: v for k, v in record.items() if k not in ("problem_description", "ground_truth", "test_cases")}
-        task = cls(desc, gt, {str(k): v for k, v in tests.items()}, extra)
+        task = cls(desc, gt, {str(k): v for k, v in tests.items()}, task_extras(record))
         if check_python:
             task.check_python(where)
         return task
@@ -282,8 +338,7 @@ class FrontendTask:
         desc, gt = _task_fields(record, where, "frontend")
         if "<" not in gt:
             raise TaskFormatError(f"{where}: 'ground_truth' of a frontend task must be an HTML page")
-        extra = {k: v for k, v in record.items() if k not in ("problem_description", "ground_truth")}
-        return cls(desc, gt, extra)
+        return cls(desc, gt, task_extras(record))
 
     def to_record(self) -> dict[str, Any]:
         return {"problem_description": self.problem_description, "ground_truth": self.ground_truth, **self.extra}

@@ -12,6 +12,7 @@ import time
 import pytest
 
 from colbench_gym.protocol import parse_action
+from colbench_gym.tasks.records import trajectory_task
 from colbench_gym.tasks.sources import resolve_task_source
 from sweet_agent.policies.base import SamplingParams
 from sweet_agent.policies.openai_policy import OpenAIPolicy
@@ -39,7 +40,7 @@ def _check_intact(rec) -> None:
     """Every person reply answers this episode's own previous agent message, about its own task."""
     source = resolve_task_source("embedded:test", "backend")
     task = source[rec["meta"]["task_index"]]
-    assert rec["task"] == task.to_record()
+    assert rec["task"] == trajectory_task(task.to_record())
     hist = rec["dialogue_history"]
     assert hist[0] == {"role": "user", "content": task.problem_description}
     fn = task.ground_truth.split("def ", 1)[1].split("(", 1)[0]
@@ -193,7 +194,7 @@ def test_rollout_with_the_offline_simulator_by_name(tiny_policy, tmp_path):
     for rec in recs:
         task = source[rec["meta"]["task_index"]]
         hist = rec["dialogue_history"]
-        assert rec["task"] == task.to_record() and hist[0]["content"] == task.problem_description
+        assert rec["task"] == trajectory_task(task.to_record()) and hist[0]["content"] == task.problem_description
         assert [t["role"] for t in hist] == ["user", "assistant", "user", "assistant"]
         assert hist[2]["content"] and len(hist[2]["content"]) <= 400  # the person's reply, capped as in the paper
         assert task.ground_truth not in hist[2]["content"]
