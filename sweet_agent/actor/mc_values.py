@@ -1,0 +1,694 @@
+"""Monte-Carlo step values: a ground truth for step-level credit that needs no critic.
+
+SWEET-RL's actor learns from the critic's preference between candidate turns. Whether those
+preferences are right can be measured without any critic: for a candidate turn (an offline
+trajectory's prefix + a candidate agent message), play the episode to its end ``k`` times with
+the behaviour policy against the same simulator and grade each ending. The mean graded reward
+is a Monte-Carlo estimate of Q^π(o_t, a): how good the turn is when the policy carries on.
+
+- **Same simulator state.** The environment is reset with the trajectory's task and its
+  ``meta.env_seed`` (the seed the rollout collector reset it with), and the prefix's recorded
+  agent turns are replayed through ``env.step``, so the simulated person is where it was when
+  the trajectory was played. The person's replies of the replay are compared with the
+  recorded ones (``replay_mismatches``: 0 for the offline simulator; an LLM person sampled
+  again may differ, and then the completions continue from what it said this time).
+- **Answers are graded directly.** A candidate that ends the episode (it writes
+  ``I WANT TO ANSWER:``, or it is the last allowed turn) is stepped once and its value is its
+  graded reward: no rollouts, no noise.
+- **Identical candidate texts share one estimate** (their rollouts would estimate the same Q).
+- **Failures.** A completion that fails for infrastructure reasons (simulator, endpoint,
+  grader: :mod:`colbench_gym.tasks.accounting`) is left out of the mean and counted; one the
+  policy itself fails (``agent_error``) scores 0, as in the rollouts. A candidate whose every
+  completion failed has ``mc_value`` null and takes part in no pair.
+
+Rewards are the env's ``reward_mode`` (default ``"fraction"``: the share of hidden tests passed,
+the protocol's % tests passed). Candidates are sampled like ``train-actor``'s (``stage_turns``
+chooses the turns, turn ``k``'s candidates are seeded ``seed + k``, ``--explore_candidates``
+adds question openers at any agent turn), so a values file built with ``train-actor``'s
+settings and seed holds the same turns as its step pairs.
+
+The stage (``sweet-agent mc-values``) writes one JSON line per agent turn (:func:`build_mc_values`)
+and a ``.meta.json`` sidecar with its settings and counts. Every finished turn is appended
+(fsync'd) to a journal beside the output; ``--resume`` continues from it (same settings, else a
+one-line error); the output is written atomically once every turn is done and the journal is
+then removed (kept while a turn failed, so ``--resume`` retries it).
+
+The values feed ``sweet-agent critic-report`` (:mod:`sweet_agent.actor.critic_report`: how often
+a critic orders two candidates as their Monte-Carlo values do) and ``train-actor
+--pair_labels monte-carlo`` (:func:`monte_carlo_pairs`: step pairs labelled by the values
+themselves, the oracle-credit actor).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import time
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from colbench_gym.jsonl import check_output_writable, jsonl_line, write_jsonl_atomic
+from colbench_gym.protocol import Messages, parse_action
+from colbench_gym.spaces import encodable_data
+from colbench_gym.tasks.accounting import end_reason_of, is_infrastructure
+from sweet_agent.policies.base import Policy, PolicyError, SamplingParams, derive_seed
+from sweet_agent.training_data import records as R
+
+PROG = "sweet-agent mc-values"
+#: Written into every values meta and journal header; readers refuse other formats.
+FORMAT = "sweet-agent mc step values v1"
+META_SUFFIX = ".meta.json"
+JOURNAL_SUFFIX = ".turns.jsonl"
+#: A failed simulator reply is retried this many times (with backoff) before the completion fails.
+SIMULATOR_RETRIES = 2
+#: Two Monte-Carlo values closer than this are a tie (no preference to agree with).
+MC_TIE = 1e-9
+
+
+class MCValuesError(ValueError):
+    """A values file or journal that cannot be used as asked (one line: what, and what to do)."""
+
+
+@dataclass
+class MCConfig:
+    """What :func:`build_mc_values` samples and plays (every field is an ``mc-values`` flag)."""
+
+    num_candidates: int = 8
+    rollouts_per_candidate: int = 4
+    explore_candidates: float = 0.0
+    turn_fraction: float = 1.0
+    first_turns: int = 0
+    skip_turns: int = 0
+    max_new_tokens: int = 256
+    temperature: float = 1.0
+    top_p: float = 1.0
+    rollout_temperature: float | None = None  # the completions' (default: temperature)
+    rollout_max_new_tokens: int | None = None  # the completions' (default: max_new_tokens)
+    env_id: str = "ColBench-Backend-v0"
+    simulator: Any = "offline"
+    simulator_kwargs: dict[str, Any] | None = None
+    max_turns: int | None = None  # None: the records' meta.max_turns (one value), else 10
+    reward_mode: str = "fraction"
+    concurrency: int = 8
+
+    def __post_init__(self) -> None:
+        if self.num_candidates < 1:
+            raise ValueError(f"num_candidates must be >= 1, got {self.num_candidates}")
+        if self.rollouts_per_candidate < 1:
+            raise ValueError(f"rollouts_per_candidate must be >= 1, got {self.rollouts_per_candidate}")
+        if not 0 <= self.explore_candidates <= 1:
+            raise ValueError(f"explore_candidates must be in [0, 1], got {self.explore_candidates}")
+        if not 0 < self.turn_fraction <= 1:
+            raise ValueError(f"turn_fraction must be in (0, 1], got {self.turn_fraction}")
+        if self.first_turns < 0 or self.skip_turns < 0:
+            raise ValueError("first_turns and skip_turns must be >= 0")
+        if self.concurrency < 1:
+            raise ValueError(f"concurrency must be >= 1, got {self.concurrency}")
+        if self.reward_mode not in ("fraction", "success"):
+            raise ValueError(f"reward_mode must be fraction or success, got {self.reward_mode!r}")
+        if self.max_turns is not None and self.max_turns < 1:
+            raise ValueError(f"max_turns must be >= 1, got {self.max_turns}")
+
+    def candidate_sampling(self) -> SamplingParams:
+        return SamplingParams(max_new_tokens=self.max_new_tokens, temperature=self.temperature, top_p=self.top_p,
+                              top_k=0)
+
+    def rollout_sampling(self) -> SamplingParams:
+        temp = self.temperature if self.rollout_temperature is None else self.rollout_temperature
+        return SamplingParams(max_new_tokens=self.rollout_max_new_tokens or self.max_new_tokens, temperature=temp,
+                              top_p=self.top_p, top_k=0)
+
+    def settings(self) -> dict[str, Any]:
+        out = asdict(self)
+        if not isinstance(self.simulator, str):  # an instance (tests, scripts): its class names it
+            out["simulator"] = type(self.simulator).__name__
+        return out
+
+
+def meta_path(values: str | os.PathLike[str]) -> Path:
+    return Path(str(values) + META_SUFFIX)
+
+
+def journal_path(values: str | os.PathLike[str]) -> Path:
+    return Path(str(values) + JOURNAL_SUFFIX)
+
+
+# ----------------------------------------------------------------------------- the environment
+def make_env(config: MCConfig, max_turns: int):
+    import gymnasium as gym
+
+    import colbench_gym  # noqa: F401 - registers the environments
+    from sweet_agent.prompts import env_kind
+
+    extra = {"reward_mode": config.reward_mode} if env_kind(config.env_id) == "backend" else {}
+    return gym.make(config.env_id, simulator=config.simulator, simulator_kwargs=config.simulator_kwargs,
+                    max_turns=max_turns, **extra)
+
+
+def recorded_turns(rec: dict[str, Any]) -> list[tuple[str, str | None]]:
+    """``(agent output, the person's reply after it or None)`` per agent turn of a record."""
+    msgs = R.dialogue_messages(rec)
+    out = []
+    for i, m in enumerate(msgs):
+        if m["role"] == "assistant":
+            nxt = msgs[i + 1] if i + 1 < len(msgs) and msgs[i + 1]["role"] == "user" else None
+            out.append((m["content"], None if nxt is None else nxt["content"]))
+    return out
+
+
+def env_seed_of(rec: dict[str, Any], seed: int, record_index: int) -> int:
+    """The seed the record's episode was reset with (``meta.env_seed``), else one derived from
+    the run's seed and the record (the person's replies are then compared, not assumed)."""
+    meta = rec.get("meta")
+    if isinstance(meta, dict) and isinstance(meta.get("env_seed"), int) and not isinstance(meta["env_seed"], bool):
+        return int(meta["env_seed"])
+    return derive_seed(seed, "mc-env", record_index)
+
+
+def rollout_seed(seed: int, turn: int, candidate: int, rollout: int, step: int) -> int:
+    """The policy's seed at completion step ``step`` of rollout ``rollout`` of candidate
+    ``candidate`` (its first index among the turn's candidates) of stage turn ``turn``: fixed
+    by these numbers, whatever else shares the batch."""
+    return derive_seed(seed, "mc-rollout", turn, candidate, rollout, step)
+
+
+class _Completion:
+    """One episode played from a turn's prefix: replay, the candidate, then the policy to the end."""
+
+    def __init__(self, env, system: str | None, seeds: tuple[int, int, int, int]):
+        self.env, self.system, self.seeds = env, system, seeds
+        self.messages: Messages = []
+        self.steps = 0  # policy turns after the candidate
+        self.done = False
+        self.reward: float | None = None
+        self.end_reason = ""
+        self.error = ""
+        self.mismatches = 0
+
+    def start(self, task: dict[str, Any], env_seed: int, prefix: Sequence[tuple[str, str | None]],
+              candidate: str) -> None:
+        """Reset with the task and seed, replay the recorded prefix (counting person replies that
+        differ from the recorded ones), then step the candidate."""
+        try:
+            _, info = self.env.reset(seed=env_seed, options={"task": task})
+            self.messages = info["messages"]
+            for output, reply in prefix:
+                if self._step(output):
+                    raise MCValuesError("the replayed prefix ended the episode before the candidate's turn")
+                if reply is not None and self.messages[-1]["content"] != reply:
+                    self.mismatches += 1
+            self._step(candidate)
+        except Exception as exc:  # noqa: BLE001 - this completion fails, the others go on
+            self.fail(exc, "environment_error")
+
+    def prompt(self) -> Messages:
+        sys_msg = [{"role": "system", "content": self.system}] if self.system else []
+        return encodable_data([*sys_msg, *({"role": m["role"], "content": m["content"]} for m in self.messages)])
+
+    def seed(self) -> int:
+        turn, cand, r = self.seeds[1:]
+        return rollout_seed(self.seeds[0], turn, cand, r, self.steps)
+
+    def act(self, text: str) -> None:
+        self.steps += 1
+        try:
+            self._step(text)
+        except Exception as exc:  # noqa: BLE001
+            self.fail(exc, "environment_error")
+
+    def _step(self, action: str) -> bool:
+        from colbench_gym.simulators import SimulatorError
+        from colbench_gym.simulators.openai_resilience import backoff
+
+        for attempt in range(SIMULATOR_RETRIES + 1):
+            try:
+                _, reward, terminated, truncated, info = self.env.step(action)
+                break
+            except SimulatorError:
+                if attempt >= SIMULATOR_RETRIES:
+                    raise
+                time.sleep(backoff(attempt))
+        self.messages = info["messages"]
+        if terminated or truncated:
+            self.done = True
+            self.end_reason = str(info.get("end_reason") or info.get("ended_by") or "")
+            self.reward = None if is_infrastructure(self.end_reason) else float(reward)
+            if self.reward is None:
+                self.error = f"{self.end_reason}: {info.get('grade_error') or ''}".rstrip(": ")[:500]
+        return self.done
+
+    def fail(self, exc: BaseException, default_reason: str) -> None:
+        self.done = True
+        self.end_reason = end_reason_of(exc, default_reason)
+        self.error = f"{type(exc).__name__}: {' '.join(str(exc).split())}"[:500]
+        self.reward = None if is_infrastructure(self.end_reason) else 0.0
+
+
+def _play(completions: list[_Completion], policy: Policy, sampling: SamplingParams, pool) -> None:
+    """Step every completion to its end: each round, the next turn of all unfinished ones in one
+    :meth:`Policy.generate` call, then their environments step in ``pool``."""
+    while True:
+        active = [c for c in completions if not c.done]
+        if not active:
+            return
+        try:
+            gens = policy.generate([c.prompt() for c in active], sampling, [c.seed() for c in active])
+        except Exception as exc:  # noqa: BLE001 - the batch's completions fail, the stage goes on
+            for c in active:
+                c.fail(exc, "agent_error")
+            continue
+        list(pool.map(lambda c, g: c.act(g.text), active, gens))
+
+
+# ----------------------------------------------------------------------------- one turn
+def estimate_turn(policy: Policy, envs: list[Any], pool, rec: dict[str, Any], n_prefix: int,
+                  candidates: Sequence[str], config: MCConfig, *, seed: int, turn: int, env_seed: int,
+                  system: str | None, max_turns: int) -> tuple[list[dict[str, Any]], int]:
+    """The Monte-Carlo value of each candidate as agent turn ``n_prefix + 1`` of ``rec``, in
+    order: ``([{"mc_value", "rewards", "terminal", "rollouts", "failed_rollouts", "end_reasons",
+    "completion_turns"}], replay mismatches)``. A candidate that ends the episode (an answer, or
+    the last allowed turn: ``terminal``) is played once and graded; any other is played
+    ``config.rollouts_per_candidate`` times to the end by ``policy``. At most ``len(envs)``
+    completions are played at a time (one policy batch)."""
+    prefix = recorded_turns(rec)[:n_prefix]
+    task = rec["task"]
+    first: dict[str, int] = {}
+    for j, text in enumerate(candidates):
+        first.setdefault(text, j)
+    terminal = {t: parse_action(t).is_answer or n_prefix + 1 >= max_turns for t in first}
+    jobs = [(t, r) for t in first for r in range(1 if terminal[t] else config.rollouts_per_candidate)]
+    sampling = config.rollout_sampling()
+    played: dict[str, list[_Completion]] = {t: [] for t in first}
+    mismatches = 0
+    for start in range(0, len(jobs), len(envs)):
+        batch = jobs[start:start + len(envs)]
+        comps = [_Completion(env, system, (seed, turn, first[t], r)) for env, (t, r) in zip(envs, batch)]
+        list(pool.map(lambda c, job: c.start(task, env_seed, prefix, job[0]), comps, batch))
+        _play(comps, policy, sampling, pool)
+        for (t, _), c in zip(batch, comps):
+            played[t].append(c)
+            mismatches = max(mismatches, c.mismatches)
+    results = {}
+    for t, comps in played.items():
+        rewards = [c.reward for c in comps if c.reward is not None]
+        errors = [c.error for c in comps if c.error]
+        results[t] = {
+            "mc_value": sum(rewards) / len(rewards) if rewards else None,
+            "rewards": rewards,
+            "terminal": terminal[t],
+            "rollouts": 0 if terminal[t] else len(comps),
+            "failed_rollouts": sum(c.reward is None for c in comps),
+            "end_reasons": [c.end_reason for c in comps],
+            "completion_turns": [c.steps for c in comps],
+            **({"errors": errors[:3]} if errors else {}),
+        }
+    return [dict(results[t]) for t in candidates], mismatches
+
+
+# ----------------------------------------------------------------------------- the stage
+def stage_settings(config: MCConfig, *, seed: int, system_prompt: str | None, records: Sequence[dict[str, Any]],
+                   total_turns: int, policy_name: str, max_turns: int) -> dict[str, Any]:
+    from sweet_agent.actor.pair_files import digest
+
+    return {"format": FORMAT, "mc": config.settings(), "seed": int(seed), "system_prompt": system_prompt,
+            "records": {"count": len(records), "sha256": digest(list(records))}, "total_turns": int(total_turns),
+            "policy": policy_name, "max_turns": int(max_turns)}
+
+
+def records_max_turns(records: Sequence[dict[str, Any]], asked: int | None) -> int:
+    """The episodes' turn limit: ``asked``, else the records' ``meta.max_turns`` (one value), else 10."""
+    if asked is not None:
+        return int(asked)
+    seen = {int(r["meta"]["max_turns"]) for r in records
+            if isinstance(r.get("meta"), dict) and isinstance(r["meta"].get("max_turns"), int)}
+    if len(seen) > 1:
+        raise MCValuesError(f"the records were played with different turn limits ({sorted(seen)}); give --max_turns, "
+                            "or split the data by turn limit")
+    return seen.pop() if seen else 10
+
+
+def build_mc_values(records: Sequence[dict[str, Any]], policy: Policy, config: MCConfig, *, seed: int = 0,
+                    system_prompt: str | None = None, output: str | os.PathLike[str] | None = None,
+                    resume: bool = False, progress: bool = False, stats: dict[str, Any] | None = None,
+                    question_policy: Policy | None = None) -> list[dict[str, Any]]:
+    """One row per selected agent turn of ``records`` (``stage_turns``, as ``train-actor``):
+    ``{"turn", "record_index", "task_key", "agent_turn", "turn_index", "prompt", "task",
+    "env_seed", "replay_mismatches", "candidates": [{"text", "question", "answer",
+    "mc_value", "rewards", ...}], "error"}``. ``policy`` samples the candidates and plays the
+    completions (the behaviour policy); ``question_policy`` (default ``policy``) completes the
+    question openers of ``config.explore_candidates`` (it must continue a forced start: a local
+    model). With ``output``, journaled and resumable (see the module's docstring)."""
+    from sweet_agent.actor.candidates import question_count, stage_turns, turn_candidates
+    from sweet_agent.policies.exploration import ExplorationConfig
+
+    max_turns = records_max_turns(records, config.max_turns)
+    turns = stage_turns(records, config, seed, system_prompt)
+    settings = stage_settings(config, seed=seed, system_prompt=system_prompt, records=records,
+                              total_turns=len(turns), policy_name=policy.name, max_turns=max_turns)
+    n_questions = question_count(config.num_candidates, config.explore_candidates)
+    qpolicy = question_policy or policy
+    if n_questions and not getattr(qpolicy, "supports_prefix", False):
+        raise MCValuesError(f"--explore_candidates: question candidates are completed by a local model; {qpolicy.name} "
+                            "cannot continue a forced start of a turn")
+    if resume and output is not None and not journal_path(output).exists() and Path(output).is_file():
+        rows, meta = read_values_file(output)  # a finished stage: nothing to play again
+        from sweet_agent.actor.pair_files import differences
+
+        diff = differences(meta.get("settings", {}), settings)
+        if diff:
+            raise MCValuesError(f"--resume: {output} was built with other settings ({'; '.join(diff[:4])}); restore "
+                                "them, or rerun without --resume to start over")
+        if stats is not None:
+            stats.update(meta.get("counts", {}), failed=[], resumed_turns=len(rows), wall_seconds=0.0)
+        return rows
+    journal = _Journal(journal_path(output), settings, resume) if output is not None else None
+    entries: dict[int, dict[str, Any]] = dict(journal.done) if journal is not None else {}
+    todo = [k for k in range(len(turns)) if k not in entries]
+    bar = None
+    if progress:
+        from tqdm.auto import tqdm
+
+        bar = tqdm(total=len(turns), initial=len(turns) - len(todo), desc=f"mc values ({policy.name})", unit="turn",
+                   dynamic_ncols=True)
+    say = bar.write if bar is not None else print
+    envs = [make_env(config, max_turns) for _ in range(config.concurrency)]
+    failed: list[tuple[int, str]] = []
+    t0 = time.perf_counter()
+    try:
+        with ThreadPoolExecutor(max_workers=len(envs), thread_name_prefix="mc-env") as pool:
+            for k in todo:
+                ri, ti, conv = turns[k]
+                rec = records[ri]
+                n_prefix = sum(1 for m in R.dialogue_messages(rec)[:ti] if m["role"] == "assistant")
+                agent_turn = n_prefix + 1
+                row = {"turn": k, "record_index": ri, "task_key": R.task_key(rec), "agent_turn": agent_turn,
+                       "turn_index": ti, "prompt": conv, "task": rec["task"],
+                       "env_seed": env_seed_of(rec, seed, ri), "error": None}
+                try:
+                    exploration = ExplorationConfig(rate=1.0, turns=agent_turn)  # this turn is eligible
+                    gens = turn_candidates(policy, conv, config.num_candidates, config.candidate_sampling(), seed + k,
+                                           questions=n_questions, exploration=exploration, question_policy=qpolicy)
+                except PolicyError as exc:
+                    row["error"] = " ".join(str(exc).split())[:500]
+                    failed.append((k, row["error"]))
+                    say(f"[mc-values] turn {k} (agent turn {agent_turn}) failed: sampling its candidates: {row['error']}")
+                else:
+                    texts = [g.text for g in gens]
+                    values, mismatches = estimate_turn(policy, envs, pool, rec, n_prefix, texts, config, seed=seed,
+                                                       turn=k, env_seed=row["env_seed"], system=_system_of(conv),
+                                                       max_turns=max_turns)
+                    row["replay_mismatches"] = mismatches
+                    row["candidates"] = [
+                        {"text": t, "question": j >= len(gens) - n_questions, "answer": parse_action(t).is_answer,
+                         "finish_reason": g.finish_reason, **v}
+                        for j, (t, g, v) in enumerate(zip(texts, gens, values))]
+                    entries[k] = row
+                if journal is not None:
+                    journal.append(row)
+                if bar is not None:
+                    bar.update(1)
+    finally:
+        for env in envs:
+            env.close()
+        if bar is not None:
+            bar.close()
+        if journal is not None:
+            journal.close()
+    rows = [entries[k] for k in range(len(turns)) if k in entries]
+    counts = count_rows(rows)
+    counts.update(turns=len(turns), failed_turns=len(failed))
+    if output is not None and not failed:
+        write_values_file(output, rows, {"format": FORMAT, "settings": settings, "counts": counts})
+        journal_path(output).unlink(missing_ok=True)
+    if stats is not None:
+        stats.update(counts, failed=failed, resumed_turns=len(turns) - len(todo),
+                     wall_seconds=time.perf_counter() - t0)
+    return rows
+
+
+def _system_of(conv: Messages) -> str | None:
+    return conv[0]["content"] if conv and conv[0].get("role") == "system" else None
+
+
+def count_rows(rows: Sequence[dict[str, Any]]) -> dict[str, int]:
+    cands = [c for r in rows for c in r.get("candidates", [])]
+    return {"candidates": len(cands), "answer_candidates": sum(bool(c.get("terminal")) for c in cands),
+            "question_candidates": sum(bool(c.get("question")) for c in cands),
+            "rollouts": sum(int(c.get("rollouts", 0)) for c in cands),
+            "failed_rollouts": sum(int(c.get("failed_rollouts", 0)) for c in cands),
+            "unmeasured_candidates": sum(c.get("mc_value") is None for c in cands),
+            "replay_mismatches": sum(int(r.get("replay_mismatches", 0)) for r in rows)}
+
+
+class _Journal:
+    """Finished turns, one fsync'd JSON line each, after a header with the stage's settings;
+    ``resume`` keeps the turns of an earlier run with the same settings (a torn last line is
+    dropped, a failed turn is played again)."""
+
+    def __init__(self, path: Path, settings: dict[str, Any], resume: bool):
+        self.path, self.done = path, {}
+        header = {"format": FORMAT, "settings": settings}
+        if resume and path.exists():
+            lines = []
+            data = path.read_bytes()
+            good = 0
+            for raw in data.splitlines(keepends=True):
+                if not raw.endswith(b"\n"):
+                    break
+                try:
+                    lines.append(json.loads(raw))
+                except json.JSONDecodeError:
+                    break
+                good += len(raw)
+            if good < len(data):
+                with open(path, "r+b") as fh:
+                    fh.truncate(good)
+            if not lines or lines[0].get("format") != FORMAT:
+                raise MCValuesError(f"--resume: {path} is not an mc-values journal of this version; remove it or "
+                                    "rerun without --resume")
+            from sweet_agent.actor.pair_files import differences
+
+            diff = differences(lines[0].get("settings", {}), settings)
+            if diff:
+                raise MCValuesError(f"--resume: {path} was built with other settings ({'; '.join(diff[:4])}); "
+                                    "restore them, or rerun without --resume to start over")
+            for entry in lines[1:]:
+                if entry.get("error") is None:
+                    self.done[int(entry["turn"])] = entry
+                else:
+                    self.done.pop(int(entry["turn"]), None)
+        else:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            with open(path, "w", encoding="utf-8") as fh:
+                fh.write(jsonl_line(header) + "\n")
+                fh.flush()
+                os.fsync(fh.fileno())
+        self._fh = open(path, "a", encoding="utf-8")  # noqa: SIM115 - closed by close()
+
+    def append(self, entry: dict[str, Any]) -> None:
+        self._fh.write(jsonl_line(entry) + "\n")
+        self._fh.flush()
+        os.fsync(self._fh.fileno())
+
+    def close(self) -> None:
+        if not self._fh.closed:
+            self._fh.close()
+
+
+def write_values_file(path: str | os.PathLike[str], rows: Sequence[dict[str, Any]], meta: dict[str, Any]) -> None:
+    """The rows (atomically), then their meta (atomically)."""
+    write_jsonl_atomic(path, rows)
+    mp = meta_path(path)
+    tmp = mp.with_name(f".{mp.name}.tmp")
+    tmp.write_text(json.dumps(meta, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    os.replace(tmp, mp)
+
+
+def read_values_file(path: str | os.PathLike[str]) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    """``(rows, meta)`` of a finished values file; a missing, unfinished or foreign file is one
+    :class:`MCValuesError` line."""
+    path = Path(path)
+    if not path.is_file():
+        hint = " (its stage is unfinished: rerun `sweet-agent mc-values ... --resume`)" if journal_path(path).exists() else ""
+        raise MCValuesError(f"{path} not found{hint}; build it with `sweet-agent mc-values`")
+    mp = meta_path(path)
+    try:
+        meta = json.loads(mp.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise MCValuesError(f"{path} has no {mp.name}: not written by `sweet-agent mc-values`; rebuild it") from None
+    except (OSError, json.JSONDecodeError) as exc:
+        raise MCValuesError(f"{mp} is not readable JSON ({exc}); rebuild {path}") from None
+    if not isinstance(meta, dict) or meta.get("format") != FORMAT:
+        raise MCValuesError(f"{mp} is not an mc-values meta of this version ({FORMAT!r}); rebuild {path}")
+    with open(path, encoding="utf-8") as fh:
+        rows = [json.loads(line) for line in fh if line.strip()]
+    for i, row in enumerate(rows):
+        if not isinstance(row.get("candidates"), list) or not isinstance(row.get("prompt"), list):
+            raise MCValuesError(f"{path}:{i + 1}: a values row needs 'prompt' and 'candidates'; rebuild {path}")
+    return rows, meta
+
+
+# ----------------------------------------------------------------------------- oracle-credit pairs
+def monte_carlo_pairs(rows: Sequence[dict[str, Any]], pairs_per_turn: int = 4, seed: int = 0
+                      ) -> tuple[list[dict[str, Any]], dict[str, int]]:
+    """Step pairs labelled by the Monte-Carlo values themselves (perfect credit, up to the
+    estimate's noise): per turn, the candidates with a value are ordered by it, split into a
+    top and a bottom half as the critic's pairs are, and ``pairs_per_turn`` distinct pairs
+    drawn with chosen from the top half and rejected from the bottom half, the chosen's value
+    strictly higher (a tie in value carries no preference) and the texts different.
+    Returns ``(DPO rows, counts)``."""
+    from sweet_agent.policies.base import derive_seed as _derive
+
+    out: list[dict[str, Any]] = []
+    counts = {"turns": len(rows), "turns_without_pair": 0, "pairs": 0}
+    for row in rows:
+        cands = [c for c in row.get("candidates", []) if c.get("mc_value") is not None]
+        order = sorted(range(len(cands)), key=lambda i: (-float(cands[i]["mc_value"]), i))
+        half = len(order) // 2
+        top, bottom = order[:half], order[half:]
+        options = [(c, r) for c in top for r in bottom
+                   if float(cands[c]["mc_value"]) - float(cands[r]["mc_value"]) > MC_TIE
+                   and cands[c]["text"] != cands[r]["text"]]
+        rng = random.Random(_derive(seed, "mc-pairs", row.get("turn", 0)))
+        chosen = rng.sample(options, min(pairs_per_turn, len(options)))
+        counts["turns_without_pair"] += not chosen
+        for c, r in chosen:
+            out.append({"prompt": row["prompt"], "chosen": [{"role": "assistant", "content": cands[c]["text"]}],
+                        "rejected": [{"role": "assistant", "content": cands[r]["text"]}],
+                        "chosen_score": float(cands[c]["mc_value"]), "rejected_score": float(cands[r]["mc_value"]),
+                        "task_key": row.get("task_key"), "agent_turn": row.get("agent_turn"),
+                        "turn_index": row.get("turn_index"), "turn": row.get("turn"),
+                        "candidates_from": "mc-values", "pair_labels": "monte-carlo"})
+    counts["pairs"] = len(out)
+    return out, counts
+
+
+def oracle_pairs_stage(values: str | os.PathLike[str], pairs_out: str | os.PathLike[str], pairs_per_turn: int,
+                       seed: int, prog: str = "sweet-agent train-actor") -> list[dict[str, Any]]:
+    """``train-actor --pair_labels monte-carlo``: the step pairs of :func:`monte_carlo_pairs`
+    from the values file ``values``, written to ``pairs_out`` (with its meta) and returned."""
+    from sweet_agent.actor.pair_files import FORMAT as PAIRS_FORMAT
+    from sweet_agent.actor.pair_files import digest, write_pair_file
+
+    try:
+        rows, meta = read_values_file(values)
+    except MCValuesError as exc:
+        raise SystemExit(f"{prog}: --mc_values: {exc}") from None
+    pairs, counts = monte_carlo_pairs(rows, pairs_per_turn, seed)
+    mc = meta.get("settings", {}).get("mc", {})
+    settings = {"format": PAIRS_FORMAT, "pair_labels": "monte-carlo", "seed": int(seed),
+                "pairs_per_turn": int(pairs_per_turn), "values": {"path": str(values), "sha256": digest(rows)},
+                "mc": mc}
+    write_pair_file(pairs_out, pairs, {"format": PAIRS_FORMAT, "settings": settings, "shard": "0/1",
+                                       "counts": counts, "failed_turns": [],
+                                       "candidates": {"from": "mc-values", "file": str(values)}})
+    print(f"[train-actor] {len(pairs)} step pairs labelled by Monte-Carlo values (oracle credit: chosen has the higher "
+          f"value, top half against bottom half) from {counts['turns']} agent turns of {values} "
+          f"(k={mc.get('rollouts_per_candidate')} completions per candidate)"
+          + (f"; {counts['turns_without_pair']} turns gave no pair (equal values)" if counts["turns_without_pair"] else "")
+          + f" -> {pairs_out}")
+    return pairs
+
+
+# ----------------------------------------------------------------------------- the command
+def _flag(g, name: str, **kw) -> None:
+    """``--name_with_underscores`` and its ``--hyphen-spelling``."""
+    names = [f"--{name}"] + ([f"--{name.replace('_', '-')}"] if "_" in name else [])
+    g.add_argument(*names, **kw)
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    g = parser.add_argument_group("data and candidates")
+    _flag(g, "data", required=True, nargs="+", help="offline trajectory JSONL file(s) (with rewards)")
+    _flag(g, "output", required=True, help="values JSONL to write (with OUTPUT.meta.json)")
+    _flag(g, "num_candidates", type=int, default=8, help="candidates sampled per agent turn (default: %(default)s)")
+    _flag(g, "rollouts_per_candidate", type=int, default=4, metavar="K",
+          help="completions played per non-final candidate; a candidate that ends the episode is graded once "
+               "(default: %(default)s)")
+    _flag(g, "explore_candidates", type=float, default=0.0,
+          help="fraction of a turn's candidates started with a question opener the local policy completes "
+               "(as train-actor's; default: %(default)s)")
+    _flag(g, "turn_fraction", type=float, default=1.0, help="fraction of the agent turns to use (default: all)")
+    _flag(g, "first_turns", type=int, default=0, help="only each trajectory's first N agent turns (0 = all)")
+    _flag(g, "skip_turns", type=int, default=0, help="leave out each trajectory's first N agent turns")
+    _flag(g, "system_prompt", default=None, help="agent system prompt (default: the one each record's meta carries)")
+    _flag(g, "seed", type=int, default=0, help="turn k's candidates are sampled with seed + k, as train-actor's")
+
+    g = parser.add_argument_group("behaviour policy (samples candidates and plays the completions)")
+    _flag(g, "policy", default="default", help="default, a checkpoint path, a cached hub id, or openai:MODEL")
+    _flag(g, "base_url", default=None, help="endpoint of openai:MODEL (default: $OPENAI_BASE_URL)")
+    _flag(g, "api_key", default=None, help="API key of that endpoint (default: $OPENAI_API_KEY or 'EMPTY')")
+    _flag(g, "dtype", default="float32", choices=["bfloat16", "float32", "float16", "auto"],
+          help="local model dtype (default: %(default)s)")
+    _flag(g, "device", default="auto", help="where a local policy runs (default: %(default)s)")
+    _flag(g, "max_new_tokens", type=int, default=256, help="per candidate and per completion turn (default: %(default)s)")
+    _flag(g, "temperature", type=float, default=1.0, help="candidates' sampling temperature (default: %(default)s)")
+    _flag(g, "top_p", type=float, default=1.0, help="(default: %(default)s)")
+    _flag(g, "rollout_temperature", type=float, default=None,
+          help="the completions' temperature (default: --temperature)")
+    _flag(g, "concurrency", type=int, default=8, help="completions played at once (one policy batch) (default: %(default)s)")
+
+    g = parser.add_argument_group("environment")
+    _flag(g, "env", default="ColBench-Backend-v0", help="Gymnasium id (default: %(default)s)")
+    _flag(g, "simulator", default="offline", help="offline | openai | transformers (default: %(default)s; the "
+                                                  "trajectories' own)")
+    _flag(g, "simulator_kwargs", default=None, metavar="JSON", help="options of the simulator (JSON object)")
+    _flag(g, "max_turns", type=int, default=None, help="agent turns per episode (default: the records' meta.max_turns)")
+    _flag(g, "reward_mode", default="fraction", choices=["fraction", "success"],
+          help="fraction: share of hidden tests passed (the protocol's); success: all or nothing (default: %(default)s)")
+
+    g = parser.add_argument_group("execution")
+    _flag(g, "resume", action="store_true", help="continue an interrupted stage from OUTPUT.turns.jsonl (same settings)")
+    _flag(g, "no_progress", action="store_true", help="no progress bar")
+
+
+def run(args: argparse.Namespace) -> int:
+    from sweet_agent.policies import load_policy
+
+    check_output_writable(args.output)
+    try:
+        sim_kwargs = json.loads(args.simulator_kwargs) if args.simulator_kwargs else None
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"--simulator_kwargs is not JSON: {exc}") from None
+    config = MCConfig(num_candidates=args.num_candidates, rollouts_per_candidate=args.rollouts_per_candidate,
+                      explore_candidates=args.explore_candidates, turn_fraction=args.turn_fraction,
+                      first_turns=args.first_turns, skip_turns=args.skip_turns, max_new_tokens=args.max_new_tokens,
+                      temperature=args.temperature, top_p=args.top_p, rollout_temperature=args.rollout_temperature,
+                      env_id=args.env, simulator=args.simulator, simulator_kwargs=sim_kwargs,
+                      max_turns=args.max_turns, reward_mode=args.reward_mode, concurrency=args.concurrency)
+    make_env(config, config.max_turns or 10).close()  # an unknown --env / --simulator fails before a model loads
+    records = R.load_records([p for spec in args.data for p in spec.split(",") if p])
+    if not records:
+        raise ValueError(f"no usable trajectories in {', '.join(args.data)}")
+    endpoint = args.policy.startswith("openai:")
+    policy = load_policy(args.policy, base_url=args.base_url, api_key=args.api_key, dtype=args.dtype,
+                         device=args.device, max_batch_size=args.concurrency, concurrency=args.concurrency,
+                         **({} if endpoint else {"quiet": True}))
+    stats: dict[str, Any] = {}
+    try:
+        rows = build_mc_values(records, policy, config, seed=args.seed, system_prompt=args.system_prompt,
+                               output=args.output, resume=args.resume, progress=not args.no_progress, stats=stats)
+    finally:
+        policy.close()
+    print(f"[mc-values] {len(rows)} agent turns of {len(records)} trajectories: {stats['candidates']} candidates "
+          f"({stats['answer_candidates']} graded directly, {stats['question_candidates']} question openers), "
+          f"{stats['rollouts']} completions played (k={config.rollouts_per_candidate}) in {stats['wall_seconds']:.1f} s "
+          f"-> {args.output}")
+    if stats.get("failed_rollouts"):
+        print(f"[mc-values] {stats['failed_rollouts']} completions failed for infrastructure reasons and are left out "
+              f"of their means; {stats['unmeasured_candidates']} candidates have no value")
+    if stats.get("replay_mismatches"):
+        print(f"[mc-values] warning: in {stats['replay_mismatches']} turns the replayed person's replies differ from "
+              "the recorded ones (a simulator other than the trajectories', or one that samples): the completions "
+              "continue from the replayed dialogue")
+    if stats.get("failed"):
+        turn, error = stats["failed"][0]
+        print(f"[mc-values] warning: {len(stats['failed'])} turns failed (first: turn {turn}: {error[:200]}); "
+              f"{args.output} is not written until `--resume` finishes them")
+        return 1
+    return 0

@@ -1,0 +1,180 @@
+"""Monte-Carlo step values (`sweet-agent mc-values`): an answer candidate is worth its graded
+reward; any other candidate is worth the mean graded reward of k completions by the behaviour
+policy, played from the trajectory's own simulator state; the stage resumes and writes atomically."""
+
+from __future__ import annotations
+
+import json
+from concurrent.futures import ThreadPoolExecutor
+
+import pytest
+from conftest import make_task
+from mc_fixtures import FULL, GRADE, HALF, QUESTION, SYSTEM, ZERO, ScriptedPolicy, offline_record
+
+from sweet_agent.actor import mc_values as MC
+
+
+def _graded(answer: str, task: dict) -> float:
+    """The grader's own verdict on an answer (not through the stage)."""
+    from colbench_gym.grading import get_default_grader
+    from colbench_gym.protocol import extract_code, parse_action
+    from colbench_gym.tasks.records import BackendTask
+
+    return get_default_grader().grade(extract_code(parse_action(answer).answer), BackendTask.from_record(task)).fraction
+
+
+@pytest.fixture(scope="module")
+def task():
+    return make_task(1)
+
+
+@pytest.fixture(scope="module")
+def record(task):
+    """Agent turn 1 asks (the offline person replies), agent turn 2 answers in full."""
+    return offline_record(task, [QUESTION, FULL])
+
+
+def _estimate(record, candidates, policy, n_prefix, k=3, max_turns=3, concurrency=4):
+    config = MC.MCConfig(rollouts_per_candidate=k, concurrency=concurrency)
+    envs = [MC.make_env(config, max_turns) for _ in range(concurrency)]
+    try:
+        with ThreadPoolExecutor(max_workers=concurrency) as pool:
+            return MC.estimate_turn(policy, envs, pool, record, n_prefix, candidates, config, seed=0, turn=0,
+                                    env_seed=MC.env_seed_of(record, 0, 0), system=SYSTEM, max_turns=max_turns)
+    finally:
+        for env in envs:
+            env.close()
+
+
+def test_answer_candidates_are_worth_their_graded_reward(record, task):
+    policy = ScriptedPolicy()
+    values, mismatches = _estimate(record, [FULL, HALF, ZERO], policy, n_prefix=1)
+    assert mismatches == 0
+    for text, v in zip([FULL, HALF, ZERO], values):
+        assert v["mc_value"] == GRADE[text] == pytest.approx(_graded(text, task))
+        assert v["terminal"] and v["rollouts"] == 0 and v["rewards"] == [GRADE[text]]
+        assert v["end_reasons"] == ["answer"]
+    assert policy.asked == []  # no completion was played
+
+
+def test_a_question_is_worth_the_mean_of_k_graded_completions(record):
+    """k = 3 completions answer FULL, HALF, ZERO (the script, in call order): (1 + 0.5 + 0) / 3."""
+    policy = ScriptedPolicy(turns=[FULL, HALF, ZERO])
+    (v,), _ = _estimate(record, [QUESTION], policy, n_prefix=0, k=3)
+    assert not v["terminal"] and v["rollouts"] == 3 and v["failed_rollouts"] == 0
+    assert sorted(v["rewards"]) == [0.0, 0.5, 1.0]
+    assert v["mc_value"] == pytest.approx(0.5)
+    assert v["completion_turns"] == [1, 1, 1]
+    # each completion continued the candidate's dialogue, the offline person's reply included
+    assert len(policy.asked) == 3
+    for conv, _ in policy.asked:
+        assert conv[0] == {"role": "system", "content": SYSTEM}
+        assert [m["role"] for m in conv] == ["system", "user", "assistant", "user"] and conv[2]["content"] == QUESTION
+        assert conv[3]["content"] == record["dialogue_history"][2]["content"]  # the same person, the same reply
+
+
+def test_completions_play_to_the_end_and_longer_ones_are_graded_too(record):
+    """The script asks again, then answers: each completion takes 2 turns (agent turns 2 and 3)."""
+    policy = ScriptedPolicy(turns=["Anything else?", HALF])
+    (v,), _ = _estimate(record, [QUESTION], policy, n_prefix=0, k=2, concurrency=1)
+    assert v["completion_turns"] == [2, 2] and v["rewards"] == [0.5, 0.5] and v["mc_value"] == 0.5
+
+
+def test_the_last_allowed_turn_is_graded_directly(record):
+    """At agent turn max_turns a question ends the episode: graded as the answer, no rollouts."""
+    (v,), _ = _estimate(record, [QUESTION], ScriptedPolicy(), n_prefix=1, max_turns=2)
+    assert v["terminal"] and v["rollouts"] == 0 and v["end_reasons"] == ["turn_limit"] and v["mc_value"] == 0.0
+
+
+def test_the_replay_reaches_the_recorded_state_and_counts_what_differs(record):
+    _, same = _estimate(record, [FULL], ScriptedPolicy(), n_prefix=1)
+    assert same == 0
+    other = json.loads(json.dumps(record))
+    other["dialogue_history"][2]["content"] = "a reply the person never gave"
+    _, differ = _estimate(other, [FULL], ScriptedPolicy(), n_prefix=1)
+    assert differ == 1
+
+
+def test_infrastructure_failures_are_left_out_of_the_mean(record, monkeypatch):
+    from colbench_gym.simulators import SimulatorError
+
+    policy = ScriptedPolicy(turns=[FULL])
+    calls = {"n": 0}
+    original = MC._Completion.act
+
+    def flaky(self, text):  # the second completion's simulator fails for good
+        calls["n"] += 1
+        if calls["n"] == 2:
+            self.fail(SimulatorError("down"), "environment_error")
+            return
+        original(self, text)
+
+    monkeypatch.setattr(MC._Completion, "act", flaky)
+    (v,), _ = _estimate(record, [QUESTION], policy, n_prefix=0, k=3, concurrency=1)
+    assert v["failed_rollouts"] == 1 and v["rewards"] == [1.0, 1.0] and v["mc_value"] == 1.0
+    assert "simulator_error" in v["end_reasons"]
+
+
+def test_stage_rows_resume_and_atomic_output(record, tmp_path):
+    """Both agent turns of the record; an interrupted stage resumes from its journal and ends
+    with the file an uninterrupted run writes; a finished file is read back on --resume."""
+    config = MC.MCConfig(num_candidates=3, rollouts_per_candidate=2, concurrency=3, max_turns=3)
+    cands = [QUESTION, FULL, ZERO]
+    whole = MC.build_mc_values([record], ScriptedPolicy(cands, turns=[HALF]), config, seed=5,
+                               output=tmp_path / "whole.jsonl")
+    assert [r["agent_turn"] for r in whole] == [1, 2] and [r["turn_index"] for r in whole] == [1, 3]
+    for row in whole:
+        assert row["replay_mismatches"] == 0 and row["task"] == record["task"]
+        by_text = {c["text"]: c for c in row["candidates"]}
+        assert by_text[FULL]["mc_value"] == 1.0 and by_text[ZERO]["mc_value"] == 0.0
+        assert by_text[FULL]["answer"] and not by_text[QUESTION]["answer"]
+    assert {c["text"]: c["mc_value"] for c in whole[0]["candidates"]}[QUESTION] == 0.5  # completions answer HALF
+    assert {c["text"]: c["terminal"] for c in whole[1]["candidates"]}[QUESTION] is False  # turn 2 of 3
+    meta = json.loads(MC.meta_path(tmp_path / "whole.jsonl").read_text())
+    assert meta["format"] == MC.FORMAT and meta["counts"]["turns"] == 2 and meta["counts"]["rollouts"] == 4
+    assert not MC.journal_path(tmp_path / "whole.jsonl").exists()
+
+    out = tmp_path / "values.jsonl"
+    with pytest.raises(KeyboardInterrupt):
+        MC.build_mc_values([record], ScriptedPolicy(cands, turns=[HALF], fail_on_sample=2), config, seed=5,
+                           output=out)
+    assert not out.exists() and MC.journal_path(out).exists()  # nothing half-written
+    with pytest.raises(MC.MCValuesError, match="other settings"):
+        MC.build_mc_values([record], ScriptedPolicy(cands, turns=[HALF]), config, seed=6, output=out, resume=True)
+    again = ScriptedPolicy(cands, turns=[HALF])
+    rows = MC.build_mc_values([record], again, config, seed=5, output=out, resume=True)
+    assert again.sampled == 1  # only the turn the journal lacked
+    assert rows == whole and MC.read_values_file(out)[0] == whole
+    done = ScriptedPolicy(cands, turns=[HALF])
+    assert MC.build_mc_values([record], done, config, seed=5, output=out, resume=True) == whole
+    assert done.sampled == 0 and done.asked == []
+
+
+def test_identical_candidates_share_one_estimate(record):
+    policy = ScriptedPolicy(turns=[FULL, ZERO])
+    values, _ = _estimate(record, [QUESTION, QUESTION], policy, n_prefix=0, k=2)
+    assert values[0] == values[1] and len(policy.asked) == 2
+
+
+def test_mc_values_command_end_to_end(record, tmp_path, tiny_model_dir, capsys):
+    """`sweet-agent mc-values` with a local model as the behaviour policy (the tiny random model
+    never answers: its completions run to the turn limit and are graded there)."""
+    from sweet_agent.cli import main
+
+    data = tmp_path / "offline.jsonl"
+    data.write_text(json.dumps(record) + "\n")
+    out = tmp_path / "values.jsonl"
+    argv = ["mc-values", "--data", str(data), "--policy", str(tiny_model_dir), "--num_candidates", "2",
+            "--rollouts_per_candidate", "2", "--max_new_tokens", "6", "--output", str(out), "--no-progress",
+            "--first_turns", "1"]
+    assert main(argv) == 0
+    rows, meta = MC.read_values_file(out)
+    assert len(rows) == 1 and rows[0]["agent_turn"] == 1 and len(rows[0]["candidates"]) == 2
+    for c in rows[0]["candidates"]:
+        assert 0.0 <= c["mc_value"] <= 1.0
+        assert c["terminal"] or (c["rollouts"] == 2 and all(1 <= t <= 2 for t in c["completion_turns"]))
+    assert meta["settings"]["max_turns"] == 3  # from the record's meta
+    assert "[mc-values] 1 agent turns of 1 trajectories: 2 candidates" in capsys.readouterr().out
+    assert main([*argv, "--resume"]) == 0
+    assert main(["mc-values", "--data", str(data), "--output", str(out), "--rollouts_per_candidate", "0"]) == 1
+    assert "rollouts_per_candidate must be >= 1" in capsys.readouterr().err
