@@ -31,7 +31,8 @@ class CriticDataArguments(PreferenceDataArguments):
             raise ValueError(f"--eval_fraction must be in [0, 1), got {self.eval_fraction}")
 
 
-COMMAND = TrainingCommand(PROG, PRESETS, CriticDataArguments, "sweet_agent.critic.config:CriticConfig", __doc__)
+COMMAND = TrainingCommand(PROG, PRESETS, CriticDataArguments, "sweet_agent.critic.config:CriticConfig", __doc__,
+                          unit="trajectory pairs")
 dataclass_types, parse_args = COMMAND.dataclass_types, COMMAND.parse_args
 
 
@@ -45,6 +46,7 @@ def run(args: SimpleNamespace) -> int:
         no_rows_advice,
         nothing_to_train,
         peft_config,
+        record_budget,
         resolve_model,
         resume_checkpoint,
         save_final,
@@ -91,7 +93,11 @@ def run(args: SimpleNamespace) -> int:
             "heldout_accuracy_before": before and before["accuracy"], "heldout_accuracy": after and after["accuracy"],
             "heldout_tie_rate": after and after["tie_rate"], "heldout_mean_margin": after and after["mean_margin"],
             "heldout_max_abs_margin": after and after["max_abs_margin"],
-            "heldout_pairs_scored": after and after["pairs"]}
+            "heldout_pairs_scored": after and after["pairs"],
+            # which tasks it learned from: `sweet-agent critic-report` scores it on the others only
+            "train_task_keys": sorted({p["task_key"] for p in train}),
+            "heldout_task_keys": sorted({p["task_key"] for p in held})}
+    meta["budget"] = record_budget(trainer, COMMAND.name, COMMAND.unit, cfg.output_dir)
     if not trainer.accelerator.is_main_process:
         return 0
     write_json(f"{cfg.output_dir}/{META_FILE}", meta)

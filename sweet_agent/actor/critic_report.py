@@ -1,0 +1,398 @@
+"""``sweet-agent critic-report``: how often a step score orders two candidates as their Monte-Carlo values do.
+
+The step pairs that train SWEET-RL's actor are only as good as the critic's preferences between
+candidate turns. A values file of ``sweet-agent mc-values`` (:mod:`sweet_agent.actor.mc_values`)
+holds, per agent turn, candidates with a Monte-Carlo estimate of their value under the behaviour
+policy. Every two candidates of one turn whose estimates differ (and whose texts differ) are a
+*pair*; a step score *agrees* on a pair when it ranks the pair's candidates in the same order.
+Pairs whose estimates are equal (to 1e-9) are *MC ties*: they carry no preference, are left
+out and counted; a score that gives both candidates of a pair the same value (to 1e-6) does not
+agree (a *score tie*, counted too). Chance agreement is 0.5.
+
+Step scores (each a column of the report):
+
+- ``--critic DIR``: the critic's step score ``critic-ref`` (its log-ratio against its reference
+  on the candidate turn, :func:`~sweet_agent.actor.candidates.score_candidates`), reading the
+  privileged reference solution when the critic was trained with it (SWEET's critic) and not when
+  it was trained with ``--no_use_privileged_info`` (the critic without the reference).
+- ``--release DIR``: the paper release's step score with that critic: its token-mean
+  log-probability with the reference solution minus the sampling policy's without it
+  (``--policy``, default the critic's reference model: the base policy the candidates came from).
+- ``--scores NAME=FILE``: scores computed elsewhere (JSON lines ``{"turn": k, "scores": [...]}``,
+  one score per candidate of the values file's turn ``k``).
+
+Held-out pairs: a critic trained by ``train-critic`` records the tasks it trained on
+(``train_task_keys`` in ``sweet_critic.json``); by default (``--tasks heldout``) each critic's
+columns leave out the pairs of those tasks (counted as ``trained_on``). ``--tasks all`` keeps
+them (in-sample). A critic that records no tasks is scored on every pair, and the report says so.
+
+Intervals: ``--ci wilson`` (default) is the Wilson score interval of the agreement, 95 %, treating
+pairs as independent; the pairs of one turn share candidates, so ``--ci turn-bootstrap`` resamples
+whole turns instead (2,000 draws, percentile interval, seeded), the more honest width when turns
+hold many pairs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import random
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from sweet_agent.actor.mc_values import MC_TIE, MCValuesError, read_values_file
+
+PROG = "sweet-agent critic-report"
+#: Two step scores closer than this are a tie (as the critic's held-out accuracy counts ties).
+SCORE_TIE = 1e-6
+CI_METHODS = ("wilson", "turn-bootstrap")
+REPORT_FORMAT = "sweet-agent critic report v1"
+
+
+# ----------------------------------------------------------------------------- counting
+@dataclass
+class Agreement:
+    """Counts of one step score on one set of pairs."""
+
+    pairs: int = 0  # pairs with different MC values, scored
+    agree: int = 0
+    score_ties: int = 0  # of ``pairs``: the score could not order them (not agreeing)
+    mc_ties: int = 0  # pairs left out: equal MC values
+    unmeasured: int = 0  # pairs left out: a candidate without an MC value
+    trained_on: int = 0  # pairs left out: the critic trained on their task
+    turns: list[tuple[int, int]] = field(default_factory=list)  # per turn with pairs: (agree, pairs)
+
+    @property
+    def rate(self) -> float | None:
+        return self.agree / self.pairs if self.pairs else None
+
+    def add(self, other: Agreement) -> None:
+        for name in ("pairs", "agree", "score_ties", "mc_ties", "unmeasured", "trained_on"):
+            setattr(self, name, getattr(self, name) + getattr(other, name))
+        self.turns += other.turns
+
+
+def turn_agreement(candidates: Sequence[dict[str, Any]], scores: Sequence[float]) -> Agreement:
+    """Every two distinct candidate texts of one turn (a repeated text counts once, at its first
+    place): a pair when their MC values differ (agreeing when the scores order them alike),
+    else an MC tie or unmeasured."""
+    if len(candidates) != len(scores):
+        raise ValueError(f"{len(candidates)} candidates but {len(scores)} scores")
+    out = Agreement()
+    seen: set[str] = set()
+    unique = [i for i, c in enumerate(candidates) if not (c["text"] in seen or seen.add(c["text"]))]
+    for n, i in enumerate(unique):
+        for j in unique[n + 1:]:
+            a, b = candidates[i], candidates[j]
+            if a.get("mc_value") is None or b.get("mc_value") is None:
+                out.unmeasured += 1
+                continue
+            dv = float(a["mc_value"]) - float(b["mc_value"])
+            if abs(dv) <= MC_TIE:
+                out.mc_ties += 1
+                continue
+            out.pairs += 1
+            ds = float(scores[i]) - float(scores[j])
+            if abs(ds) <= SCORE_TIE:
+                out.score_ties += 1
+            elif (ds > 0) == (dv > 0):
+                out.agree += 1
+    if out.pairs:
+        out.turns.append((out.agree, out.pairs))
+    return out
+
+
+def agreement_by_turn(rows: Sequence[dict[str, Any]], scores: dict[int, Sequence[float]],
+                      skip_tasks: set[str] | None = None) -> dict[str, Agreement]:
+    """``{"1": ..., "2": ..., "all": ...}``: agreement per agent turn (1-based) and over all
+    turns. ``scores[turn]`` holds the scores of the values row with that ``turn``; rows of the
+    tasks in ``skip_tasks`` count their pairs as ``trained_on`` only."""
+    by: dict[str, Agreement] = {}
+    total = Agreement()
+    for row in rows:
+        if row.get("error") is not None or "candidates" not in row:
+            continue
+        key = str(int(row["agent_turn"]))
+        agg = by.setdefault(key, Agreement())
+        if skip_tasks and row.get("task_key") in skip_tasks:
+            dummy = turn_agreement(row["candidates"], [0.0] * len(row["candidates"]))
+            part = Agreement(trained_on=dummy.pairs + dummy.mc_ties + dummy.unmeasured)
+        else:
+            if int(row["turn"]) not in scores:
+                raise ValueError(f"no scores for turn {row['turn']} of the values file")
+            part = turn_agreement(row["candidates"], scores[int(row["turn"])])
+        agg.add(part)
+        total.add(part)
+    out = {k: by[k] for k in sorted(by, key=int)}
+    out["all"] = total
+    return out
+
+
+def wilson(k: int, n: int, z: float = 1.959963984540054) -> tuple[float, float] | None:
+    """The Wilson score interval of ``k`` successes in ``n`` trials (95 % by default)."""
+    if n <= 0:
+        return None
+    p = k / n
+    denom = 1 + z * z / n
+    centre = (p + z * z / (2 * n)) / denom
+    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / denom
+    return max(0.0, centre - half), min(1.0, centre + half)
+
+
+def turn_bootstrap(turns: Sequence[tuple[int, int]], draws: int = 2000, seed: int = 0,
+                   level: float = 0.95) -> tuple[float, float] | None:
+    """Percentile interval of the pooled agreement when whole turns (``(agree, pairs)``) are
+    resampled with replacement: the pairs of one turn are not independent."""
+    if not turns:
+        return None
+    rng = random.Random(seed)
+    stats = []
+    for _ in range(draws):
+        sample = [turns[rng.randrange(len(turns))] for _ in turns]
+        n = sum(p for _, p in sample)
+        stats.append(sum(a for a, _ in sample) / n)
+    stats.sort()
+    lo = stats[int((1 - level) / 2 * (draws - 1))]
+    hi = stats[int(math.ceil((1 + level) / 2 * (draws - 1)))]
+    return lo, hi
+
+
+def interval(agg: Agreement, method: str, seed: int = 0) -> tuple[float, float] | None:
+    if method == "wilson":
+        return wilson(agg.agree, agg.pairs)
+    if method == "turn-bootstrap":
+        return turn_bootstrap(agg.turns, seed=seed)
+    raise ValueError(f"--ci must be one of {', '.join(CI_METHODS)}, got {method!r}")
+
+
+# ----------------------------------------------------------------------------- step scores
+@dataclass
+class Scorer:
+    """One column: a name, what it is, and its scores per values-file turn."""
+
+    name: str
+    kind: str  # critic-ref | release | file
+    scores: dict[int, list[float]]
+    source: str = ""
+    privileged: bool | None = None
+    trained_tasks: set[str] | None = None  # None: unknown (the critic recorded none)
+    notes: list[str] = field(default_factory=list)
+
+
+def critic_scores(rows: Sequence[dict[str, Any]], critic, step_score: str = "critic-ref", policy=None,
+                  policy_tokenizer=None, batch_size: int = 16,
+                  progress: Callable[[int], None] | None = None) -> dict[int, list[float]]:
+    """Each values row's candidates scored as the next agent turn by ``critic`` (a
+    :class:`~sweet_agent.critic.loading.LoadedCritic`) with ``step_score`` — exactly as
+    ``train-actor`` scores its candidates (:func:`~sweet_agent.actor.candidates.score_candidates`),
+    the reference solution read only when the critic was trained with it."""
+    from sweet_agent.actor.candidates import score_candidates
+
+    out: dict[int, list[float]] = {}
+    for row in rows:
+        if row.get("error") is not None or "candidates" not in row:
+            continue
+        texts = [c["text"] for c in row["candidates"]]
+        priv = row["task"].get("ground_truth") if critic.use_privileged_info else None
+        out[int(row["turn"])] = score_candidates(critic.model, critic.ref, critic.tokenizer, row["prompt"], texts,
+                                                 priv, critic.normalize, batch_size=batch_size, step_score=step_score,
+                                                 policy=policy, policy_tokenizer=policy_tokenizer)
+        if progress is not None:
+            progress(1)
+    return out
+
+
+def read_scores_file(path: str | Path) -> dict[int, list[float]]:
+    out: dict[int, list[float]] = {}
+    with open(path, encoding="utf-8") as fh:
+        for i, line in enumerate(fh):
+            if not line.strip():
+                continue
+            try:
+                row = json.loads(line)
+                out[int(row["turn"])] = [float(x) for x in row["scores"]]
+            except (json.JSONDecodeError, KeyError, TypeError, ValueError):
+                raise MCValuesError(f"{path}:{i + 1}: a scores line is {{\"turn\": K, \"scores\": [numbers]}}") from None
+    return out
+
+
+def _named(spec: str) -> tuple[str | None, str]:
+    """``NAME=PATH`` or ``PATH``."""
+    if "=" in spec and not Path(spec).exists():
+        name, path = spec.split("=", 1)
+        return name.strip() or None, path.strip()
+    return None, spec
+
+
+def _trained_tasks(meta: dict[str, Any]) -> set[str] | None:
+    keys = meta.get("train_task_keys")
+    return set(keys) if isinstance(keys, list) else None
+
+
+# ----------------------------------------------------------------------------- the report
+def build_report(rows: Sequence[dict[str, Any]], scorers: Sequence[Scorer], *, tasks: str = "heldout",
+                 ci: str = "wilson", seed: int = 0, values_meta: dict[str, Any] | None = None,
+                 source: str = "") -> dict[str, Any]:
+    """The report as JSON: per scorer, per agent turn and over all turns, the agreement, its
+    interval and the counts."""
+    if tasks not in ("heldout", "all"):
+        raise ValueError(f"--tasks must be heldout or all, got {tasks!r}")
+    if ci not in CI_METHODS:
+        raise ValueError(f"--ci must be one of {', '.join(CI_METHODS)}, got {ci!r}")
+    columns = []
+    for s in scorers:
+        skip = s.trained_tasks if tasks == "heldout" else None
+        table = agreement_by_turn(rows, s.scores, skip)
+        columns.append({
+            "name": s.name, "kind": s.kind, "source": s.source, "privileged_info": s.privileged,
+            "pairs_held_out": (skip is not None) if tasks == "heldout" else False, "notes": s.notes,
+            "by_agent_turn": {k: {"pairs": a.pairs, "agree": a.agree, "agreement": a.rate,
+                                  "ci": list(iv) if (iv := interval(a, ci, seed)) else None,
+                                  "score_ties": a.score_ties, "mc_ties": a.mc_ties, "unmeasured": a.unmeasured,
+                                  "trained_on": a.trained_on, "turns_with_pairs": len(a.turns)}
+                              for k, a in table.items()},
+        })
+    settings = (values_meta or {}).get("settings", {})
+    mc = settings.get("mc", {})
+    used = [r for r in rows if r.get("error") is None and "candidates" in r]
+    plain = agreement_by_turn(used, {int(r["turn"]): [0.0] * len(r["candidates"]) for r in used})
+    return {"format": REPORT_FORMAT, "values": source, "turns": len(used),
+            "values_by_agent_turn": {k: {"turns": sum(1 for r in used if str(r["agent_turn"]) == k) if k != "all"
+                                         else len(used), "pairs": a.pairs, "mc_ties": a.mc_ties,
+                                         "unmeasured": a.unmeasured} for k, a in plain.items()},
+            "candidates": sum(len(r["candidates"]) for r in used),
+            "rollouts_per_candidate": mc.get("rollouts_per_candidate"), "reward_mode": mc.get("reward_mode"),
+            "policy": settings.get("policy"), "tasks": tasks,
+            "ci": {"method": ci, "level": 0.95,
+                   "about": "Wilson score interval, pairs treated as independent" if ci == "wilson" else
+                            "percentile interval, whole turns resampled with replacement (2,000 draws)"},
+            "chance": 0.5, "scorers": columns}
+
+
+def format_report(report: dict[str, Any]) -> str:
+    """The report as a table: one row per agent turn (and all), one column per step score."""
+    cols = report["scorers"]
+    keys: list[str] = list(report["values_by_agent_turn"])
+    for c in cols:
+        keys += [k for k in c["by_agent_turn"] if k not in keys]
+    keys = sorted((k for k in keys if k != "all"), key=int) + ["all"]
+    head = (f"Critic agreement with the Monte-Carlo step value ({report['values']}: {report['turns']} agent turns, "
+            f"{report['candidates']} candidates, k={report['rollouts_per_candidate']} completions per candidate, "
+            f"reward {report['reward_mode']}; {'held-out tasks' if report['tasks'] == 'heldout' else 'all tasks'}; "
+            f"{report['ci']['method']} 95% CI; chance 0.5)")
+
+    def cell(c, k):
+        a = c["by_agent_turn"].get(k)
+        if not a or not a["pairs"]:
+            return "n/a (0 pairs)"
+        lo, hi = a["ci"]
+        return f"{a['agreement']:.3f} [{lo:.3f}, {hi:.3f}] n={a['pairs']}"
+
+    def counts(k):
+        v = report["values_by_agent_turn"].get(k, {})
+        return [str(v.get("turns", 0)), str(v.get("pairs", 0)), str(v.get("mc_ties", 0))]
+
+    rows = [["agent turn", "turns", "pairs", "MC ties", *(c["name"] for c in cols)]]
+    rows += [[k, *counts(k), *(cell(c, k) for c in cols)] for k in keys]
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    lines = [head, ""]
+    for n, r in enumerate(rows):
+        lines.append("  ".join(x.ljust(w) for x, w in zip(r, widths)).rstrip())
+        if n == 0:
+            lines.append("  ".join("-" * w for w in widths))
+    for c in cols:
+        a = c["by_agent_turn"]["all"]
+        extra = [f"{a['score_ties']} score ties (not agreeing)"] if a["score_ties"] else []
+        if a["trained_on"]:
+            extra.append(f"{a['trained_on']} pairs of tasks it trained on left out")
+        if a["unmeasured"]:
+            extra.append(f"{a['unmeasured']} pairs without an MC value left out")
+        extra += c["notes"]
+        if extra:
+            lines.append(f"  {c['name']}: {'; '.join(extra)}")
+    return "\n".join(lines)
+
+
+# ----------------------------------------------------------------------------- the command
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--values", required=True, help="values file of `sweet-agent mc-values`")
+    parser.add_argument("--critic", action="append", default=[], metavar="[NAME=]DIR",
+                        help="a train-critic output, scored with its critic-ref step score (with the reference "
+                             "solution if it was trained with it); repeat for several critics")
+    parser.add_argument("--release", action="append", default=[], metavar="[NAME=]DIR",
+                        help="a train-critic output scored with the paper release's step score (critic with the "
+                             "reference minus --policy without it); repeatable")
+    parser.add_argument("--policy", default=None,
+                        help="the sampling policy of --release (default: each critic's reference model)")
+    parser.add_argument("--scores", action="append", default=[], metavar="NAME=FILE",
+                        help="precomputed scores: JSON lines {\"turn\": K, \"scores\": [...]} (one per candidate)")
+    parser.add_argument("--tasks", default="heldout", choices=["heldout", "all"],
+                        help="heldout: leave out each critic's training tasks (default); all: every pair")
+    parser.add_argument("--ci", default="wilson", choices=list(CI_METHODS),
+                        help="wilson: Wilson score interval over pairs (default); turn-bootstrap: whole turns resampled")
+    parser.add_argument("--seed", type=int, default=0, help="seed of --ci turn-bootstrap")
+    parser.add_argument("--dtype", default="float32", help="critic dtype (default: %(default)s)")
+    parser.add_argument("--device", default="auto", help="where critics run (default: %(default)s)")
+    parser.add_argument("--batch-size", "--batch_size", dest="batch_size", type=int, default=16,
+                        help="candidates per critic forward (default: %(default)s)")
+    parser.add_argument("--json", default=None, metavar="FILE", help="also write the report as JSON here")
+
+
+def run(args: argparse.Namespace) -> int:
+    rows, meta = read_values_file(args.values)
+    if not (args.critic or args.release or args.scores):
+        raise ValueError("name at least one step score: --critic DIR, --release DIR or --scores NAME=FILE")
+    scorers: list[Scorer] = []
+    for spec in args.scores:
+        name, path = _named(spec)
+        scorers.append(Scorer(name or Path(path).stem, "file", read_scores_file(path), source=path,
+                              notes=["precomputed scores: every pair used"]))
+    for kind, specs in (("critic-ref", args.critic), ("release", args.release)):
+        for spec in specs:
+            scorers.append(_critic_scorer(rows, spec, kind, args))
+    report = build_report(rows, scorers, tasks=args.tasks, ci=args.ci, seed=args.seed, values_meta=meta,
+                          source=str(args.values))
+    print(format_report(report))
+    if args.json:
+        from colbench_gym.jsonl import check_output_writable
+
+        check_output_writable(args.json, "--json")
+        path = Path(args.json)
+        tmp = path.with_name(f".{path.name}.tmp")
+        tmp.write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
+        tmp.replace(path)
+    return 0
+
+
+def _critic_scorer(rows, spec: str, kind: str, args) -> Scorer:
+    from sweet_agent.critic.loading import CriticLoadError, load_critic, read_critic_meta
+
+    name, path = _named(spec)
+    try:
+        meta = read_critic_meta(path)
+        if kind == "release" and meta.get("critic_type") == "regression":
+            raise ValueError(f"--release {path}: a regression critic has no token log-probabilities")
+        critic = load_critic(path, args.dtype, with_reference=kind != "release", device=args.device)
+    except CriticLoadError as exc:
+        raise ValueError(str(exc)) from None
+    policy = tok = None
+    notes = []
+    if kind == "release":
+        from sweet_agent.training_setup import load_model
+
+        policy_name = args.policy or meta.get("reference_model")
+        if not policy_name:
+            raise ValueError(f"--release {path}: its meta names no reference model; pass --policy")
+        policy, tok = load_model(policy_name, args.dtype, device=args.device)
+        policy.eval()
+        notes.append(f"sampling policy {policy_name}")
+    trained = _trained_tasks(meta)
+    if trained is None:
+        notes.append("its sweet_critic.json records no training tasks: every pair used (not known to be held out)")
+    scores = critic_scores(rows, critic, kind, policy, tok, args.batch_size)
+    label = name or f"{Path(path).name} ({kind}, {'with' if critic.use_privileged_info else 'without'} reference)"
+    return Scorer(label, kind, scores, source=path, privileged=critic.use_privileged_info, trained_tasks=trained,
+                  notes=notes)

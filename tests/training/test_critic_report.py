@@ -1,0 +1,173 @@
+"""`sweet-agent critic-report`: a step score's pairwise agreement with the Monte-Carlo values,
+per agent turn, counted by hand on a 6-pair fixture; real critics scored exactly as train-actor
+scores candidates; each critic judged on the tasks it did not train on."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from conftest import make_task
+
+from sweet_agent.actor import critic_report as CR
+from sweet_agent.actor import mc_values as MC
+from sweet_agent.cli import main
+
+
+def _cand(text, mc):
+    return {"text": text, "mc_value": mc}
+
+
+def _row(turn, agent_turn, task_key, cands, task=None):
+    prompt = [{"role": "system", "content": "Ask, then answer."}, {"role": "user", "content": "Write f(x)."}]
+    prompt += [{"role": "assistant", "content": "What is x?"}, {"role": "user", "content": "A number."}] * (agent_turn - 1)
+    return {"turn": turn, "agent_turn": agent_turn, "task_key": task_key, "turn_index": 2 * agent_turn - 1,
+            "prompt": prompt, "task": task or make_task(0), "candidates": cands, "error": None}
+
+
+#: (values row, the step score of each of its candidates). Hand count:
+#:   turn 0, agent turn 1: a0>a1 agree, a0>a2 agree, a1>a2 disagree (0.1 < 0.2); the repeated a0 counts once
+#:   turn 1, agent turn 2: b0=b1 an MC tie (left out); b2>b0 agree, b2>b1 agree
+#:   turn 2, agent turn 2: c1>c0 but equal scores: a score tie (not agreeing); c2 has no value (2 pairs unmeasured)
+#: => 6 pairs, 4 agree; agent turn 1: 2 of 3; agent turn 2: 2 of 3, 1 MC tie, 1 score tie, 2 unmeasured
+FIXTURE = [
+    (_row(0, 1, "A", [_cand("a0", 1.0), _cand("a1", 0.5), _cand("a2", 0.0), _cand("a0", 1.0)]), [0.3, 0.1, 0.2, 0.3]),
+    (_row(1, 2, "A", [_cand("b0", 0.5), _cand("b1", 0.5), _cand("b2", 1.0)]), [0.7, 0.2, 0.9]),
+    (_row(2, 2, "B", [_cand("c0", 0.0), _cand("c1", 1.0), _cand("c2", None)]), [0.4, 0.4, 5.0]),
+]
+ROWS = [r for r, _ in FIXTURE]
+SCORES = {r["turn"]: s for r, s in FIXTURE}
+
+
+def test_agreement_equals_the_hand_count():
+    table = CR.agreement_by_turn(ROWS, SCORES)
+    assert list(table) == ["1", "2", "all"]
+    one, two, total = table["1"], table["2"], table["all"]
+    assert (one.pairs, one.agree, one.mc_ties, one.score_ties, one.unmeasured) == (3, 2, 0, 0, 0)
+    assert (two.pairs, two.agree, two.mc_ties, two.score_ties, two.unmeasured) == (3, 2, 1, 1, 2)
+    assert (total.pairs, total.agree) == (6, 4) and total.rate == pytest.approx(4 / 6)
+    assert total.turns == [(2, 3), (2, 2), (0, 1)]  # (agree, pairs) per turn with pairs: the bootstrap's units
+    # the Wilson 95 % interval of 4 of 6 (a textbook value)
+    lo, hi = CR.wilson(4, 6)
+    assert lo == pytest.approx(0.3000, abs=5e-4) and hi == pytest.approx(0.9032, abs=5e-4)
+    # a perfect score agrees on every pair; its reverse on none
+    mc = {r["turn"]: [c["mc_value"] if c["mc_value"] is not None else 0.0 for c in r["candidates"]] for r in ROWS}
+    assert CR.agreement_by_turn(ROWS, mc)["all"].agree == 6
+    assert CR.agreement_by_turn(ROWS, {k: [-x for x in v] for k, v in mc.items()})["all"].agree == 0
+
+
+def test_a_critic_is_judged_on_the_tasks_it_did_not_train_on():
+    table = CR.agreement_by_turn(ROWS, SCORES, skip_tasks={"B"})
+    assert (table["all"].pairs, table["all"].agree) == (5, 4)
+    assert table["2"].trained_on == 3  # turn 2's pair, ... and its 2 unmeasured ones: all left out
+    report = CR.build_report(ROWS, [CR.Scorer("c", "critic-ref", SCORES, trained_tasks={"B"})], tasks="heldout")
+    assert report["scorers"][0]["by_agent_turn"]["all"]["pairs"] == 5
+    report = CR.build_report(ROWS, [CR.Scorer("c", "critic-ref", SCORES, trained_tasks={"B"})], tasks="all")
+    assert report["scorers"][0]["by_agent_turn"]["all"]["pairs"] == 6
+
+
+def test_turn_bootstrap_interval_holds_the_estimate_and_is_seeded():
+    turns = [(2, 3), (2, 2), (0, 1), (3, 3), (1, 4)]
+    lo, hi = CR.turn_bootstrap(turns, seed=1)
+    assert lo <= 8 / 13 <= hi and 0 <= lo < hi <= 1
+    assert CR.turn_bootstrap(turns, seed=1) == (lo, hi)
+
+
+def _write_values(path, rows, k=4):
+    MC.write_values_file(path, rows, {"format": MC.FORMAT, "counts": {},
+                                      "settings": {"mc": {"rollouts_per_candidate": k, "reward_mode": "fraction"},
+                                                   "policy": "scripted"}})
+
+
+def test_critic_report_command_prints_and_writes_the_hand_count(tmp_path, capsys):
+    values = tmp_path / "values.jsonl"
+    _write_values(values, ROWS)
+    scores = tmp_path / "scores.jsonl"
+    scores.write_text("".join(json.dumps({"turn": t, "scores": s}) + "\n" for t, s in SCORES.items()))
+    out = tmp_path / "report.json"
+    assert main(["critic-report", "--values", str(values), "--scores", f"hand={scores}", "--json", str(out)]) == 0
+    text = capsys.readouterr().out
+    assert "k=4 completions per candidate" in text and "wilson 95% CI" in text
+    lines = {ln.split()[0]: ln for ln in text.splitlines() if ln[:1] in "12a" and "n=" in ln}
+    assert "0.667 [0.300, 0.903] n=6" in lines["all"]
+    assert "0.667" in lines["1"] and "n=3" in lines["1"] and "n=3" in lines["2"]
+    report = json.loads(out.read_text())
+    col = report["scorers"][0]
+    assert col["name"] == "hand" and report["ci"]["method"] == "wilson"
+    assert col["by_agent_turn"]["all"] | {"ci": None} == {"pairs": 6, "agree": 4, "agreement": pytest.approx(4 / 6),
+                                                           "ci": None, "score_ties": 1, "mc_ties": 1, "unmeasured": 2,
+                                                           "trained_on": 0, "turns_with_pairs": 3}
+    assert col["by_agent_turn"]["all"]["ci"] == pytest.approx([0.3000, 0.9032], abs=5e-4)
+    assert report["values_by_agent_turn"]["2"] == {"turns": 2, "pairs": 3, "mc_ties": 1, "unmeasured": 2}
+    # nothing to report on, and a values file that is not one: one line each
+    assert main(["critic-report", "--values", str(values)]) == 1
+    assert "name at least one step score" in capsys.readouterr().err
+    assert main(["critic-report", "--values", str(scores), "--scores", f"hand={scores}"]) == 1
+    assert "not written by `sweet-agent mc-values`" in capsys.readouterr().err
+
+
+@pytest.fixture
+def critics(tmp_path, tiny_model_dir, toy_records):
+    """SWEET's critic (train-critic on the toy records, 2 of 6 tasks held out) and a critic
+    without the reference solution (a tiny model with that metadata)."""
+    from tiny_model import save_tiny
+
+    data = tmp_path / "trajs.jsonl"
+    data.write_text("".join(json.dumps(r) + "\n" for r in toy_records))
+    sweet = tmp_path / "critic"
+    assert main(["train-critic", "--data", str(data), "--model", str(tiny_model_dir), "--output-dir", str(sweet),
+                 "--eval-fraction", "0.34", "--max-steps", "1", "--batch-size", "2", "--max-length", "256"]) == 0
+    plain = save_tiny(tmp_path / "critic-noref", seed=3)
+    (plain / "sweet_critic.json").write_text(json.dumps({"reference_model": str(tiny_model_dir),
+                                                         "use_privileged_info": False, "normalize": "turn"}))
+    return sweet, plain
+
+
+def test_critic_report_scores_critics_as_train_actor_does(tmp_path, critics, tiny_model_dir, capsys):
+    from sweet_agent.actor.candidates import score_candidates
+    from sweet_agent.critic.loading import load_critic
+    from sweet_agent.training_data.records import task_key
+    from sweet_agent.training_setup import load_model
+
+    sweet, plain = critics
+    meta = json.loads((sweet / "sweet_critic.json").read_text())
+    tasks = [make_task(i) for i in range(6)]
+    assert sorted(meta["train_task_keys"] + meta["heldout_task_keys"]) == sorted(task_key({"task": t}) for t in tasks)
+    assert len(meta["heldout_task_keys"]) == 2
+    texts = ["What should it return?", "I WANT TO ANSWER: def f(x): return x + 1", "no no no"]
+    rows = [_row(i, 1 + i % 2, task_key({"task": t}), [_cand(x, v) for x, v in zip(texts, (1.0, 0.5, 0.0))], task=t)
+            for i, t in enumerate(tasks)]
+    values = tmp_path / "values.jsonl"
+    _write_values(values, rows)
+    out = tmp_path / "report.json"
+    assert main(["critic-report", "--values", str(values), "--critic", f"sweet={sweet}", "--critic", str(plain),
+                 "--release", f"release={sweet}", "--device", "cpu", "--json", str(out)]) == 0
+    printed = capsys.readouterr().out
+    report = json.loads(out.read_text())
+    cols = {c["name"]: c for c in report["scorers"]}
+    assert list(cols) == ["sweet", "critic-noref (critic-ref, without reference)", "release"]
+    assert "records no training tasks" in printed  # the hand-made critic: every pair used, and said so
+
+    # by hand: each candidate scored by score_candidates, the pairs counted on the held-out tasks
+    critic = load_critic(sweet, "float32", device="cpu")
+    noref = load_critic(plain, "float32", device="cpu")
+    policy, ptok = load_model(str(tiny_model_dir), "float32", device="cpu")
+    held = set(meta["heldout_task_keys"])
+    want = {"sweet": [], "critic-noref (critic-ref, without reference)": [], "release": []}
+    for row in rows:
+        t = row["task"]["ground_truth"]
+        s = score_candidates(critic.model, critic.ref, critic.tokenizer, row["prompt"], texts, t)
+        n = score_candidates(noref.model, noref.ref, noref.tokenizer, row["prompt"], texts, None)
+        r = score_candidates(critic.model, None, critic.tokenizer, row["prompt"], texts, t, step_score="release",
+                             policy=policy, policy_tokenizer=ptok)
+        for name, sc, only_held in (("sweet", s, True), ("critic-noref (critic-ref, without reference)", n, False),
+                                    ("release", r, True)):
+            if only_held and row["task_key"] not in held:
+                continue
+            want[name] += [sc[i] > sc[j] for i, j in ((0, 1), (0, 2), (1, 2))]  # MC order: 0 > 1 > 2
+    for name, agrees in want.items():
+        got = cols[name]["by_agent_turn"]["all"]
+        assert got["pairs"] == len(agrees) and got["agree"] == sum(agrees), name
+    assert cols["sweet"]["by_agent_turn"]["all"]["trained_on"] == 12  # 4 trained tasks x 3 pairs
+    assert cols["sweet"]["privileged_info"] is True and cols["critic-noref (critic-ref, without reference)"][
+        "privileged_info"] is False
