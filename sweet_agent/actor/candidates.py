@@ -155,7 +155,9 @@ class StepPairConfig:
     field is a ``train-actor`` flag; tests and scripts build this one alone (no trl needed)."""
 
     num_candidates: int = field(default=16, metadata={"help": "candidate actions sampled per agent turn"})
-    pairs_per_turn: int = field(default=1, metadata={"help": "(chosen, rejected) pairs drawn per agent turn"})
+    pairs_per_turn: int = field(default=4, metadata={
+        "help": "(chosen, rejected) pairs drawn per agent turn, each a random top-half candidate against a random "
+                "bottom-half one, no pair twice (the release's --num_pairs 4)"})
     turn_fraction: float = field(default=1.0, metadata={"help": "fraction of the offline agent turns to use"})
     first_turns: int = field(default=0, metadata={
         "help": "use only each trajectory's first N agent turns (0 = all, the paper's); applied before turn_fraction"})
@@ -172,7 +174,13 @@ class StepPairConfig:
         "help": "fraction of a turn's num_candidates started with a question opener that the policy completes "
                 "(at least one when > 0; 0 = off, the paper's): a policy that never asks gives the critic no "
                 "question to prefer, so step-level DPO cannot teach asking (docs/training.md)"})
-    explore_turns: int = field(default=1, metadata={"help": "question candidates only at the first N agent turns"})
+    explore_turns: int = field(default=0, metadata={
+        "help": "question candidates only at the first N agent turns (0 = at every agent turn: 'ask again' against "
+                "'answer' wherever that decision exists)"})
+    candidate_seed: int | None = field(default=None, metadata={
+        "help": "seed of the candidates' sampling and of turn_fraction's choice of turns (default: --seed). Give "
+                "every training seed the same one, with --candidates_file, to score one set of base-policy samples "
+                "with each seed's critic (a seed changes the critic and the pair draws, not the samples)"})
     score_shared_prefix: bool = field(default=True, metadata={
         "help": "the critic and its reference compute a turn's prompt once and score every candidate from its "
                 "key/value cache (same scores to float round-off; false: each candidate's whole sequence)"})
@@ -202,8 +210,8 @@ class StepPairConfig:
             raise ValueError(f"skip_turns must be >= 0, got {self.skip_turns}")
         if not 0 <= self.explore_candidates <= 1:
             raise ValueError(f"explore_candidates must be in [0, 1], got {self.explore_candidates}")
-        if self.explore_turns < 1:
-            raise ValueError(f"explore_turns must be >= 1, got {self.explore_turns}")
+        if self.explore_turns < 0:
+            raise ValueError(f"explore_turns must be >= 0 (0 = every agent turn), got {self.explore_turns}")
         check_step_score(self.step_score)
 
 
@@ -360,11 +368,15 @@ def build_step_pairs(records: Sequence[dict[str, Any]], policy, policy_tokenizer
                      config: StepPairConfig, system_prompt: str | None = None, seed: int = 0,
                      progress: bool = False, stats: dict[str, Any] | None = None, *, candidates=None,
                      shard: Shard | str | None = None, pairs_out: str | Path | None = None, resume: bool = False,
-                     turns_in_flight: int = 4, timings: dict[str, float] | None = None) -> list[dict[str, Any]]:
+                     turns_in_flight: int = 4, timings: dict[str, float] | None = None,
+                     candidates_file: str | Path | None = None,
+                     policy_identity: dict[str, Any] | None = None) -> list[dict[str, Any]]:
     """DPO rows ``{"prompt", "chosen", "rejected", "chosen_score", "rejected_score"}`` (conversational
     format TRL's DPOTrainer reads) from the agent turns of offline trajectories, plus
-    ``task_key``, ``turn_index`` (the turn in its trajectory), ``turn`` (its place in
-    :func:`stage_turns`) and ``candidates_from`` (which backend sampled the candidates).
+    ``task_key``, ``agent_turn`` (the agent's own count in its trajectory, from 1),
+    ``turn_index`` (the turn's dialogue position: agent turn k of a dialogue that starts with the
+    person sits at 2k - 1), ``turn`` (its place in :func:`stage_turns`) and ``candidates_from``
+    (which backend sampled the candidates).
 
     The candidates of a turn come from ``candidates`` (any :class:`~sweet_agent.policies.base.Policy`:
     an :class:`~sweet_agent.policies.openai_policy.OpenAIPolicy` for a vLLM / SGLang / llama.cpp
@@ -374,6 +386,17 @@ def build_step_pairs(records: Sequence[dict[str, Any]], policy, policy_tokenizer
     sampling fails for good (after the policy's retries) is reported, counted in
     ``failed_turns`` and written to no pair; ``--resume`` samples it again.
 
+    ``candidates_file``: the candidates are sampled once and shared. When the file exists, every
+    turn's candidates are read from it instead of sampled, after checking that it was written
+    for the same base policy (``policy_identity``: the model's fingerprint,
+    :func:`~sweet_agent.actor.pair_files.model_fingerprint`; default: the local ``policy``'s
+    name), the same sampling settings, seed, turns and records
+    (:func:`~sweet_agent.actor.pair_files.candidate_settings`; any difference is a one-line
+    :class:`~sweet_agent.actor.pair_files.CandidateFileError`); when it does not, the candidates
+    sampled here are written to it once every turn has them. So the critics of several training
+    seeds score the same base-policy samples (``config.candidate_seed`` fixes their seed while
+    ``seed`` still varies the pair draws).
+
     The policy samples from the prompt it saw in the rollout (system prompt from the record's
     ``meta``, or ``system_prompt``); the critic scores that same prompt plus the candidate, with
     the privileged info — the view it was trained on (``critic``: the loaded critic, whose
@@ -382,50 +405,67 @@ def build_step_pairs(records: Sequence[dict[str, Any]], policy, policy_tokenizer
     critic's log-probability is compared with (:data:`STEP_SCORES`: its reference model, or the
     release's sampling ``policy`` on the prompt without privileged info). ``stats`` (when given)
     receives the counts of :data:`~sweet_agent.actor.pair_files.COUNT_KEYS`, ``failed``
-    (``[(turn, error)]``), ``resumed_turns`` and ``candidates_from``; ``timings`` (when given)
-    what this call did: ``wall_seconds``, ``scoring_seconds`` (the critic's share),
-    ``sampled_turns``, ``sampled_candidates`` and ``sampled_tokens``.
+    (``[(turn, error)]``), ``resumed_turns``, ``reused_turns`` (candidates read from
+    ``candidates_file``) and ``candidates_from``; ``timings`` (when given) what this call did:
+    ``wall_seconds``, ``scoring_seconds`` (the critic's share), ``sampled_turns``,
+    ``sampled_candidates`` and ``sampled_tokens``.
 
     ``shard`` (``"I/N"``) builds only the turns ``k`` with ``k % N == I``; ``pairs_out`` appends
     every finished turn to a journal beside it and writes the pairs and their meta at the end
     (:mod:`sweet_agent.actor.pair_files`); ``resume`` continues from that journal.
 
-    ``config.explore_candidates`` (a fraction, default 0 = off) of the candidates of each of the
-    first ``explore_turns`` agent turns start with a question opener (:func:`sample_candidates`'s
-    ``questions``), so the critic can prefer asking and a chosen question teaches it; the local
-    ``policy`` completes them (a server cannot continue a forced start).
+    ``config.explore_candidates`` (a fraction, default 0 = off) of the candidates of each agent
+    turn (``explore_turns`` > 0: of the first N only) start with a question opener
+    (:func:`sample_candidates`'s ``questions``), so the critic is offered "ask (again)" against
+    "answer" wherever that decision exists; the local ``policy`` completes them (a server cannot
+    continue a forced start).
 
-    ``config.first_turns`` (default 0 = all) keeps only each trajectory's first N agent turns,
-    before ``turn_fraction`` subsamples: where the decision to ask is made, and where question
-    candidates are offered, at a fraction of the sampling cost of every turn. ``skip_turns``
-    (default 0) drops each trajectory's first N agent turns: with ``first_turns`` it selects a
-    window (``skip_turns=1, first_turns=2``: the second agent turn only), e.g. to add pairs for the
-    turn after a question to pairs already built for the first."""
+    ``config.first_turns`` (default 0 = all, the paper's) keeps only each trajectory's first N
+    agent turns, before ``turn_fraction`` subsamples; ``skip_turns`` (default 0) drops each
+    trajectory's first N agent turns: with ``first_turns`` they select a window (``skip_turns=1,
+    first_turns=2``: the second agent turn only). Both depart from the paper, which pairs every
+    agent turn."""
     import time
     from dataclasses import fields
 
     from sweet_agent.actor import pair_files as PF
-    from sweet_agent.policies.base import PolicyError, derive_seed
+    from sweet_agent.policies.base import Generation, PolicyError, derive_seed
 
     config.check_step_pairs()  # before any sampling: a typo costs no compute
     shard = shard if isinstance(shard, PF.Shard) else PF.Shard.parse(shard)
+    cseed = seed if config.candidate_seed is None else config.candidate_seed
     n_questions = question_count(config.num_candidates, config.explore_candidates)
     exploration = ExplorationConfig(rate=1.0, turns=config.explore_turns)
     source = candidates if candidates is not None else local_policy(
         policy, policy_tokenizer, config.sampling_batch_size or config.num_candidates)
-    question_source = source
-    if n_questions and not getattr(source, "supports_prefix", False):
-        if policy is None:
-            raise ValueError(f"explore_candidates: question candidates are completed by the local policy ({source.name} "
-                             "cannot continue a forced start of a turn); load the policy model too")
-        question_source = local_policy(policy, policy_tokenizer, n_questions)
     sampling = _sampling(config.max_new_tokens, config.temperature, config.top_p)
     label = source.name
-    turns = stage_turns(records, config, seed, system_prompt)
+    turns = stage_turns(records, config, cseed, system_prompt)
     settings = PF.stage_settings(config, [f.name for f in fields(StepPairConfig)], seed=seed,
                                  system_prompt=system_prompt, records=records, total_turns=len(turns),
                                  critic_meta=critic.meta, candidates_from=label)
     mine = [k for k in range(len(turns)) if shard.owns(k)]
+    shared: dict[int, list[dict[str, Any]]] = {}
+    cand_path = cand_settings = None
+    if candidates_file is not None:
+        cand_path = shard.path(candidates_file)
+        identity = policy_identity if policy_identity is not None else {
+            "model": getattr(getattr(policy, "config", None), "_name_or_path", None) or label}
+        cand_settings = PF.candidate_settings(config, seed=cseed, system_prompt=system_prompt, records=records,
+                                              total_turns=len(turns), candidates_from=label, policy=identity,
+                                              shard=shard)
+        if cand_path.exists():
+            shared = PF.read_candidate_file(cand_path, cand_settings)
+            missing = [k for k in mine if k not in shared]
+            if missing:
+                raise PF.CandidateFileError(f"{cand_path} lacks the candidates of {len(missing)} of this stage's "
+                                            f"{len(mine)} turns (first: turn {missing[0]}); remove it to sample again")
+    question_source = source
+    if n_questions and not shared and not getattr(source, "supports_prefix", False):
+        if policy is None:
+            raise ValueError(f"explore_candidates: question candidates are completed by the local policy ({source.name} "
+                             "cannot continue a forced start of a turn); load the policy model too")
+        question_source = local_policy(policy, policy_tokenizer, n_questions)
     done: dict[int, dict[str, Any]] = {}
     journal = None
     if pairs_out is not None:
@@ -433,14 +473,15 @@ def build_step_pairs(records: Sequence[dict[str, Any]], policy, policy_tokenizer
         if finished is not None:
             rows, meta = finished
             if stats is not None:
-                stats.update(meta.get("counts", {}), failed=[], resumed_turns=len(mine), candidates_from=label)
+                stats.update(meta.get("counts", {}), failed=[], resumed_turns=len(mine), reused_turns=0,
+                             candidates_from=label)
             return rows
         journal = PF.TurnJournal(PF.journal_path(pairs_out), settings, shard, resume)
         done = {k: e for k, e in journal.done.items() if shard.owns(k)}
     todo = [k for k in mine if k not in done]
 
     def questions_at(k: int) -> int:
-        return n_questions if _agent_turn(turns[k][2]) < config.explore_turns else 0
+        return n_questions if not config.explore_turns or _agent_turn(turns[k][2]) < config.explore_turns else 0
 
     bar = None
     if progress:
@@ -453,22 +494,33 @@ def build_step_pairs(records: Sequence[dict[str, Any]], policy, policy_tokenizer
     failed: list[tuple[int, str]] = []
     t_start, t_score = time.perf_counter(), 0.0
     sampled = {"sampled_turns": 0, "sampled_candidates": 0, "sampled_tokens": 0}
-    jobs = [(k, turns[k][2], config.num_candidates - questions_at(k), seed + k) for k in todo]
+    reused = [k for k in todo if k in shared]
+    jobs = [(k, turns[k][2], config.num_candidates - questions_at(k), cseed + k) for k in todo if k not in shared]
+    stream = _candidate_stream(source, jobs, sampling, turns_in_flight) if jobs else iter(())
     try:
-        for k, plain in _candidate_stream(source, jobs, sampling, turns_in_flight):
+        for k, plain in _chain_reused(reused, stream):
             ri, ti, conv = turns[k]
             rec = records[ri]
+            agent_turn = _agent_turn(conv) + 1
             q = questions_at(k)
             try:
-                if isinstance(plain, BaseException):
+                if k in shared:
+                    gens = [Generation(text=c["text"], completion_tokens=int(c.get("completion_tokens", 0)),
+                                       finish_reason=c.get("finish_reason", "stop"),
+                                       prefix=c.get("prefix", "")) for c in shared[k]]
+                    q = sum(bool(c.get("question")) for c in shared[k])
+                elif isinstance(plain, BaseException):
                     raise plain
-                gens = turn_candidates(source, conv, config.num_candidates, sampling, seed + k, questions=q,
-                                       exploration=exploration, question_policy=question_source, plain=plain)
+                else:
+                    gens = turn_candidates(source, conv, config.num_candidates, sampling, cseed + k, questions=q,
+                                           exploration=exploration, question_policy=question_source, plain=plain)
             except PolicyError as exc:
                 error = " ".join(str(exc).split())[:500]
                 failed.append((k, error))
-                say(f"[step pairs] turn {k} (task {R.task_key(rec)[:40]}, agent turn {ti}) failed after retries: {error}")
-                entry = {"turn": k, "rows": [], "counts": {"turns": 1, "failed_turns": 1}, "error": error}
+                say(f"[step pairs] turn {k} (task {R.task_key(rec)[:40]}, agent turn {agent_turn}, dialogue position "
+                    f"{ti}) failed after retries: {error}")
+                entry = {"turn": k, "agent_turn": agent_turn, "rows": [], "counts": {"turns": 1, "failed_turns": 1},
+                         "error": error}
             else:
                 cands = [g.text for g in gens]
                 t0 = time.perf_counter()
@@ -482,17 +534,22 @@ def build_step_pairs(records: Sequence[dict[str, Any]], policy, policy_tokenizer
                 rows = [{"prompt": conv, "chosen": [{"role": "assistant", "content": cands[c]}],
                          "rejected": [{"role": "assistant", "content": cands[r]}],
                          "chosen_score": scores[c], "rejected_score": scores[r],
-                         "task_key": R.task_key(rec), "turn_index": ti, "turn": k, "candidates_from": label}
+                         "task_key": R.task_key(rec), "agent_turn": agent_turn, "turn_index": ti, "turn": k,
+                         "candidates_from": label}
                         for c, r in chosen]
-                entry = {"turn": k, "rows": rows, "error": None, "counts": {
+                entry = {"turn": k, "agent_turn": agent_turn, "rows": rows, "error": None, "counts": {
                     "turns": 1, "candidates": len(cands), "question_candidates": q,
                     "truncated_candidates": sum(g.finish_reason == "length" for g in gens[:len(gens) - q]),
                     "turns_without_pair": int(not chosen), "pairs": len(rows),
-                    "completion_tokens": sum(g.completion_tokens for g in gens)}}
+                    "completion_tokens": sum(g.completion_tokens for g in gens)},
+                    "candidates": [{"text": g.text, "finish_reason": g.finish_reason, "prefix": g.prefix,
+                                    "completion_tokens": g.completion_tokens, "question": j >= len(gens) - q}
+                                   for j, g in enumerate(gens)]}
                 entries[k] = entry
-                sampled["sampled_turns"] += 1
-                sampled["sampled_candidates"] += len(cands)
-                sampled["sampled_tokens"] += entry["counts"]["completion_tokens"]
+                if k not in shared:
+                    sampled["sampled_turns"] += 1
+                    sampled["sampled_candidates"] += len(cands)
+                    sampled["sampled_tokens"] += entry["counts"]["completion_tokens"]
             if journal is not None:
                 journal.append(entry)
             if bar is not None:
@@ -507,19 +564,35 @@ def build_step_pairs(records: Sequence[dict[str, Any]], policy, policy_tokenizer
     counts = PF.sum_counts(ordered)
     counts["turns"] = len(mine)
     counts["failed_turns"] = len(failed)
+    if cand_path is not None and not cand_path.exists() and not failed:
+        if all("candidates" in e for e in ordered):
+            PF.write_candidate_file(cand_path, {e["turn"]: e["candidates"] for e in ordered}, cand_settings)
+        else:
+            say(f"[step pairs] note: {cand_path} not written: turns resumed from an older journal lack their "
+                "candidates")
     if pairs_out is not None:
         meta = {"format": PF.FORMAT, "settings": settings, "shard": shard.label, "counts": counts,
                 "failed_turns": [k for k, _ in failed],
                 "candidates": {"from": label, "base_url": getattr(source, "base_url", None),
-                               "n_per_request": getattr(source, "supports_n", None)}}
+                               "n_per_request": getattr(source, "supports_n", None),
+                               "file": str(cand_path) if cand_path is not None else None,
+                               "reused_from_file": bool(shared)}}
         PF.write_pair_file(pairs_out, rows, meta)
         if not failed:
             PF.journal_path(pairs_out).unlink(missing_ok=True)
     if stats is not None:
-        stats.update(counts, failed=failed, resumed_turns=len(done), candidates_from=label)
+        stats.update(counts, failed=failed, resumed_turns=len(done), reused_turns=len(reused), candidates_from=label)
     if timings is not None:
         timings.update(sampled, wall_seconds=time.perf_counter() - t_start, scoring_seconds=t_score)
     return rows
+
+
+def _chain_reused(reused: list[int], stream):
+    """``(turn, None)`` for each turn whose candidates come from a candidates file, then the
+    sampled turns of ``stream``."""
+    for k in reused:
+        yield k, None
+    yield from stream
 
 
 def _finished_file(pairs_out, settings: dict[str, Any], shard: Shard):

@@ -46,6 +46,18 @@ class StepPairArguments(TrainingDataArguments):
     pairs_in: str | None = field(default=None, metadata={
         "help": "train on these step pairs instead of building them (several files: separated by commas)"})
     only_pairs: bool = field(default=False, metadata={"help": "build and write the pairs, do not train"})
+    pair_labels: str = field(default="critic", metadata={
+        "help": "who labels a step pair: critic (SWEET-RL: the --critic's step score) or monte-carlo (the "
+                "Monte-Carlo values of --mc_values: the oracle-credit actor, step-level DPO's upper bound)",
+        "choices": ["critic", "monte-carlo"]})
+    mc_values: str | None = field(default=None, metadata={
+        "help": "values file of `sweet-agent mc-values` (candidates and their Monte-Carlo values) for "
+                "--pair_labels monte-carlo"})
+    candidates_file: str | None = field(default=None, metadata={
+        "help": "share one set of candidates between runs: read every turn's candidates from this file when it "
+                "exists (refused in one line unless the base policy, sampling settings, --candidate_seed and records "
+                "are the same), else sample them and write it. Every training seed's critic then scores the same "
+                "base-policy samples"})
     device: str = field(default="auto", metadata={"help": "where the step-pair stage's policy, critic and critic "
                                                           "reference run: " + DEVICE_HELP.split(": ", 1)[1]})
     candidates_from: str = field(default="policy", metadata={
@@ -73,7 +85,8 @@ class StepPairArguments(TrainingDataArguments):
         "help": "continue an interrupted step-pair stage from its journal (PAIRS.turns.jsonl), same settings"})
 
 
-COMMAND = TrainingCommand(PROG, PRESETS, StepPairArguments, "sweet_agent.actor.config:ActorConfig", __doc__)
+COMMAND = TrainingCommand(PROG, PRESETS, StepPairArguments, "sweet_agent.actor.config:ActorConfig", __doc__,
+                          unit="step pairs")
 dataclass_types, parse_args = COMMAND.dataclass_types, COMMAND.parse_args
 
 
@@ -166,7 +179,18 @@ def check_stage(data_args: StepPairArguments, cfg):
     return shard, launched
 
 
-def build_pairs(data_args: StepPairArguments, cfg, policy, tok, dtype: str | None) -> list[dict]:
+def policy_identity(model_args) -> dict:
+    """What a shared candidates file is keyed by on the policy's side: the checkpoint's
+    fingerprint (:func:`~sweet_agent.actor.pair_files.model_fingerprint`) and the dtype it
+    samples in."""
+    from sweet_agent.actor.pair_files import model_fingerprint
+    from sweet_agent.training_setup import resolve_model
+
+    spec = getattr(model_args, "model_name_or_path", None)
+    return {**model_fingerprint(resolve_model(spec)), "name": spec, "dtype": getattr(model_args, "dtype", None)}
+
+
+def build_pairs(data_args: StepPairArguments, cfg, policy, tok, dtype: str | None, model_args=None) -> list[dict]:
     """Sample, score and pair candidates for the offline agent turns; write and return the rows
     (under a multi-process launch: every process's, once all of them have finished)."""
     from sweet_agent.actor.candidates import build_step_pairs
@@ -192,7 +216,9 @@ def build_pairs(data_args: StepPairArguments, cfg, policy, tok, dtype: str | Non
                                 system_prompt=data_args.system_prompt or critic.meta.get("system_prompt"),
                                 seed=cfg.seed, progress=True, stats=stats, candidates=source, shard=shard,
                                 pairs_out=out, resume=data_args.resume,
-                                turns_in_flight=data_args.candidates_turns_in_flight, timings=timings)
+                                turns_in_flight=data_args.candidates_turns_in_flight, timings=timings,
+                                candidates_file=data_args.candidates_file,
+                                policy_identity=policy_identity(model_args) if data_args.candidates_file else None)
     except PairFileError as exc:
         raise SystemExit(f"{PROG}: {exc}") from None
     finally:
@@ -214,9 +240,13 @@ def _report(rows, stats, timings, cfg, n_records: int, out) -> None:
               f"{timings['sampled_tokens'] / wall:.1f} generated tokens/s; critic "
               f"{timings.get('scoring_seconds', 0.0) / built:.3f} s per turn"
               + (f"; {stats['resumed_turns']} turns were already in the journal" if stats.get("resumed_turns") else ""))
+    if stats.get("reused_turns"):
+        print(f"[train-actor] candidates of {stats['reused_turns']} turns read from --candidates_file (sampled once "
+              "from the base policy; scored here by this critic)")
     if stats.get("question_candidates"):
+        where = "every agent turn" if not cfg.explore_turns else f"agent turns 1-{cfg.explore_turns}"
         print(f"[train-actor] {stats['question_candidates']} of {stats['candidates']} candidates started with a "
-              f"question opener (--explore_candidates {cfg.explore_candidates:g}, first {cfg.explore_turns} turn(s))")
+              f"question opener (--explore_candidates {cfg.explore_candidates:g}, at {where})")
     if stats.get("truncated_candidates"):
         print(f"[train-actor] warning: {stats['truncated_candidates']} of {stats['candidates']} candidates were cut "
               f"at --max_new_tokens {cfg.max_new_tokens} (no end of turn); raise it to score whole actions")
@@ -263,7 +293,18 @@ def run(args: SimpleNamespace) -> int:
     from sweet_agent.actor.trainer import make_dpo_trainer
 
     check_run(PROG, cfg)
-    if data_args.pairs_in:
+    if data_args.pair_labels == "monte-carlo":  # the oracle-credit actor (sweet_agent.actor.mc_values)
+        from sweet_agent.actor.mc_values import oracle_pairs_stage
+
+        if not data_args.mc_values or data_args.pairs_in or data_args.critic:
+            raise SystemExit(f"{PROG}: --pair_labels monte-carlo takes its pairs from --mc_values FILE (of "
+                             "`sweet-agent mc-values`), with no --critic or --pairs_in")
+        rows = oracle_pairs_stage(data_args.mc_values, data_args.pairs_out or f"{cfg.output_dir}/step_pairs.jsonl",
+                                  cfg.pairs_per_turn, cfg.seed)
+        policy = tok = None
+        if data_args.only_pairs:
+            return 0
+    elif data_args.pairs_in:
         paths = [p.strip() for p in data_args.pairs_in.split(",") if p.strip()]
         rows = [row for path in paths for row in read_jsonl(path)]
         print(f"[train-actor] {len(rows)} step pairs from {', '.join(paths)}")
@@ -274,7 +315,7 @@ def run(args: SimpleNamespace) -> int:
         _refuse_partitioned_models()
         if needs_local_policy(data_args, cfg):
             policy, tok = load_model(model_args, device=stage_device(data_args, cfg))
-        rows = build_pairs(data_args, cfg, policy, tok, model_args.dtype)
+        rows = build_pairs(data_args, cfg, policy, tok, model_args.dtype, model_args)
         if data_args.only_pairs:
             return 0
     if not rows:

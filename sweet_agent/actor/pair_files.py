@@ -110,6 +110,95 @@ def stage_settings(config: Any, config_fields: Iterable[str], *, seed: int, syst
     }
 
 
+# ----------------------------------------------------------------------------- shared candidates
+#: Written into a candidates file's header; a reader refuses other formats.
+CANDIDATES_FORMAT = "sweet-agent step-pair candidates v1"
+#: The step-pair settings that decide a turn's candidates (not how they are scored or paired).
+SAMPLING_FIELDS = ("num_candidates", "turn_fraction", "first_turns", "skip_turns", "max_new_tokens", "temperature",
+                   "top_p", "explore_candidates", "explore_turns")
+
+
+class CandidateFileError(PairFileError):
+    """A candidates file that was not sampled for this stage (one line: what differs, what to do)."""
+
+
+def candidate_settings(config: Any, *, seed: int, system_prompt: str | None, records: Sequence[dict[str, Any]],
+                       total_turns: int, candidates_from: str, policy: dict[str, Any], shard: Shard) -> dict[str, Any]:
+    """Everything that decides a turn's candidates: the base policy (``policy``: its identity,
+    :func:`model_fingerprint`) and backend, the sampling settings (:data:`SAMPLING_FIELDS`),
+    the seed, the records and their turns. The critic is not part of it: every training seed's
+    critic may score the same candidates."""
+    return {
+        "format": CANDIDATES_FORMAT,
+        "policy": policy,
+        "candidates_from": candidates_from,
+        "sampling": {name: getattr(config, name) for name in SAMPLING_FIELDS},
+        "seed": int(seed),
+        "system_prompt": system_prompt,
+        "records": {"count": len(records), "sha256": digest(list(records))},
+        "total_turns": int(total_turns),
+        "shard": shard.label,
+    }
+
+
+def write_candidate_file(path: str | os.PathLike[str], by_turn: dict[int, list[dict[str, Any]]],
+                         settings: dict[str, Any]) -> None:
+    """A header line ``{"format", "settings"}``, then one line per turn ``{"turn", "candidates"}``
+    (text, finish reason, forced prefix, completion tokens, whether it is a question
+    candidate), atomically."""
+    rows = [{"format": CANDIDATES_FORMAT, "settings": settings}]
+    rows += [{"turn": int(k), "candidates": by_turn[k]} for k in sorted(by_turn)]
+    write_jsonl_atomic(path, rows)
+
+
+def read_candidate_file(path: str | os.PathLike[str], settings: dict[str, Any]) -> dict[int, list[dict[str, Any]]]:
+    """The candidates of every turn in ``path``, after checking they were sampled with
+    ``settings`` (:func:`candidate_settings`); :class:`CandidateFileError` in one line otherwise."""
+    try:
+        lines = read_pair_rows(path)
+    except (OSError, json.JSONDecodeError) as exc:
+        raise CandidateFileError(f"{path} is not a readable candidates file ({type(exc).__name__}); remove it to "
+                                 "sample the candidates again") from None
+    head = lines[0] if lines else {}
+    if head.get("format") != CANDIDATES_FORMAT:
+        raise CandidateFileError(f"{path} is not a candidates file of this version ({CANDIDATES_FORMAT!r}); remove it "
+                                 "to sample the candidates again")
+    diff = differences(head.get("settings", {}), settings)
+    if diff:
+        raise CandidateFileError(f"{path} holds candidates of another base policy or sampling ({'; '.join(diff[:4])}): "
+                                 "candidates are shared only between runs of the same base policy and settings; "
+                                 "pass another --candidates_file or remove it")
+    return {int(row["turn"]): row["candidates"] for row in lines[1:]}
+
+
+def model_fingerprint(path: str | os.PathLike[str] | None, chunk: int = 4 << 20, whole_below: int = 64 << 20
+                      ) -> dict[str, Any]:
+    """The identity of a model checkpoint (folder or single file such as a GGUF): its path and a
+    sha256 over every file's name and size, the whole content of files under ``whole_below``
+    bytes (configs, tokenizers, LoRA adapters) and the first and last ``chunk`` bytes of larger
+    ones (weights: reading 16 GB per stage would cost more than the check is worth). A name that
+    is not a local path (a hub id) is its own identity."""
+    if path is None:
+        return {"model": None}
+    p = Path(path)
+    if not p.exists():
+        return {"model": str(path)}
+    files = sorted(f for f in (p.rglob("*") if p.is_dir() else [p]) if f.is_file()
+                   and not any(part.startswith(".") for part in f.relative_to(p if p.is_dir() else p.parent).parts))
+    h = hashlib.sha256()
+    for f in files:
+        size = f.stat().st_size
+        h.update(f"{f.relative_to(p) if p.is_dir() else f.name}\0{size}\0".encode())
+        with open(f, "rb") as fh:
+            if size <= whole_below:
+                h.update(fh.read())
+            else:
+                h.update(fh.read(chunk))
+                fh.seek(size - chunk)
+                h.update(fh.read(chunk))
+    return {"model": str(p.resolve()), "sha256": h.hexdigest(), "files": len(files)}
+
+
 def differences(a: dict[str, Any], b: dict[str, Any], prefix: str = "") -> list[str]:
     """``"key: A vs B"`` for every setting that differs (nested keys dotted)."""
     out = []

@@ -15,7 +15,7 @@ from trl import DPOTrainer
 from sweet_agent.actor.config import ActorConfig
 from sweet_agent.training_setup import initial_copy
 
-_EXTRA_COLUMNS = ("chosen_score", "rejected_score", "task_key", "turn_index", "turn", "candidates_from")
+_EXTRA_COLUMNS = ("chosen_score", "rejected_score", "task_key", "agent_turn", "turn_index", "turn", "candidates_from")
 
 
 def make_dpo_trainer(model, tokenizer, rows: list[dict[str, Any]] | Dataset, args: ActorConfig,

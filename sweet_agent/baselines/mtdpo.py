@@ -148,7 +148,8 @@ def make_mtdpo_trainer(model, tokenizer, rows, args, ref_model=None, peft_config
                                peft_config=peft_config, **kwargs)
 
 
-COMMAND = TrainingCommand(PROG, PRESETS, PreferenceDataArguments, MTDPOConfig, __doc__)
+COMMAND = TrainingCommand(PROG, PRESETS, PreferenceDataArguments, MTDPOConfig, __doc__,
+                          unit="trajectory pairs")
 dataclass_types, parse_args = COMMAND.dataclass_types, COMMAND.parse_args
 
 

@@ -72,7 +72,7 @@ def make_rft_trainer(model, tokenizer, rows, args, peft_config=None, **kwargs):
                       peft_config=peft_config, **kwargs)
 
 
-COMMAND = TrainingCommand(PROG, PRESETS, PreferenceDataArguments, RFTConfig, __doc__)
+COMMAND = TrainingCommand(PROG, PRESETS, PreferenceDataArguments, RFTConfig, __doc__, unit="trajectories")
 dataclass_types, parse_args = COMMAND.dataclass_types, COMMAND.parse_args
 
 

@@ -9,13 +9,13 @@ import pytest
 
 from sweet_agent.actor.candidates import StepPairConfig, build_step_pairs, question_count, sample_candidates
 from sweet_agent.actor.config import ActorConfig
-from sweet_agent.policies.exploration import DEFAULT_OPENERS, ExplorationConfig
+from sweet_agent.policies.exploration import DEFAULT_LATER_OPENERS, DEFAULT_OPENERS, ExplorationConfig
 
 CONV = [{"role": "user", "content": "Write f(x)."}]
 
 
-def starts_with_opener(text: str) -> bool:
-    return any(text.startswith(o.strip()) for o in DEFAULT_OPENERS)
+def starts_with_opener(text: str, openers=DEFAULT_OPENERS + DEFAULT_LATER_OPENERS) -> bool:
+    return any(text.startswith(o.strip()) for o in openers)
 
 
 def test_questions_are_the_last_candidates_and_start_with_an_opener(tiny_model, tiny_tokenizer):
@@ -94,8 +94,34 @@ def test_config_field_flag_and_presets():
     assert parse_args(["--config", "paper", "--output_dir", "o"]).training.explore_candidates == 0.0
     with pytest.raises(ValueError, match="explore_candidates"):
         ActorConfig(output_dir="/tmp/x", bf16=False, explore_candidates=2.0)
-    with pytest.raises(ValueError, match="explore_turns"):
-        ActorConfig(output_dir="/tmp/x", bf16=False, explore_turns=0)
+    assert ActorConfig(output_dir="/tmp/x", bf16=False).explore_turns == 0  # 0 = every agent turn
+    with pytest.raises(ValueError, match="explore_turns must be >= 0"):
+        ActorConfig(output_dir="/tmp/x", bf16=False, explore_turns=-1)
+
+
+def test_question_candidates_join_every_agent_turn_by_default(pairs_of_toy_records):
+    """explore_turns 0 (the default): the critic is offered a question at the second agent turn
+    too, started with a later-turn opener ("one more question"), so "ask again" meets "answer"
+    wherever the decision exists; explore_turns 1 keeps them to the first agent turn."""
+    build = pairs_of_toy_records
+    stats: dict[str, int] = {}
+    rows = build(explore_candidates=0.5, stats=stats)
+    assert stats["turns"] == 6 and stats["question_candidates"] == 6  # one of two candidates at each turn
+    by_turn = {1: [r for r in rows if r["agent_turn"] == 1], 2: [r for r in rows if r["agent_turn"] == 2]}
+    assert len(by_turn[1]) == 3 and len(by_turn[2]) == 3
+    for r in by_turn[1]:
+        pair = [r["chosen"][0]["content"], r["rejected"][0]["content"]]
+        assert sum(starts_with_opener(t, DEFAULT_OPENERS) for t in pair) == 1, pair
+    for r in by_turn[2]:  # the second agent turn: after the person's reply, "one more question"
+        assert sum(m["role"] == "assistant" for m in r["prompt"]) == 1 and r["turn_index"] == 3
+        pair = [r["chosen"][0]["content"], r["rejected"][0]["content"]]
+        assert sum(starts_with_opener(t, DEFAULT_LATER_OPENERS) for t in pair) == 1, pair
+        assert all(t.endswith("?") for t in pair if starts_with_opener(t)), pair
+    first_only: dict[str, int] = {}
+    rows = build(explore_candidates=0.5, explore_turns=1, stats=first_only)
+    assert first_only["question_candidates"] == 3
+    assert not any(starts_with_opener(r[k][0]["content"]) for r in rows if r["agent_turn"] == 2
+                   for k in ("chosen", "rejected"))
 
 
 def test_train_actor_flag_puts_questions_into_the_written_pairs(tmp_path, toy_records, tiny_model_dir, capsys):
@@ -115,10 +141,11 @@ def test_train_actor_flag_puts_questions_into_the_written_pairs(tmp_path, toy_re
                  "--explore_candidates", "0.5", "--pairs_out", str(pairs), "--only_pairs", *common]) == 0
     out = capsys.readouterr().out
     rows = [json.loads(x) for x in pairs.read_text().splitlines()]
-    first_turns = sum(not any(m["role"] == "assistant" for m in r["prompt"]) for r in rows)
-    assert first_turns >= 1
-    assert f"{first_turns} of " in out and "candidates started with a question opener (--explore_candidates 0.5" in out
-    assert sum(starts_with_opener(r[k][0]["content"]) for r in rows for k in ("chosen", "rejected")) == first_turns
+    assert {r["agent_turn"] for r in rows} == {1, 2}  # every agent turn offers a question (explore_turns 0)
+    assert f"{len(rows)} of {2 * len(rows)} candidates started with a question opener (--explore_candidates 0.5, " \
+           "at every agent turn)" in out
+    for r in rows:  # one question against the policy's own candidate, whichever the critic preferred
+        assert sum(starts_with_opener(r[k][0]["content"]) for k in ("chosen", "rejected")) == 1
 
 
 @pytest.fixture
