@@ -26,6 +26,10 @@ Held-out pairs: a critic trained by ``train-critic`` records the tasks it traine
 columns leave out the pairs of those tasks (counted as ``trained_on``). ``--tasks all`` keeps
 them (in-sample). A critic that records no tasks is scored on every pair, and the report says so.
 
+Each column is also split by pair kind (``by_pair_kind``: ``ask-answer``, a candidate that goes
+on against one that answers; ``answer-answer``; ``ask-ask``; Wilson intervals): whether a critic
+that prefers asking is right to is the ``ask-answer`` agreement.
+
 Intervals: ``--ci wilson`` (default) is the Wilson score interval of the agreement, 95 %, treating
 pairs as independent; the pairs of one turn share candidates, so ``--ci turn-bootstrap`` resamples
 whole turns instead (2,000 draws, percentile interval, seeded), the more honest width when turns
@@ -64,6 +68,8 @@ class Agreement:
     unmeasured: int = 0  # pairs left out: a candidate without an MC value
     trained_on: int = 0  # pairs left out: the critic trained on their task
     turns: list[tuple[int, int]] = field(default_factory=list)  # per turn with pairs: (agree, pairs)
+    #: per pair kind (:func:`pair_kind`): [agree, pairs]
+    kinds: dict[str, list[int]] = field(default_factory=dict)
 
     @property
     def rate(self) -> float | None:
@@ -73,6 +79,17 @@ class Agreement:
         for name in ("pairs", "agree", "score_ties", "mc_ties", "unmeasured", "trained_on"):
             setattr(self, name, getattr(self, name) + getattr(other, name))
         self.turns += other.turns
+        for kind, (a, n) in other.kinds.items():
+            mine = self.kinds.setdefault(kind, [0, 0])
+            mine[0] += a
+            mine[1] += n
+
+
+def pair_kind(a: dict[str, Any], b: dict[str, Any]) -> str:
+    """``answer-answer``, ``ask-answer`` or ``ask-ask``: whether each candidate ends the dialogue
+    with an answer (``I WANT TO ANSWER:``) or goes on (a question, or anything else)."""
+    answers = sum(bool(c.get("answer")) for c in (a, b))
+    return ("ask-ask", "ask-answer", "answer-answer")[answers]
 
 
 def turn_agreement(candidates: Sequence[dict[str, Any]], scores: Sequence[float]) -> Agreement:
@@ -95,11 +112,14 @@ def turn_agreement(candidates: Sequence[dict[str, Any]], scores: Sequence[float]
                 out.mc_ties += 1
                 continue
             out.pairs += 1
+            kind = out.kinds.setdefault(pair_kind(a, b), [0, 0])
+            kind[1] += 1
             ds = float(scores[i]) - float(scores[j])
             if abs(ds) <= SCORE_TIE:
                 out.score_ties += 1
             elif (ds > 0) == (dv > 0):
                 out.agree += 1
+                kind[0] += 1
     if out.pairs:
         out.turns.append((out.agree, out.pairs))
     return out
@@ -252,7 +272,10 @@ def build_report(rows: Sequence[dict[str, Any]], scorers: Sequence[Scorer], *, t
             "by_agent_turn": {k: {"pairs": a.pairs, "agree": a.agree, "agreement": a.rate,
                                   "ci": list(iv) if (iv := interval(a, ci, seed)) else None,
                                   "score_ties": a.score_ties, "mc_ties": a.mc_ties, "unmeasured": a.unmeasured,
-                                  "trained_on": a.trained_on, "turns_with_pairs": len(a.turns)}
+                                  "trained_on": a.trained_on, "turns_with_pairs": len(a.turns),
+                                  "by_pair_kind": {kind: {"pairs": n, "agree": g, "agreement": g / n if n else None,
+                                                          "ci": list(wilson(g, n) or []) or None}
+                                                   for kind, (g, n) in sorted(a.kinds.items())}}
                               for k, a in table.items()},
         })
     settings = (values_meta or {}).get("settings", {})
@@ -305,7 +328,8 @@ def format_report(report: dict[str, Any]) -> str:
             lines.append("  ".join("-" * w for w in widths))
     for c in cols:
         a = c["by_agent_turn"]["all"]
-        extra = [f"{a['score_ties']} score ties (not agreeing)"] if a["score_ties"] else []
+        extra = [f"{kind} {v['agreement']:.3f} (n={v['pairs']})" for kind, v in a["by_pair_kind"].items()]
+        extra += [f"{a['score_ties']} score ties (not agreeing)"] if a["score_ties"] else []
         if a["trained_on"]:
             extra.append(f"{a['trained_on']} pairs of tasks it trained on left out")
         if a["unmeasured"]:

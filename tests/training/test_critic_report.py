@@ -14,8 +14,8 @@ from sweet_agent.actor import mc_values as MC
 from sweet_agent.cli import main
 
 
-def _cand(text, mc):
-    return {"text": text, "mc_value": mc}
+def _cand(text, mc, answer=False):
+    return {"text": text, "mc_value": mc, "answer": answer}
 
 
 def _row(turn, agent_turn, task_key, cands, task=None):
@@ -26,12 +26,15 @@ def _row(turn, agent_turn, task_key, cands, task=None):
 
 
 #: (values row, the step score of each of its candidates). Hand count:
-#:   turn 0, agent turn 1: a0>a1 agree, a0>a2 agree, a1>a2 disagree (0.1 < 0.2); the repeated a0 counts once
+#:   turn 0, agent turn 1: a0>a1 agree, a0>a2 agree, a1>a2 disagree (0.1 < 0.2); the repeated a0 counts once;
+#:     a0 and a1 are answers: answer-answer 1 of 1, ask-answer 1 of 2
 #:   turn 1, agent turn 2: b0=b1 an MC tie (left out); b2>b0 agree, b2>b1 agree
 #:   turn 2, agent turn 2: c1>c0 but equal scores: a score tie (not agreeing); c2 has no value (2 pairs unmeasured)
-#: => 6 pairs, 4 agree; agent turn 1: 2 of 3; agent turn 2: 2 of 3, 1 MC tie, 1 score tie, 2 unmeasured
+#: => 6 pairs, 4 agree; agent turn 1: 2 of 3; agent turn 2: 2 of 3, 1 MC tie, 1 score tie, 2 unmeasured;
+#:    ask-ask 2 of 3
 FIXTURE = [
-    (_row(0, 1, "A", [_cand("a0", 1.0), _cand("a1", 0.5), _cand("a2", 0.0), _cand("a0", 1.0)]), [0.3, 0.1, 0.2, 0.3]),
+    (_row(0, 1, "A", [_cand("a0", 1.0, True), _cand("a1", 0.5, True), _cand("a2", 0.0), _cand("a0", 1.0, True)]),
+     [0.3, 0.1, 0.2, 0.3]),
     (_row(1, 2, "A", [_cand("b0", 0.5), _cand("b1", 0.5), _cand("b2", 1.0)]), [0.7, 0.2, 0.9]),
     (_row(2, 2, "B", [_cand("c0", 0.0), _cand("c1", 1.0), _cand("c2", None)]), [0.4, 0.4, 5.0]),
 ]
@@ -47,6 +50,7 @@ def test_agreement_equals_the_hand_count():
     assert (two.pairs, two.agree, two.mc_ties, two.score_ties, two.unmeasured) == (3, 2, 1, 1, 2)
     assert (total.pairs, total.agree) == (6, 4) and total.rate == pytest.approx(4 / 6)
     assert total.turns == [(2, 3), (2, 2), (0, 1)]  # (agree, pairs) per turn with pairs: the bootstrap's units
+    assert total.kinds == {"answer-answer": [1, 1], "ask-answer": [1, 2], "ask-ask": [2, 3]}
     # the Wilson 95 % interval of 4 of 6 (a textbook value)
     lo, hi = CR.wilson(4, 6)
     assert lo == pytest.approx(0.3000, abs=5e-4) and hi == pytest.approx(0.9032, abs=5e-4)
@@ -94,6 +98,9 @@ def test_critic_report_command_prints_and_writes_the_hand_count(tmp_path, capsys
     report = json.loads(out.read_text())
     col = report["scorers"][0]
     assert col["name"] == "hand" and report["ci"]["method"] == "wilson"
+    kinds = col["by_agent_turn"]["all"].pop("by_pair_kind")
+    assert {k: (v["agree"], v["pairs"]) for k, v in kinds.items()} == {"answer-answer": (1, 1), "ask-answer": (1, 2),
+                                                                       "ask-ask": (2, 3)}
     assert col["by_agent_turn"]["all"] | {"ci": None} == {"pairs": 6, "agree": 4, "agreement": pytest.approx(4 / 6),
                                                            "ci": None, "score_ties": 1, "mc_ties": 1, "unmeasured": 2,
                                                            "trained_on": 0, "turns_with_pairs": 3}
