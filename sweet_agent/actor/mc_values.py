@@ -623,8 +623,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     _flag(g, "policy", default="default", help="default, a checkpoint path, a cached hub id, or openai:MODEL")
     _flag(g, "base_url", default=None, help="endpoint of openai:MODEL (default: $OPENAI_BASE_URL)")
     _flag(g, "api_key", default=None, help="API key of that endpoint (default: $OPENAI_API_KEY or 'EMPTY')")
-    _flag(g, "dtype", default="float32", choices=["bfloat16", "float32", "float16", "auto"],
-          help="local model dtype (default: %(default)s)")
+    _flag(g, "dtype", default="bfloat16", choices=["bfloat16", "float32", "float16", "auto"],
+          help="local model dtype; the rollouts' default, so the completions are the behaviour policy's "
+               "(default: %(default)s)")
     _flag(g, "device", default="auto", help="where a local policy runs (default: %(default)s)")
     _flag(g, "max_new_tokens", type=int, default=256, help="per candidate and per completion turn (default: %(default)s)")
     _flag(g, "temperature", type=float, default=1.0, help="candidates' sampling temperature (default: %(default)s)")
@@ -666,8 +667,10 @@ def run(args: argparse.Namespace) -> int:
     if not records:
         raise ValueError(f"no usable trajectories in {', '.join(args.data)}")
     endpoint = args.policy.startswith("openai:")
+    from sweet_agent.devices import resolve_device
+
     policy = load_policy(args.policy, base_url=args.base_url, api_key=args.api_key, dtype=args.dtype,
-                         device=args.device, max_batch_size=args.concurrency, concurrency=args.concurrency,
+                         device=args.device if endpoint else resolve_device(args.device), max_batch_size=args.concurrency, concurrency=args.concurrency,
                          **({} if endpoint else {"quiet": True}))
     stats: dict[str, Any] = {}
     try:

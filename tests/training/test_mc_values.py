@@ -178,3 +178,27 @@ def test_mc_values_command_end_to_end(record, tmp_path, tiny_model_dir, capsys):
     assert main([*argv, "--resume"]) == 0
     assert main(["mc-values", "--data", str(data), "--output", str(out), "--rollouts_per_candidate", "0"]) == 1
     assert "rollouts_per_candidate must be >= 1" in capsys.readouterr().err
+
+
+def test_mc_values_with_an_openai_compatible_behaviour_policy(record, tmp_path):
+    """`--policy openai:MODEL`: the candidates in one request for n choices, the completions one
+    request per turn, all to a local HTTP server speaking the protocol."""
+    from sweet_agent.cli import main
+    from tests.local_openai_server import LocalOpenAIServer
+
+    def agent(body):
+        return [QUESTION, FULL][body["choice"]] if "choice" in body else HALF
+
+    data = tmp_path / "offline.jsonl"
+    data.write_text(json.dumps(record) + "\n")
+    out = tmp_path / "values.jsonl"
+    with LocalOpenAIServer(agent) as server:
+        assert main(["mc-values", "--data", str(data), "--policy", "openai:scripted", "--base_url", server.base_url,
+                     "--num_candidates", "2", "--rollouts_per_candidate", "3", "--output", str(out),
+                     "--no-progress"]) == 0
+        n_requests = len(server.requests)
+    rows, _ = MC.read_values_file(out)
+    assert [r["agent_turn"] for r in rows] == [1, 2]
+    for row in rows:
+        assert {c["text"]: c["mc_value"] for c in row["candidates"]} == {QUESTION: 0.5, FULL: 1.0}
+    assert n_requests == 2 + 2 * 3  # per turn: one request for both candidates, one per completion turn
