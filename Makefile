@@ -50,6 +50,7 @@ gpu-smoke: setup
 lint: setup
 	@$(VENV)/bin/ruff check colbench_gym sweet_agent tests examples benchmarks
 	@$(VENV)/bin/lint-imports --no-cache
+	@$(PY) -m pytest -q -p no:cacheprovider tests/test_kind_branches.py  # no new branch on a kind's name
 
 clean:
 	rm -rf $(VENV) build *.egg-info

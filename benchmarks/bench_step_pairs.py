@@ -329,6 +329,7 @@ def main(argv=None) -> int:
     critic = LoadedCritic(critic_model.eval(), ref.eval(), tok, {"normalize": "turn", "use_privileged_info": True})
     if args.critic_scaling:
         load_mid = os.getloadavg()
+        turns = turns[: args.turns]  # the first N agent turns (records are kept whole above)
         rows = critic_scaling(critic, tok, turns, records, args.num_candidates, args.candidate_tokens,
                               args.prompt_tokens, args.repeats)
         load_after = os.getloadavg()

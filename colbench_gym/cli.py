@@ -20,9 +20,15 @@ from typing import Any
 
 from colbench_gym.tasks.kinds import KINDS
 
-# (command words, module, help); `colbench evaluate KIND` for every environment kind
-COMMANDS: list[tuple[tuple[str, ...], str, str]] = [
-    *((("evaluate", kind.name), kind.evaluator, kind.evaluator_help) for kind in KINDS.values()),
+
+def commands() -> list[tuple[tuple[str, ...], str, str]]:
+    """(command words, module, help) of every command; ``colbench evaluate KIND`` for every kind in
+    the kinds table as it is now (a kind registered after import gets its command too)."""
+    return [*((("evaluate", kind.name), kind.evaluator, kind.evaluator_help) for kind in KINDS.values()),
+            *_OTHER_COMMANDS]
+
+
+_OTHER_COMMANDS: list[tuple[tuple[str, ...], str, str]] = [
     (("render",), "colbench_gym.rendering.cli", "render an HTML page to a PNG screenshot"),
     (("sandbox-info",), "colbench_gym.grading.cli", "report the isolation the grading sandbox gets here"),
     (("tasks",), "colbench_gym.tasks.cli", "list or export embedded / generated tasks"),
@@ -31,6 +37,8 @@ COMMANDS: list[tuple[tuple[str, ...], str, str]] = [
      "contradicting the reference, optionally a full-information oracle model)"),
     (("serve",), "colbench_gym.online.serve", "serve the environments as OpenEnv servers (/backend, /frontend)"),
 ]
+#: The commands of the shipped kinds (:func:`commands` is the live list).
+COMMANDS = commands()
 
 
 from colbench_gym.jsonl import OutputNotWritable, check_output_writable  # noqa: E402,F401 - re-exported
@@ -151,7 +159,7 @@ def dispatch(prog: str, commands: list[tuple[tuple[str, ...], str, str]], argv: 
 
 
 def main(argv: list[str] | None = None) -> int:
-    return dispatch("colbench", COMMANDS, list(sys.argv[1:] if argv is None else argv))
+    return dispatch("colbench", commands(), list(sys.argv[1:] if argv is None else argv))
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -47,7 +47,6 @@ from colbench_gym.tasks.accounting import (
     RunCost,
     count_end_reasons,
     format_end_reasons,
-    grading_failure,
     is_infrastructure,
     is_infrastructure_failure,
     load_prices,
@@ -107,17 +106,14 @@ def regrade_backend(records: list[Record]) -> list[tuple[float, bool] | str]:
     """Grade every backend answer again in the sandbox: ``(fraction passed, success)`` per record,
     or the end reason (``grading_error``, ``task_error``) where the regrade measured nothing (the
     grader failed; no test of the task has a usable reference result): never a score."""
-    from colbench_gym.grading import get_default_grader
-    from colbench_gym.protocol import extract_code
     from colbench_gym.tasks.records import BackendTask
+    from colbench_gym.verdicts import score_answer
 
-    grader = get_default_grader()
     out: list[tuple[float, bool] | str] = []
     for i, rec in enumerate(records):
         task = BackendTask.from_record(rec["task"], where=f"record {i} task")
-        res = grader.grade(extract_code(rec["answer"]), task)
-        failure = grading_failure(res)
-        out.append(failure or (res.passed / res.total, bool(res.success)))
+        verdict = score_answer(rec["answer"], task, reward_mode="fraction")
+        out.append(verdict.end_reason or (verdict.reward, bool(verdict.evidence["success"])))
     return out
 
 

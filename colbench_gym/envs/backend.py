@@ -5,9 +5,9 @@ from __future__ import annotations
 from typing import Any, Literal
 
 from colbench_gym.envs.base import ColBenchEnv
-from colbench_gym.protocol import MAX_TURNS, extract_code
+from colbench_gym.protocol import MAX_TURNS
 from colbench_gym.simulators import HumanSimulator
-from colbench_gym.tasks.accounting import grading_failure
+from colbench_gym.verdicts.backend import REWARD_MODES, score
 
 
 class ColBenchBackendEnv(ColBenchEnv):
@@ -84,7 +84,7 @@ class ColBenchBackendEnv(ColBenchEnv):
         grader: Any = None,
         render_mode: str | None = None,
     ) -> None:
-        if reward_mode not in ("success", "fraction"):
+        if reward_mode not in REWARD_MODES:
             raise ValueError(f"reward_mode must be 'success' or 'fraction', got {reward_mode!r}")
         super().__init__(tasks, simulator, simulator_kwargs, max_turns, render_mode)
         self.reward_mode = reward_mode
@@ -99,16 +99,5 @@ class ColBenchBackendEnv(ColBenchEnv):
         return self._grader
 
     def _score(self, answer: str) -> tuple[float, dict[str, Any]]:
-        result = self.grader.grade(extract_code(answer), self.task)
-        reward = result.fraction if self.reward_mode == "fraction" else float(result.success)
-        return reward, {
-            "tests_passed": result.passed,
-            "tests_total": result.total,
-            "success": result.success,
-            "grade_error": result.error,
-            # tests no answer can pass (the reference gave no usable result, e.g. an exception of
-            # the sandbox); counted in tests_total, reported so that an evaluator can see them
-            "tests_unpassable": len(result.unpassable),
-            # set when the score is not the answer's own (grading_error, task_error)
-            "end_reason": grading_failure(result),
-        }
+        verdict = score(answer, self.task, grader=self.grader, reward_mode=self.reward_mode)
+        return verdict.reward, verdict.info()

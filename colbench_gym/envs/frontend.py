@@ -7,8 +7,9 @@ from typing import Any, ClassVar
 import numpy as np
 
 from colbench_gym.envs.base import ColBenchEnv, TurnEvidence
-from colbench_gym.protocol import MAX_TURNS, ParsedAction, extract_answer_html, extract_html
+from colbench_gym.protocol import MAX_TURNS, ParsedAction, extract_html
 from colbench_gym.simulators import HumanSimulator
+from colbench_gym.verdicts.frontend import score
 
 
 class ColBenchFrontendEnv(ColBenchEnv):
@@ -153,22 +154,10 @@ class ColBenchFrontendEnv(ColBenchEnv):
         self._last_draft = self._draft_before
 
     def _score(self, answer: str) -> tuple[float, dict[str, Any]]:
-        html = extract_answer_html(answer)
-        scorer = self.scorer
-        # ``rendered`` speaks of drafts shown to the person: the final page is scored, never shown.
-        info: dict[str, Any] = {"scorer": scorer.name, "scorer_is_clip": scorer.is_clip, "html_found": html is not None,
-                                "rendered": False, "render_error": None}
-        if html is None:
-            info["similarity"] = 0.0
-            return 0.0, info
-        final = self.renderer.render(html)
-        self._last_draft = final
-        sim = float(scorer.similarity(final.image(), self._reference.image()))
-        info.update(similarity=sim, render_error=final.error)
-        if final.infrastructure:
-            # the browser failed, not the page: the blank it gave measures nothing of the answer
-            info["end_reason"] = "rendering_error"
-        return sim, info
+        verdict = score(answer, self.task, scorer=self.scorer, renderer=self.renderer, reference=self._reference)
+        if verdict.artefact is not None:
+            self._last_draft = verdict.artefact
+        return verdict.reward, verdict.info()
 
     def render(self):
         if self.render_mode == "rgb_array":

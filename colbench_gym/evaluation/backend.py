@@ -34,18 +34,17 @@ from typing import Any
 
 from colbench_gym.evaluation.records import INPUT_ERRORS, DamagedFileError, input_error, load_answer_records
 from colbench_gym.jsonl import check_output_writable, write_jsonl_atomic
-from colbench_gym.protocol import extract_code
 from colbench_gym.tasks import BackendTask, TaskFormatError
 from colbench_gym.tasks.accounting import (
     PriceTableError,
     count_end_reasons,
     format_end_reasons,
-    grading_failure,
     is_infrastructure,
     load_prices,
     record_end_reason,
     run_cost,
 )
+from colbench_gym.verdicts import score_answer
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -162,16 +161,18 @@ def run(args: argparse.Namespace) -> int:
             tqdm(total=len(items), desc="grading", unit="answer", disable=args.no_progress,
                  file=sys.stderr) as bar:
         def grade(item: tuple[dict[str, Any], BackendTask, str]):
-            res = grader.grade(extract_code(item[2]), item[1])
+            verdict = score_answer(item[2], item[1], grader=grader, reward_mode="fraction")
             theirs = rgrader.grade(item[2], item[1]) if release else None  # the raw answer: its own fence rules
             bar.update(1)
-            return res, theirs
+            return verdict, theirs
 
-        for res, theirs in pool.map(grade, items):
-            ours.append(res)
-            results.append(theirs or res)
+        verdicts = []
+        for verdict, theirs in pool.map(grade, items):
+            verdicts.append(verdict)
+            ours.append(verdict.artefact)
+            results.append(theirs or verdict.artefact)
     out = []
-    for (record, _, _), res, own in zip(items, results, ours):
+    for (record, _, _), res, own, verdict in zip(items, results, ours, verdicts):
         rec = dict(record)
         rec.update(reward=res.fraction, success=res.success, tests_passed=res.passed,
                    tests_total=res.total, grade_error=res.error, tests_unpassable=len(res.unpassable),
@@ -180,7 +181,7 @@ def run(args: argparse.Namespace) -> int:
             rec.update(semantics="release", reward_ours=own.fraction, success_ours=own.success)
         reason = record_end_reason(record)
         if not is_infrastructure(reason):
-            reason = grading_failure(own) or reason
+            reason = verdict.end_reason or reason
         rec.update(end_reason=reason, infrastructure_failure=is_infrastructure(reason))
         if rec["infrastructure_failure"]:  # no score (the rule of colbench_gym.tasks.accounting); the counts stay
             rec.update(reward=None, success=None)

@@ -30,10 +30,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from colbench_gym.envs.base import reset_options
-from colbench_gym.protocol import MAX_TURNS, Messages, extract_answer_html, extract_code, parse_action
-from colbench_gym.tasks.accounting import InfrastructureFailure, grading_failure
+from colbench_gym.protocol import MAX_TURNS, Messages, parse_action
+from colbench_gym.tasks.accounting import InfrastructureFailure
 from colbench_gym.tasks.kinds import env_kind
 from colbench_gym.tasks.sources import resolve_task_source
+from colbench_gym.verdicts import score_answer
 
 #: Sources larger than this (the procedural generators) need an explicit ``num_tasks``.
 UNBOUNDED = 1_000_000
@@ -188,50 +189,22 @@ class Conversation:
 
 
 def grade_backend(answer: str, task: Any, grader: Any = None) -> dict[str, Any]:
-    """Grade a backend answer in the sandbox: ``success``, ``fraction``, ``tests_passed`` …
-
-    ``grader`` defaults to the process's shared sandboxed grader (what the env uses). Raises
+    """Grade a backend answer in the sandbox (:func:`colbench_gym.verdicts.score_answer`, the
+    env's own scoring): ``success``, ``fraction``, ``tests_passed`` … Raises
     :class:`ScoreUnavailable` when the score would not be the answer's own (the env's
-    ``grading_error`` / ``task_error``).
-    """
-    if grader is None:
-        from colbench_gym.grading import get_default_grader
-
-        grader = get_default_grader()
-    result = grader.grade(extract_code(answer or ""), task)
-    failure = grading_failure(result)
-    if failure is not None:
-        detail = result.error or f"none of the task's {result.total} tests has a usable reference result"
-        raise ScoreUnavailable(failure, detail)
-    return {"success": bool(result.success), "fraction": float(result.fraction), "tests_passed": result.passed,
-            "tests_total": result.total, "grade_error": result.error}
+    ``grading_error`` / ``task_error``)."""
+    return _scored(score_answer(answer, task, grader=grader))
 
 
 def score_frontend(answer: str, task: Any, scorer: Any = "auto", renderer: Any = None) -> dict[str, Any]:
-    """Render a frontend answer and compare it with the reference page: ``similarity`` and the
-    scorer's name (CLIP, or the declared fallback — never silently called CLIP). A reference page
-    that does not render raises :class:`ScoreUnavailable` (``rendering_error``) instead of
-    scoring the answer against a blank page."""
-    from colbench_gym.scoring import shared_scorer
+    """Render a frontend answer and compare it with the reference page (the env's own scoring):
+    ``similarity`` and the scorer's name (CLIP, or the declared fallback — never silently called
+    CLIP). A reference page that does not render, or a browser that fails on the answer's page,
+    raises :class:`ScoreUnavailable` (``rendering_error``) instead of a score of a blank page."""
+    return _scored(score_answer(answer, task, scorer=scorer, renderer=renderer))
 
-    if renderer is None:
-        from colbench_gym.rendering import shared_renderer
 
-        renderer = shared_renderer()
-    scorer = shared_scorer(scorer)
-    html = extract_answer_html(answer or "")
-    info: dict[str, Any] = {"scorer": scorer.name, "scorer_is_clip": scorer.is_clip, "html_found": html is not None,
-                            "render_error": None, "similarity": 0.0}
-    if html is None:
-        return info
-    from colbench_gym.rendering import ReferenceRenderError
-
-    try:
-        reference = renderer.render_reference(task.ground_truth)
-    except ReferenceRenderError as exc:  # never scored against a blank page
-        raise ScoreUnavailable("rendering_error", f"the reference page did not render ({exc})") from exc
-    final = renderer.render(html)
-    if final.infrastructure:  # the browser failed, not the page: its blank says nothing of the answer
-        raise ScoreUnavailable("rendering_error", f"the answer's page could not be rendered ({final.error})")
-    info.update(similarity=float(scorer.similarity(final.image(), reference.image())), render_error=final.error)
-    return info
+def _scored(verdict: Any) -> dict[str, Any]:
+    if not verdict.scored:
+        raise ScoreUnavailable(verdict.end_reason, verdict.detail)
+    return dict(verdict.evidence)

@@ -33,8 +33,11 @@ class EnvKind:
     #: The kind's word: ``tasks=`` files (``backend_test.jsonl``), ``colbench evaluate NAME``, the
     #: ``colbench serve`` prefix ``/NAME``, ``HumanSimulator.kind``.
     name: str
-    #: The Gymnasium id (registered in ``colbench_gym/__init__.py``).
+    #: The Gymnasium id (registered in ``colbench_gym/__init__.py`` for the shipped kinds; by
+    #: :func:`register_kind` for a kind added later).
     env_id: str
+    #: ``"module:Class"`` of the Gymnasium environment (a :class:`~colbench_gym.envs.base.ColBenchEnv`).
+    env: str
     #: The record class: ``task_cls.from_record(record)`` validates an official task record.
     task_cls: type
     #: Whether a task record (a dict) has this kind's shape; :func:`kind_of_task` asks every kind.
@@ -51,6 +54,10 @@ class EnvKind:
     #: Module of ``colbench evaluate NAME`` (``add_arguments`` and ``run``), and its one-line help.
     evaluator: str
     evaluator_help: str
+    #: ``"module:function"`` scoring a final answer: ``function(answer, task, **parts) -> Verdict``
+    #: (:mod:`colbench_gym.verdicts`, the one scoring entry every consumer calls). A string, like
+    #: the other parts above ``tasks``: this table imports nothing from the layers that use it.
+    score: str
     #: ``"module:Class"`` of the TRL tool environment wrapping this kind's env.
     tool_env: str
     #: The paper's HF dataset file of a split (``{split}`` filled in), None when it has none.
@@ -76,6 +83,7 @@ def _is_page(task: Mapping[str, Any]) -> bool:
 BACKEND = EnvKind(
     name="backend",
     env_id="ColBench-Backend-v0",
+    env="colbench_gym.envs.backend:ColBenchBackendEnv",
     task_cls=BackendTask,
     is_record=_has_tests,
     record_shape="backend: hidden 'test_cases'",
@@ -88,6 +96,7 @@ BACKEND = EnvKind(
                 "transformers": "colbench_gym.simulators.transformers_simulator:TransformersBackendSimulator"},
     evaluator="colbench_gym.evaluation.backend",
     evaluator_help="grade backend answers in a trajectory JSONL",
+    score="colbench_gym.verdicts.backend:score",
     tool_env="colbench_gym.online.tool_env:ColBenchToolEnv",
     hf_data_files="backend_tasks/{split}.jsonl",
     record_fields=("test_cases",),
@@ -97,6 +106,7 @@ BACKEND = EnvKind(
 FRONTEND = EnvKind(
     name="frontend",
     env_id="ColBench-Frontend-v0",
+    env="colbench_gym.envs.frontend:ColBenchFrontendEnv",
     task_cls=FrontendTask,
     is_record=_is_page,
     record_shape="frontend: an HTML 'ground_truth' and no 'test_cases'",
@@ -106,12 +116,28 @@ FRONTEND = EnvKind(
                 "openai": "colbench_gym.simulators.openai_frontend:OpenAIFrontendSimulator"},
     evaluator="colbench_gym.evaluation.frontend",
     evaluator_help="score frontend answers in a trajectory JSONL",
+    score="colbench_gym.verdicts.frontend:score",
     tool_env="colbench_gym.online.tool_env:ColBenchFrontendToolEnv",
     reward_options=("scorer",),
 )
 
 #: Every environment kind, by name.
 KINDS: dict[str, EnvKind] = {kind.name: kind for kind in (BACKEND, FRONTEND)}
+
+
+def register_kind(kind: EnvKind) -> EnvKind:
+    """Add ``kind`` to the table and register its Gymnasium id (entry point :attr:`EnvKind.env`):
+    from then on ``gym.make(kind.env_id)``, ``colbench evaluate NAME``, task sources, simulators,
+    :func:`colbench_gym.verdicts.score_answer` and every other reader of the table know it. A name or
+    env id already taken is a ValueError."""
+    from gymnasium.envs.registration import register, registry  # noqa: PLC0415 - only when a kind is added
+
+    if kind.name in KINDS or any(k.env_id == kind.env_id for k in KINDS.values()):
+        raise ValueError(f"an environment kind named {kind.name!r} or with id {kind.env_id!r} exists already")
+    KINDS[kind.name] = kind
+    if kind.env_id not in registry:
+        register(id=kind.env_id, entry_point=kind.env)
+    return kind
 
 
 def env_kind(name: str) -> EnvKind:
@@ -158,4 +184,5 @@ def load(target: str) -> Any:
     return getattr(importlib.import_module(module), attr)
 
 
-__all__ = ["BACKEND", "FRONTEND", "KINDS", "EnvKind", "env_kind", "kind_of_env_id", "kind_of_task", "load"]
+__all__ = ["BACKEND", "FRONTEND", "KINDS", "EnvKind", "env_kind", "kind_of_env_id", "kind_of_task", "load",
+           "register_kind"]

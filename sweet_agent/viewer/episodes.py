@@ -15,9 +15,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from colbench_gym.protocol import extract_answer_html, extract_code, extract_html, parse_action
-from colbench_gym.tasks.accounting import END_REASONS, grading_failure, is_infrastructure
+from colbench_gym.protocol import extract_answer_html, extract_html, parse_action
+from colbench_gym.tasks.accounting import END_REASONS, is_infrastructure
 from colbench_gym.tasks.kinds import BACKEND, FRONTEND, kind_of_task
+from colbench_gym.verdicts import score_answer
 from sweet_agent.metrics import agent_turn_kinds, episode_metrics
 
 #: Text fields longer than this are cut in the page (the full text stays in the JSONL file).
@@ -145,8 +146,8 @@ class Verdicts:
             return [], {"reason": "task_error", "infrastructure": True, "text": f"task cannot be graded: {exc}"}
         if self._grader is None:
             self._grader = get_default_grader()
-        res = self._grader.grade(extract_code(answer or ""), bt)
-        failure = grading_failure(res)  # the host's verdict: the answer's own error text never decides it
+        verdict = score_answer(answer or "", bt, grader=self._grader)
+        res, failure = verdict.artefact, verdict.end_reason  # the host's verdict, never the answer's text
         expected: dict[str, str] = {}
         if self.show_expected:
             outs = self._grader.reference_outputs(bt)

@@ -279,13 +279,14 @@ def test_killing_the_worker_stays_the_answers_failure(grader, task):
 
 def test_every_consumer_asks_the_one_rule():
     """No consumer decides "infrastructure failure" from the grade's text: the catch-all's prefix
-    is written in one place (the grader) and read nowhere, and every call of the rule passes the
-    GradeResult itself."""
+    is written in one place (the grader) and read nowhere; the rule (``grading_failure``, given the
+    GradeResult itself) is asked in one place, the backend's score entry, and every consumer scores
+    through that entry (``score_answer`` or the kind's ``score``), never with the grader directly."""
     import ast
     from pathlib import Path
 
     root = Path(__file__).resolve().parents[2]
-    calls, prefix_users = [], []
+    calls, prefix_users, scorers, direct = [], [], set(), []
     for path in sorted([*root.joinpath("colbench_gym").rglob("*.py"), *root.joinpath("sweet_agent").rglob("*.py")]):
         text = path.read_text(encoding="utf-8")
         rel = path.relative_to(root).as_posix()
@@ -293,10 +294,21 @@ def test_every_consumer_asks_the_one_rule():
                 "colbench_gym/tasks/accounting.py", "colbench_gym/grading/grader.py"):
             prefix_users.append(rel)
         for node in ast.walk(ast.parse(text)):
-            if isinstance(node, ast.Call) and getattr(node.func, "id", getattr(node.func, "attr", None)) == "grading_failure":
+            if not isinstance(node, ast.Call):
+                continue
+            name = getattr(node.func, "id", getattr(node.func, "attr", None))
+            if name == "grading_failure":
                 calls.append((rel, len(node.args) + len(node.keywords)))
+            if name in ("score_answer", "score"):
+                scorers.add(rel)
+            receiver = getattr(getattr(node.func, "value", None), "id", None)
+            if name == "grade" and receiver != "rgrader" and not rel.startswith(("colbench_gym/grading/",
+                                                                                 "colbench_gym/verdicts/")):
+                direct.append(rel)  # (rgrader: `evaluate --semantics release`, the release's own grader beside ours)
     assert not prefix_users, f"reads the catch-all's text: {prefix_users}"
-    consumers = {rel for rel, _ in calls}
+    assert calls == [("colbench_gym/verdicts/backend.py", 1)], calls
     assert {"colbench_gym/envs/backend.py", "colbench_gym/evaluation/backend.py",
-            "colbench_gym/integrations/conversation.py", "sweet_agent/evaluation.py"} <= consumers
-    assert all(n == 1 for _, n in calls), calls
+            "colbench_gym/integrations/conversation.py", "sweet_agent/evaluation.py",
+            "sweet_agent/viewer/episodes.py"} <= scorers
+    # the task audit grades references and oracle answers (task checks, not an agent's score)
+    assert set(direct) <= {"colbench_gym/evaluation/task_audit.py"}, direct
