@@ -32,6 +32,14 @@ while building it are the findings log there, not code here.
   so an interrupted run continues where it stopped; a lock per stage lets a second invocation
   (``--only``) run beside the first. Commands that depend on a selection are built when the
   stage starts. After every finished stage the report is rewritten from what exists.
+- **SWEET-RL as the paper runs it** (:data:`PAPER_PAIRS`, :func:`departures`): every agent turn
+  of the offline data paired, the base policy's own samples at temperature 1 with the rollouts'
+  length (8 per turn on a CPU; the paper 16), sampled once and scored by every training seed's
+  critic (``--candidates_file``), 4 top-half/bottom-half pairs per turn, actor DPO + NLL 0.01.
+  A profile that departs is a named ablation (:data:`ABLATIONS`) and the report says so.
+- **Budgets in epochs**: RFT, multi-turn DPO and SWEET-RL's actor each train ``train_epochs``
+  over their own data at the same learning-rate grid; every model's ``training_budget.json``
+  (samples seen, epochs, optimizer steps) is in the report.
 - **Best-of-N** uses a critic trained *without* the privileged reference (at test time the
   agent has no reference; a critic reading it would be an oracle, not a decoder).
 """
@@ -86,22 +94,36 @@ GRID: dict[str, dict[str, str]] = {"rft": {"learning_rate": "grid_lr"}, "mtdpo":
                                    "sweet": {"learning_rate": "grid_lr"}, "best-of-n": {"best_of": "grid_best_of"}}
 
 #: Settings of a run; ``--profile quick`` shrinks every per-run size for a smoke run (never the
-#: shape: every method, the grid, the selection, every seed and split).
+#: shape: every method, the grid, the selection, every seed and split, and SWEET-RL's pair
+#: construction). Every profile runs SWEET-RL as the paper and its release do wherever a CPU
+#: allows (:data:`PAPER_PAIRS`, :func:`departures`); a profile that departs is named
+#: ``ablation-...`` and declares what it changes (:data:`ABLATIONS`), and the report says it.
+#: Every trained method (RFT, multi-turn DPO, SWEET-RL's actor) gets ``train_epochs`` over its
+#: own data and the same learning-rate grid; the critics ``critic_epochs``.
 PROFILES: dict[str, dict[str, Any]] = {
     "full": dict(  # noqa: C408 - a settings table
+        profile="full",
         model="default", max_turns=3, max_new_tokens=128, max_length=1024, concurrency=12,
-        # offline data: one data-collection seed, the behaviour policy prefills half the first turns
-        train_tasks="collab:train", train_episodes=16, k=3, explore_rate=0.5, explore_turns=1, train_temperature=0.8,
+        # offline data: one data-collection seed; the behaviour policy prefills a question opener at agent
+        # turn 1 with probability 0.5 and at agent turn 2 with 0.3, each drawn on its own: episodes that
+        # answer at once, ask once then answer, and ask twice
+        train_tasks="collab:train", train_episodes=16, k=3, explore_rates="0.5,0.3", train_temperature=0.8,
         data_seed=0,
         # validation (all selection), test (once per method and seed, tasks never evaluated before)
         val_tasks="collab:val", val_episodes=40, test_tasks="collab:test", test_start=1000, test_episodes=100,
         embedded_tasks="embedded:test", embedded_episodes=30, eval_temperature=0.0, eval_seed=1000,
         train_seeds="0,1,2",
-        # the grid: two points per method (GRID)
+        # the grid: two points per method (GRID); the same learning rates for every trained method
         grid_lr="2.5e-4,5e-4", grid_best_of="2,4",
-        # per-method settings fixed in advance (the findings log in docs/training.md says where from)
-        rft_steps=16, mtdpo_steps=6, critic_steps=6, critic_lr=2e-4, sweet_steps=16, sweet_nll_weight=1.0,
-        num_candidates=2, candidate_tokens=96, explore_candidates=0.5, pair_turns=2,
+        # budgets in epochs, the same for every trained method over its own data
+        train_epochs=2.0, critic_epochs=2.0, critic_lr=2e-4,
+        # SWEET-RL's step pairs as the paper builds them: every agent turn (pair_turns 0), the policy's own
+        # samples at temperature 1 with the rollouts' length, 4 top-half/bottom-half pairs per turn, actor
+        # DPO + NLL 0.01. 8 candidates instead of the paper's 16 (a CPU). Question openers join a quarter of
+        # the candidates at every agent turn (not in the paper: the 0.5B policy never asks on its own).
+        # The candidates are sampled once (candidate seed = data_seed) and scored by every seed's critic.
+        num_candidates=8, pairs_per_turn=4, candidate_tokens=128, candidate_temperature=1.0, pair_turns=0,
+        explore_candidates=0.25, sweet_nll_weight=0.01,
         # who samples step-pair candidates: "auto" = on a machine without a GPU, with the default
         # model and llama-cpp-python installed, a llama.cpp server this benchmark starts on the
         # model's GGUF (scripts/llama_server.py: a turn's candidates in one batch); "llama" = that,
@@ -116,25 +138,74 @@ PROFILES: dict[str, dict[str, Any]] = {
         frontend_test_tasks="generated:test", frontend_test_episodes=20, frontend_max_turns=2,
         frontend_max_new_tokens=384, frontend_max_length=1536,
         # the frontend step pairs' candidate length: a page needs the rollouts' length (the
-        # protocol's run used the backend's 96, which cut every page off inside its <head>)
+        # protocol's first run used the backend's 96, which cut every page off inside its <head>)
         frontend_candidate_tokens=384,
     ),
     "quick": dict(  # noqa: C408
-        model="default", max_turns=2, max_new_tokens=128, max_length=1024, concurrency=4,
-        train_tasks="collab:train", train_episodes=4, k=2, explore_rate=0.5, explore_turns=1, train_temperature=0.8,
+        profile="quick",
+        model="default", max_turns=2, max_new_tokens=48, max_length=1024, concurrency=4,
+        train_tasks="collab:train", train_episodes=4, k=2, explore_rates="0.5,0.5", train_temperature=0.8,
         data_seed=0,
         val_tasks="collab:val", val_episodes=2, test_tasks="collab:test", test_start=1000, test_episodes=2,
         embedded_tasks="embedded:test", embedded_episodes=1, eval_temperature=0.0, eval_seed=1000,
         train_seeds="0,1,2",
         grid_lr="5e-5,1e-4", grid_best_of="2,3",
-        rft_steps=1, mtdpo_steps=1, critic_steps=1, critic_lr=1e-4, sweet_steps=1, sweet_nll_weight=1.0,
-        num_candidates=2, candidate_tokens=24, explore_candidates=0.5, pair_turns=2,
+        train_epochs=1.0, critic_epochs=1.0, critic_lr=1e-4,
+        num_candidates=8, pairs_per_turn=4, candidate_tokens=48, candidate_temperature=1.0, pair_turns=0,
+        explore_candidates=0.25, sweet_nll_weight=0.01,
         candidate_server="auto", candidates_from="", candidates_base_url="", best_of_policy="", best_of_base_url="",
         frontend_train_tasks="generated:train", frontend_train_episodes=1, frontend_k=2,
         frontend_test_tasks="generated:test", frontend_test_episodes=1, frontend_max_turns=1,
-        frontend_max_new_tokens=384, frontend_max_length=1536, frontend_candidate_tokens=48,
+        frontend_max_new_tokens=48, frontend_max_length=1536, frontend_candidate_tokens=48,
     ),
 }
+#: Named ablations: a profile of its own, the full one with the settings it departs in (its name
+#: says so; :func:`check_profiles` refuses a profile whose departures it does not declare).
+ABLATIONS: dict[str, dict[str, Any]] = {
+    # the actor loss of the protocol's first run: mostly supervised training on the critic's choice
+    "ablation-nll1": {"sweet_nll_weight": 1.0},
+}
+PROFILES.update({name: {**PROFILES["full"], **changes, "profile": name} for name, changes in ABLATIONS.items()})
+
+#: SWEET-RL's pair construction and actor loss as the paper and its release run them (the
+#: settings :func:`departures` checks; docs/sweet-rl.md, "paper / release -> flag").
+PAPER_PAIRS = {"pairs_per_turn": 4, "candidate_temperature": 1.0, "sweet_nll_weight": 0.01, "pair_turns": 0}
+#: Candidates per agent turn: the paper samples 16; a CPU profile at least this many.
+MIN_CANDIDATES = 8
+
+
+def departures(s: Mapping[str, Any]) -> dict[str, str]:
+    """``{setting: what it departs in}`` for every setting of ``s`` in which SWEET-RL's step pairs
+    or actor loss depart from the paper and its release (beyond the 8 candidates of a CPU
+    profile and the question openers every profile adds, which docs/sweet-rl.md lists)."""
+    out = {}
+    if s["num_candidates"] < MIN_CANDIDATES:
+        out["num_candidates"] = f"{s['num_candidates']} candidates per agent turn (the paper 16, a CPU profile >= 8)"
+    if s["pairs_per_turn"] != PAPER_PAIRS["pairs_per_turn"]:
+        out["pairs_per_turn"] = f"{s['pairs_per_turn']} pairs per turn (the release's 4)"
+    if s["candidate_temperature"] != PAPER_PAIRS["candidate_temperature"]:
+        out["candidate_temperature"] = f"candidates at temperature {s['candidate_temperature']:g} (the paper's 1)"
+    if s["sweet_nll_weight"] != PAPER_PAIRS["sweet_nll_weight"]:
+        out["sweet_nll_weight"] = f"actor NLL weight {s['sweet_nll_weight']:g} (the paper's 0.01)"
+    if s["pair_turns"]:
+        out["pair_turns"] = f"only agent turns 1-{s['pair_turns']} paired (the paper: every agent turn)"
+    for key, length, arm in (("candidate_tokens", "max_new_tokens", "backend"),
+                             ("frontend_candidate_tokens", "frontend_max_new_tokens", "frontend")):
+        if s[key] < s[length]:
+            out[key] = f"{arm} candidates cut at {s[key]} tokens (the rollouts' {s[length]})"
+    return out
+
+
+def check_profiles() -> None:
+    """Every shipped profile pairs as the paper does, or is a named ablation that declares each
+    of its departures (and nothing else)."""
+    for name, prof in PROFILES.items():
+        declared = set(ABLATIONS.get(name, {}))
+        found = set(departures(prof))
+        if found != declared or (declared and not name.startswith("ablation-")):
+            raise SystemExit(f"error: profile {name!r} departs from the paper in {sorted(found)} but declares "
+                             f"{sorted(declared)} (ABLATIONS; a departing profile is named ablation-...)")
+
 
 #: What a run directory written before a setting existed ran with, given its other settings: it
 #: resumes and reports with that value (not the profile's new default), so the settings check
@@ -143,6 +214,9 @@ LEGACY_SETTINGS: dict[str, Callable[[dict], Any]] = {
     "candidate_server": lambda old: "none",  # sampled in process
     "frontend_candidate_tokens": lambda old: old.get("candidate_tokens"),  # the backend's length
 }
+#: Settings of the protocol's first run (step budgets, a window of paired turns) that no longer
+#: exist: a run directory holding them is reported by the commit it ran from.
+RETIRED_SETTINGS = ("rft_steps", "mtdpo_steps", "critic_steps", "sweet_steps", "explore_rate", "explore_turns")
 
 _print_lock = threading.RLock()  # say() is also called from the signal handler
 
@@ -299,14 +373,15 @@ def build_stages(s: dict[str, Any], run: Path) -> dict[str, Stage]:
                              finish=lambda: finish_rollout(part, out))
 
     def train(name: str, command: str, out: Path, deps: tuple[str, ...], priority: int, seed: int,
-              args: Callable[[], list[Any]] | list[Any], *, steps: int, frontend: bool = False) -> None:
+              args: Callable[[], list[Any]] | list[Any], *, epochs: float, frontend: bool = False) -> None:
         tmp = out.with_name(out.name + ".tmp")
 
         def cmd() -> list[str]:
             # the LoRA adapter alone (~17 MB): ~27 merged 0.5B copies would take ~60 GB of disk.
             # Frontend rows are long HTML (1,536 tokens): without activation checkpointing the
             # critic's step took 24 GB and was killed on a 23 GB machine (docs/training.md).
-            return _sa(command, "--config", "cpu", "--output_dir", tmp, "--max_steps", steps,
+            # The budget is epochs over the stage's own data (training_budget.json records what it saw).
+            return _sa(command, "--config", "cpu", "--output_dir", tmp, "--num_train_epochs", epochs, "--max_steps", -1,
                        "--max_length", s["frontend_max_length"] if frontend else s["max_length"],
                        *(["--gradient_checkpointing", "true"] if frontend else []),
                        "--save_strategy", "no", "--report_to", "none", "--seed", seed, "--merge_adapter", "false",
@@ -317,7 +392,11 @@ def build_stages(s: dict[str, Any], run: Path) -> dict[str, Stage]:
                              extra={ONE_AT_A_TIME: "frontend-training"} if big else {})
 
     def pairs(name: str, out: Path, deps: tuple[str, ...], priority: int, seed: int, data: Path, critic: Path,
-              window: list[Any], *, tokens: int | None = None) -> None:
+              extra: list[Any], *, tokens: int, candidates: Path) -> None:
+        """SWEET-RL's step pairs of training seed ``seed``: every agent turn (or the first
+        ``pair_turns``), ``num_candidates`` of the base policy's samples at ``candidate_temperature``
+        (sampled once, with the data seed, into ``candidates``: the first seed's stage writes
+        them and every other seed's critic scores the same ones), ``pairs_per_turn`` pairs."""
         tmp = out.with_name(out.name + ".tmp")
 
         def cmd() -> list[str]:  # built when the stage starts: the benchmark's own server has a port by then
@@ -327,8 +406,11 @@ def build_stages(s: dict[str, Any], run: Path) -> dict[str, Stage]:
             # --resume: an interrupted stage (or one whose turns failed) samples only the turns its journal lacks
             return _sa("train-actor", "--config", "cpu", "--only_pairs", "--data", data, "--critic", critic,
                        "--pairs_out", tmp, "--output_dir", out.with_name(out.name + ".scratch"),
-                       "--num_candidates", s["num_candidates"], "--max_new_tokens", tokens or s["candidate_tokens"],
-                       "--seed", seed, "--resume", *window, *frm)
+                       "--num_candidates", s["num_candidates"], "--pairs_per_turn", s["pairs_per_turn"],
+                       "--temperature", s["candidate_temperature"], "--max_new_tokens", tokens,
+                       "--turn_fraction", 1.0, "--first_turns", s["pair_turns"], "--skip_turns", 0,
+                       "--seed", seed, "--candidate_seed", s["data_seed"], "--candidates_file", candidates,
+                       "--resume", *extra, *frm)
 
         stages[name] = Stage(name, out, deps, cmd, tmp=tmp, resumable=True, priority=priority,
                              finish=lambda: finish_pairs(tmp, out), extra={"candidates": True})
@@ -336,29 +418,24 @@ def build_stages(s: dict[str, Any], run: Path) -> dict[str, Stage]:
     # -- offline data (one data-collection seed) and zero-shot
     rollout("collect", L.data, (), 100, tasks=s["train_tasks"], policy=s["model"], episodes=s["train_episodes"],
             k=s["k"], temperature=s["train_temperature"], seed=s["data_seed"],
-            extra=["--explore-rate", s["explore_rate"], "--explore-turns", s["explore_turns"]])
+            extra=["--explore-rates", s["explore_rates"]])
     rollout("val-zero-shot", L.val("zero-shot"), (), 95, tasks=s["val_tasks"], policy=s["model"],
             episodes=s["val_episodes"])
 
-    # -- per seed: the critics and SWEET's step pairs (turn 1 with question candidates, then turn 2)
+    # -- per seed: the critics and SWEET's step pairs (every agent turn; one set of candidates for every seed)
+    shared = run / "candidates" / "backend.jsonl"
     for sd in seeds:
         critic, noref = L.models / "critic" / f"s{sd}", L.models / "critic-noref" / f"s{sd}"
         train(f"train-critic-s{sd}", "train-critic", critic, ("collect",), 80 - sd, sd,
-              ["--data", L.data, "--pair_rule", "reward", "--learning_rate", s["critic_lr"]], steps=s["critic_steps"])
+              ["--data", L.data, "--pair_rule", "reward", "--learning_rate", s["critic_lr"]], epochs=s["critic_epochs"])
         train(f"train-critic-noref-s{sd}", "train-critic", noref, ("collect",), 60 - sd, sd,
               ["--data", L.data, "--pair_rule", "reward", "--learning_rate", s["critic_lr"], "--no_use_privileged_info"],
-              steps=s["critic_steps"])
-        explore = ["--explore_candidates", s["explore_candidates"], "--explore_turns", s["explore_turns"]]
-        pairs(f"pairs-first-s{sd}", run / "pairs" / f"first-s{sd}.jsonl", (f"train-critic-s{sd}",), 78 - sd, sd,
-              L.data, critic, ["--first_turns", 1, "--turn_fraction", 1.0, *explore])
-        if s["pair_turns"] > 1:  # later turns: the policy's own candidates (answers after a reply)
-            pairs(f"pairs-later-s{sd}", run / "pairs" / f"later-s{sd}.jsonl", (f"train-critic-s{sd}",), 77 - sd,
-                  sd + 100, L.data, critic, ["--skip_turns", 1, "--first_turns", s["pair_turns"], "--turn_fraction", 1.0,
-                                             *explore])
-
-    def pair_files(sd: int) -> tuple[tuple[str, ...], str]:
-        names = (f"pairs-first-s{sd}",) + ((f"pairs-later-s{sd}",) if s["pair_turns"] > 1 else ())
-        return names, ",".join(str(stages[n].output) for n in names)
+              epochs=s["critic_epochs"])
+        # the first seed's stage samples the candidates; the others wait for its file and score it
+        after = () if sd == first_seed else (f"pairs-s{first_seed}",)
+        pairs(f"pairs-s{sd}", run / "pairs" / f"s{sd}.jsonl", (f"train-critic-s{sd}", *after), 78 - sd, sd, L.data,
+              critic, ["--explore_candidates", s["explore_candidates"], "--explore_turns", 0],
+              tokens=s["candidate_tokens"], candidates=shared)
 
     def method_train(m: str, out: Path, sd: int, setting: Callable[[], dict[str, float]], deps: tuple[str, ...],
                      prio: int) -> None:
@@ -369,11 +446,11 @@ def build_stages(s: dict[str, Any], run: Path) -> dict[str, Stage]:
             if m == "mtdpo":  # one pair per forward (same effective batch): two full trajectories OOM-ed beside others
                 return ["--data", L.data, "--pair_rule", "reward", "--learning_rate", lr,
                         "--per_device_train_batch_size", 1, "--gradient_accumulation_steps", 2]
-            return ["--pairs_in", pair_files(sd)[1], "--learning_rate", lr, "--loss_weights", 1.0, s["sweet_nll_weight"]]
+            return ["--pairs_in", stages[f"pairs-s{sd}"].output, "--learning_rate", lr,
+                    "--loss_weights", 1.0, s["sweet_nll_weight"]]
         command = {"rft": "train-rft", "mtdpo": "train-mtdpo", "sweet": "train-actor"}[m]
-        steps = {"rft": s["rft_steps"], "mtdpo": s["mtdpo_steps"], "sweet": s["sweet_steps"]}[m]
-        extra_deps = pair_files(sd)[0] if m == "sweet" else ("collect",)
-        train(f"train-{m}-{out.name}", command, out, deps + extra_deps, prio, sd, args, steps=steps)
+        extra_deps = (f"pairs-s{sd}",) if m == "sweet" else ("collect",)
+        train(f"train-{m}-{out.name}", command, out, deps + extra_deps, prio, sd, args, epochs=s["train_epochs"])
 
     bon_policy = s["best_of_policy"] or s["model"]
     bon_url = ["--base-url", s["best_of_base_url"]] if s["best_of_base_url"] else []
@@ -446,18 +523,19 @@ def build_stages(s: dict[str, Any], run: Path) -> dict[str, Stage]:
         fm = L.models / "frontend"
         train(f"train-frontend-rft-s{sd}", "train-rft", fm / "rft" / f"s{sd}", ("collect-frontend", "select-rft"), 12, sd,
               lambda: ["--data", L.frontend_data, "--pair_rule", "best", "--learning_rate",
-                       grid_points(s, "rft")[L.chosen("rft")]["learning_rate"]], steps=s["rft_steps"], frontend=True)
+                       grid_points(s, "rft")[L.chosen("rft")]["learning_rate"]], epochs=s["train_epochs"], frontend=True)
         train(f"train-frontend-critic-s{sd}", "train-critic", fm / "critic" / f"s{sd}", ("collect-frontend",), 12, sd,
               ["--data", L.frontend_data, "--pair_rule", "reward", "--learning_rate", s["critic_lr"]],
-              steps=s["critic_steps"], frontend=True)
-        pairs(f"pairs-frontend-s{sd}", run / "pairs" / f"frontend-s{sd}.jsonl", (f"train-frontend-critic-s{sd}",), 11, sd,
-              L.frontend_data, fm / "critic" / f"s{sd}", ["--first_turns", s["pair_turns"], "--turn_fraction", 1.0],
-              tokens=s["frontend_candidate_tokens"])
+              epochs=s["critic_epochs"], frontend=True)
+        after = () if sd == first_seed else (f"pairs-frontend-s{first_seed}",)
+        pairs(f"pairs-frontend-s{sd}", run / "pairs" / f"frontend-s{sd}.jsonl", (f"train-frontend-critic-s{sd}", *after),
+              11, sd, L.frontend_data, fm / "critic" / f"s{sd}", [], tokens=s["frontend_candidate_tokens"],
+              candidates=run / "candidates" / "frontend.jsonl")
         train(f"train-frontend-sweet-s{sd}", "train-actor", fm / "sweet" / f"s{sd}",
               (f"pairs-frontend-s{sd}", "select-sweet"), 10, sd,
               lambda sd=sd: ["--pairs_in", run / "pairs" / f"frontend-s{sd}.jsonl", "--learning_rate",
                              grid_points(s, "sweet")[L.chosen("sweet")]["learning_rate"],
-                             "--loss_weights", 1.0, s["sweet_nll_weight"]], steps=s["sweet_steps"], frontend=True)
+                             "--loss_weights", 1.0, s["sweet_nll_weight"]], epochs=s["train_epochs"], frontend=True)
     for m in FRONTEND_METHODS:
         for sd in ([None] if m == "zero-shot" else seeds):
             deps = () if sd is None else (f"train-frontend-{m}-s{sd}",)
@@ -885,36 +963,63 @@ def validation_table(run: Path, s: Mapping[str, Any]) -> list[dict[str, Any]]:
     return out
 
 
+def row_agent_turn(row: Mapping[str, Any]) -> int:
+    """A step pair's agent turn (1-based): its ``agent_turn``, else (pair files from before it)
+    one more than the agent turns in its prompt. Never the dialogue position ``turn_index``."""
+    if isinstance(row.get("agent_turn"), int):
+        return row["agent_turn"]
+    return 1 + sum(1 for m in row.get("prompt") or [] if isinstance(m, Mapping) and m.get("role") == "assistant")
+
+
 def critic_choices(run: Path) -> list[dict[str, Any]]:
-    """Per pair file and agent turn: pairs, and how often the critic chose a question over an answer."""
+    """Per pair file and agent turn (1-based; ``turn_index`` beside it is the dialogue position):
+    pairs, and how often the critic chose a question over an answer."""
     out = []
     for f in sorted((run / "pairs").glob("*.jsonl")):
         if not f.name.endswith(".jsonl") or ".tmp" in f.name:  # a stage still running: its file and journal
             continue
-        per: dict[int, dict[str, int]] = {}
+        per: dict[int, dict[str, Any]] = {}
         for line in f.read_text(encoding="utf-8").splitlines():
             if not line.strip():
                 continue
             row = json.loads(line)
             kinds = [agent_turn_kinds({"dialogue_history": row[side]})[0] for side in ("chosen", "rejected")]
-            c = per.setdefault(int(row.get("turn_index", -1)), {"pairs": 0, "question_vs_answer": 0, "chose_question": 0,
-                                                                 "candidates_from": []})
+            c = per.setdefault(row_agent_turn(row), {"turn_index": row.get("turn_index"), "pairs": 0,
+                                                     "question_vs_answer": 0, "chose_question": 0,
+                                                     "candidates_from": []})
             c["pairs"] += 1
             if row.get("candidates_from") and row["candidates_from"] not in c["candidates_from"]:
                 c["candidates_from"].append(row["candidates_from"])
             if set(kinds) == {"question", "answer"}:
                 c["question_vs_answer"] += 1
                 c["chose_question"] += kinds[0] == "question"
-        out += [{"file": f.name, "turn_index": t, **c} for t, c in sorted(per.items())]
+        out += [{"file": f.name, "agent_turn": t, **c} for t, c in sorted(per.items())]
+    return out
+
+
+def training_budgets(run: Path) -> list[dict[str, Any]]:
+    """Every trained model's ``training_budget.json`` (what its optimizer saw), by stage."""
+    out = []
+    for f in sorted((run / "models").glob("**/training_budget.json")):
+        if any(part.endswith(".tmp") for part in f.relative_to(run).parts):
+            continue  # a stage still running
+        b = json.loads(f.read_text(encoding="utf-8"))
+        out.append({"model": str(f.parent.relative_to(run / "models")), **b})
     return out
 
 
 def offline_summary(path: Path) -> dict[str, Any] | None:
-    """What the behaviour policy collected: episodes with a prefilled question vs without."""
+    """What the behaviour policy collected: episodes with a prefilled question vs without, and
+    how many episodes had which agent turns prefilled (``"1,2"``: the first two; ``""``: none)."""
+    from sweet_agent.policies.exploration import prefilled_agent_turns
+
     recs = list(_load(path).values())
     if not recs:
         return None
-    out: dict[str, Any] = {"episodes": len(recs)}
+    out: dict[str, Any] = {"episodes": len(recs), "prefilled_agent_turns": {}}
+    for r in recs:
+        key = ",".join(map(str, prefilled_agent_turns(r)))
+        out["prefilled_agent_turns"][key] = out["prefilled_agent_turns"].get(key, 0) + 1
     for name, group in (("explored", [r for r in recs if record_prefilled_turns(r)]),
                         ("own", [r for r in recs if not record_prefilled_turns(r)])):
         stats = [episode_metrics(r) for r in group]
@@ -1005,13 +1110,20 @@ def write_report(run: Path, settings: dict) -> dict[str, Any]:
     load = os.getloadavg()
     offline = offline_summary(run / "offline.jsonl")
     choices = critic_choices(run)
-    report = {"settings": settings, "grid": {m: grid_points(settings, m) for m in GRID}, "validation": val,
-              "offline_data": offline, "test": test, "embedded": emb, "frontend": front, "critic_choices": choices,
+    budgets = training_budgets(run)
+    gone = departures(settings) if all(k in settings for k in PAPER_PAIRS) else {}
+    report = {"settings": settings, "departures": gone, "grid": {m: grid_points(settings, m) for m in GRID},
+              "validation": val, "offline_data": offline, "test": test, "embedded": emb, "frontend": front,
+              "critic_choices": choices, "budgets": budgets,
               "timings": timings, "loadavg_at_report": [round(x, 2) for x in load],
               "written": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
     _write_atomic(run / "results.json", json.dumps(report, indent=2, default=str))
     s = settings
-    md = [markdown(test, f"Test {s['test_tasks']} (tasks {s['test_start']}–{s['test_start'] + s['test_episodes'] - 1}, "
+    md = [f"Profile: {s.get('profile', 'unnamed')}. SWEET-RL's step pairs and actor loss depart from the paper and its "
+          "release in: " + ("; ".join(gone.values()) if gone else "nothing but the CPU's 8 candidates per agent turn "
+                            "(the paper 16) and the question openers among them") + " (docs/sweet-rl.md lists every "
+          "difference)."]
+    md += [markdown(test, f"Test {s['test_tasks']} (tasks {s['test_start']}–{s['test_start'] + s['test_episodes'] - 1}, "
                          f"training seeds {s['train_seeds']})")]
     if emb:
         md.append(markdown(emb, f"Embedded ColBench {s['embedded_tasks']} ({s['embedded_episodes']} tasks)"))
@@ -1027,14 +1139,22 @@ def write_report(run: Path, settings: dict) -> dict[str, Any]:
                       f"{_fmt_num(v['questions'], False)} | {'yes' if v['chosen'] else ''} |" for v in val))
     if choices:
         md.append("Critic's choices (step pairs offering a question against an answer): " + "; ".join(
-            f"{c['file']} turn {c['turn_index']}: chose the question in {c['chose_question']} of "
+            f"{c['file']} agent turn {c['agent_turn']}: chose the question in {c['chose_question']} of "
             f"{c['question_vs_answer']} ({c['pairs']} pairs; candidates from "
             f"{', '.join(c.get('candidates_from') or ['?'])})" for c in choices) + ".")
+    if budgets:
+        md.append("Training budgets (training_budget.json of each model: epochs over its own data, samples seen, "
+                  "optimizer steps, learning rate):\n\n| model | rows | epochs | samples seen | steps | lr |\n"
+                  "|---|---|---|---|---|---|\n" + "\n".join(
+                      f"| {b['model']} | {b['train_rows']} {b['unit']} | {b['epochs']:.2f} | {b['samples_seen']} | "
+                      f"{b['optimizer_steps']} | {b['learning_rate']:g} |" for b in budgets))
     if offline:
         md.append("Offline data (behaviour policy, " + f"{offline['episodes']} episodes): " + "; ".join(
             f"{name} turns ({offline[name]['episodes']} episodes): tests passed {100 * offline[name]['tests']:.1f} %, "
             f"success {100 * offline[name]['success']:.1f} %" for name in ("explored", "own")
-            if offline[name]["episodes"]) + " (explored = first turn prefilled with a question opener).")
+            if offline[name]["episodes"]) + " (explored = some agent turn prefilled with a question opener); "
+            "episodes by prefilled agent turns: " + ", ".join(
+                f"{k or 'none'}: {n}" for k, n in sorted(offline.get("prefilled_agent_turns", {}).items())) + ".")
     md.append("Stage times (s): " + ", ".join(f"{t['stage']} {t['seconds']:.0f}" for t in timings))
     md.append(f"Load average when written: {load[0]:.1f} / {load[1]:.1f} / {load[2]:.1f} ({os.cpu_count()} cores).")
     _write_atomic(run / "results.md", "\n\n".join(md) + "\n")
@@ -1118,11 +1238,18 @@ def main(argv: list[str] | None = None) -> int:
                     help="write SWEET-RL's validation-chosen LoRA adapter (first training seed) to DIR as a small "
                          "shippable folder with its PROVENANCE.json (what `make demo` plays), then exit")
     for key, val in PROFILES["full"].items():
-        ap.add_argument("--" + key.replace("_", "-"), type=type(val), default=None, help=f"(full: {val!r})")
+        if key != "profile":
+            ap.add_argument("--" + key.replace("_", "-"), type=type(val), default=None, help=f"(full: {val!r})")
     args = ap.parse_args(argv)
+    check_profiles()
     s = dict(PROFILES[args.profile])
-    s.update({k: getattr(args, k) for k in s if getattr(args, k, None) is not None})
+    s.update({k: getattr(args, k) for k in s if k != "profile" and getattr(args, k, None) is not None})
     check_grid(s)
+    own = set(departures(PROFILES[args.profile]))
+    if set(departures(s)) - own:  # a flag made this run depart: its name says so
+        s["profile"] = f"{args.profile}-departs"
+        print(f"note: this run departs from the paper's SWEET-RL in: {'; '.join(departures(s).values())}; its profile is "
+              f"recorded as {s['profile']!r} and the report says so", file=sys.stderr)
     run = Path(args.run_dir or ("runs/learning" if args.profile == "full" else f"runs/learning-{args.profile}"))
     run.mkdir(parents=True, exist_ok=True)
     settings_file = run / "settings.json"
@@ -1138,6 +1265,13 @@ def main(argv: list[str] | None = None) -> int:
     else:
         s["candidate_server"] = resolve_candidate_server(s)
     if old is not None:
+        retired = [k for k in RETIRED_SETTINGS if k in old]
+        if retired:
+            print(f"error: {run} was made by the protocol's first version (settings {', '.join(retired)} are gone: step "
+                  "budgets, agent turns 1-2 paired); report or resume it from the commit it ran from "
+                  f"({run.parent / (run.name + '.commit')} or benchmarks/results/learning/commit.txt); use another "
+                  "--run-dir for this version", file=sys.stderr)
+            return 2
         if old != s:
             diff = {k: (old.get(k), s.get(k)) for k in set(old) | set(s) if old.get(k) != s.get(k)}
             print(f"error: {run} was made with other settings {diff}; use another --run-dir", file=sys.stderr)

@@ -236,7 +236,7 @@ def test_step_pair_stages_ask_the_benchmark_server_and_resume(bench, tmp_path, m
     s = dict(bench.PROFILES["quick"], candidate_server="llama")
     stages = bench.build_stages(s, tmp_path)
     pair_stages = [st for st in stages.values() if st.extra.get("candidates")]
-    assert {st.name for st in pair_stages} >= {"pairs-first-s0", "pairs-later-s2", "pairs-frontend-s1"}
+    assert {st.name for st in pair_stages} >= {"pairs-s0", "pairs-s2", "pairs-frontend-s1"}
 
     class Server:
         base_url = "http://127.0.0.1:5555/v1"
@@ -248,10 +248,10 @@ def test_step_pair_stages_ask_the_benchmark_server_and_resume(bench, tmp_path, m
         assert cmd[cmd.index("--candidates_base_url") + 1] == Server.base_url
         assert "--resume" in cmd and st.resumable  # an interrupted stage keeps its journal
     monkeypatch.setattr(bench, "CANDIDATE_SERVER", None)
-    cmd = stages["pairs-first-s0"].command()
+    cmd = stages["pairs-s0"].command()
     assert "--candidates_from" not in cmd and "--candidates_base_url" not in cmd  # the policy in process
     own = bench.build_stages(dict(s, candidates_from="openai:mine", candidates_base_url="http://h:1/v1"), tmp_path)
-    cmd = own["pairs-first-s0"].command()
+    cmd = own["pairs-s0"].command()
     assert cmd[cmd.index("--candidates_from") + 1] == "openai:mine"
     assert cmd[cmd.index("--candidates_base_url") + 1] == "http://h:1/v1"
 
@@ -314,15 +314,22 @@ def test_critic_choices_skip_a_running_stage_and_name_the_backend(bench, tmp_pat
     pair files yet. A finished file's rows say which backend sampled them."""
     q = [{"role": "user", "content": "p"}, {"role": "assistant", "content": "What rate should I use?"}]
     a = [{"role": "user", "content": "p"}, {"role": "assistant", "content": "I WANT TO ANSWER: def f(): return 0"}]
-    _write(tmp_path / "pairs" / "first-s0.jsonl", [
-        {"chosen": q, "rejected": a, "turn_index": 0, "candidates_from": "openai:m"},
-        {"chosen": a, "rejected": q, "turn_index": 0, "candidates_from": "openai:m"},
-        {"chosen": q, "rejected": q, "turn_index": 0, "candidates_from": "openai:m"}])
-    _write(tmp_path / "pairs" / "later-s0.jsonl.tmp.turns.jsonl", [{"turn": 3, "rows": []}])
-    _write(tmp_path / "pairs" / "later-s0.jsonl.tmp", [{"turn": 3}])
+    prompt = [{"role": "user", "content": "p"}, {"role": "assistant", "content": "Which rate?"},
+              {"role": "user", "content": "7 %"}]
+    _write(tmp_path / "pairs" / "s0.jsonl", [
+        {"chosen": q, "rejected": a, "agent_turn": 1, "turn_index": 1, "candidates_from": "openai:m"},
+        {"chosen": a, "rejected": q, "agent_turn": 1, "turn_index": 1, "candidates_from": "openai:m"},
+        {"chosen": q, "rejected": q, "agent_turn": 1, "turn_index": 1, "candidates_from": "openai:m"},
+        # a row from before agent_turn: read from its prompt (one agent turn before it: agent turn 2),
+        # never from turn_index (the dialogue position 3)
+        {"prompt": prompt, "chosen": a, "rejected": q, "turn_index": 3, "candidates_from": "openai:m"}])
+    _write(tmp_path / "pairs" / "s1.jsonl.tmp.turns.jsonl", [{"turn": 3, "rows": []}])
+    _write(tmp_path / "pairs" / "s1.jsonl.tmp", [{"turn": 3}])
     got = bench.critic_choices(tmp_path)
-    assert got == [{"file": "first-s0.jsonl", "turn_index": 0, "pairs": 3, "question_vs_answer": 2,
-                    "chose_question": 1, "candidates_from": ["openai:m"]}]
+    assert got == [{"file": "s0.jsonl", "agent_turn": 1, "turn_index": 1, "pairs": 3, "question_vs_answer": 2,
+                    "chose_question": 1, "candidates_from": ["openai:m"]},
+                   {"file": "s0.jsonl", "agent_turn": 2, "turn_index": 3, "pairs": 1, "question_vs_answer": 1,
+                    "chose_question": 0, "candidates_from": ["openai:m"]}]
 
 
 def test_a_stop_ends_the_running_stages_and_what_they_started(bench, tmp_path, monkeypatch):
@@ -442,7 +449,7 @@ def test_a_resume_keeps_the_candidate_backend_it_started_with(bench, tmp_path, m
     assert bench.main(["--profile", "quick", "--run-dir", str(run), "--list", "--candidate-server", "none"]) == 2
 
 
-def test_frontend_step_pairs_sample_candidates_of_the_frontend_length(bench, tmp_path):
+def test_frontend_step_pairs_sample_candidates_of_the_frontend_length(bench, tmp_path, monkeypatch):
     """A page needs the rollouts' length: the frontend pairs ask for frontend_candidate_tokens,
     the backend ones for candidate_tokens; a run directory from before the setting keeps the
     backend length its frontend pairs ran with (listed and reported, not refused), and a new run
@@ -455,15 +462,17 @@ def test_frontend_step_pairs_sample_candidates_of_the_frontend_length(bench, tmp
         return int(cmd[cmd.index("--max_new_tokens") + 1])
 
     assert tokens("pairs-frontend-s0") == s["frontend_candidate_tokens"] == s["frontend_max_new_tokens"]
-    assert tokens("pairs-first-s0") == s["candidate_tokens"] == 96
+    assert tokens("pairs-s0") == s["candidate_tokens"] == s["max_new_tokens"] == 128  # the rollouts' length
     run = tmp_path / "run"
     run.mkdir()
+    # the quick profile's frontend length apart from its backend one, so the legacy value is told apart
+    monkeypatch.setitem(bench.PROFILES["quick"], "frontend_candidate_tokens", 50)
     old = {k: v for k, v in dict(bench.PROFILES["quick"], candidate_server="none").items()
            if k != "frontend_candidate_tokens"}  # made before the setting
     (run / "settings.json").write_text(json.dumps(old))
     assert bench.main(["--profile", "quick", "--run-dir", str(run), "--list"]) == 0
     assert "frontend_candidate_tokens" not in json.loads((run / "settings.json").read_text())  # left as it was
-    assert bench.main(["--profile", "quick", "--run-dir", str(run), "--list", "--frontend-candidate-tokens", "48"]) == 2
+    assert bench.main(["--profile", "quick", "--run-dir", str(run), "--list", "--frontend-candidate-tokens", "50"]) == 2
     used = {}
     real_build = bench.build_stages
     bench.build_stages = lambda s, run: used.update(s) or real_build(s, run)
@@ -471,10 +480,10 @@ def test_frontend_step_pairs_sample_candidates_of_the_frontend_length(bench, tmp
         assert bench.main(["--profile", "quick", "--run-dir", str(run), "--list"]) == 0
     finally:
         bench.build_stages = real_build
-    assert used["frontend_candidate_tokens"] == old["candidate_tokens"] == 24  # what its pairs ran with
+    assert used["frontend_candidate_tokens"] == old["candidate_tokens"] == 48  # what its pairs ran with
     new_run = tmp_path / "new"
     assert bench.main(["--profile", "quick", "--run-dir", str(new_run), "--list", "--candidate-server", "none"]) == 0
-    assert json.loads((new_run / "settings.json").read_text())["frontend_candidate_tokens"] == 48
+    assert json.loads((new_run / "settings.json").read_text())["frontend_candidate_tokens"] == 50
 
 
 def test_a_stale_lock_stops_the_orphaned_stage_first(bench, tmp_path):
