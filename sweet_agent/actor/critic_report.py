@@ -210,13 +210,14 @@ def critic_scores(rows: Sequence[dict[str, Any]], critic, step_score: str = "cri
     ``train-actor`` scores its candidates (:func:`~sweet_agent.actor.candidates.score_candidates`),
     the reference solution read only when the critic was trained with it."""
     from sweet_agent.actor.candidates import score_candidates
+    from sweet_agent.training_data import records as R
 
     out: dict[int, list[float]] = {}
     for row in rows:
         if row.get("error") is not None or "candidates" not in row:
             continue
         texts = [c["text"] for c in row["candidates"]]
-        priv = row["task"].get("ground_truth") if critic.use_privileged_info else None
+        priv = R.privileged_info(row) if critic.use_privileged_info else None
         out[int(row["turn"])] = score_candidates(critic.model, critic.ref, critic.tokenizer, row["prompt"], texts,
                                                  priv, critic.normalize, batch_size=batch_size, step_score=step_score,
                                                  policy=policy, policy_tokenizer=policy_tokenizer)
