@@ -477,6 +477,8 @@ def read_trajectories(path: str | os.PathLike[str], *, validate: bool = True,
 #: Top-level keys with a column of their own; every other key (``tests_passed``, ``tests_total``,
 #: ``similarity``, ``error``, ... written by the evaluators) travels in the ``extra`` JSON column.
 _COLUMNS = ("task", "dialogue_history", "answer", "reward", "success", "meta")
+#: Marks, in a row's ``task.extra``, test cases that the record held as JSON text (schema 2).
+_TESTS_AS_TEXT = "__test_cases_text__"
 _TURN_COLUMNS = ("role", "content", "output", "input", "prompt_messages")
 
 
@@ -503,10 +505,12 @@ def _flatten_for_arrow(rec: Mapping[str, Any]) -> dict[str, Any]:
     (``test_cases``, ``meta``) travel as JSON strings; turns get every optional key; keys without
     a column travel in ``extra`` (record and turn level), so the round trip keeps every field."""
     task = dict(rec["task"])
+    others = {k: v for k, v in task.items() if k not in ("problem_description", "ground_truth", "test_cases")}
     if isinstance(task.get("test_cases"), Mapping):
         task["test_cases"] = json.dumps(task["test_cases"], ensure_ascii=False)
-    task_json = json.dumps({k: v for k, v in task.items() if k not in ("problem_description", "ground_truth", "test_cases")},
-                           ensure_ascii=False)
+    elif isinstance(task.get("test_cases"), str):  # schema 2 keeps them as JSON text: so does the round trip
+        others[_TESTS_AS_TEXT] = True
+    task_json = json.dumps(others, ensure_ascii=False)
     return {
         "task": {"problem_description": task["problem_description"], "ground_truth": task.get("ground_truth", ""),
                  "test_cases": task.get("test_cases"), "extra": task_json},
@@ -553,9 +557,10 @@ def from_hf_row(row: Mapping[str, Any]) -> Record:
     """Invert :func:`to_hf_dataset` for one row: back to the official record dict."""
     t = row["task"]
     task: dict[str, Any] = {"problem_description": t["problem_description"], "ground_truth": t["ground_truth"]}
+    others = json.loads(t.get("extra") or "{}")
     if t.get("test_cases") is not None:
-        task["test_cases"] = json.loads(t["test_cases"])
-    task.update(json.loads(t.get("extra") or "{}"))
+        task["test_cases"] = t["test_cases"] if others.pop(_TESTS_AS_TEXT, False) else json.loads(t["test_cases"])
+    task.update(others)
     history = []
     for turn in row["dialogue_history"]:
         h = {"role": turn["role"], "content": turn["content"]}

@@ -10,14 +10,17 @@ trainers and viewers read) — ``{"task": {task record}, "dialogue_history": [{"
 validator every reader calls, each asking for the keys it needs.
 
 The task inside a trajectory record has one shape whatever its source
-(:func:`trajectory_task`, schema version :data:`TRAJECTORY_SCHEMA_VERSION`): the official keys,
-then ``extra``, the JSON text of every other key of the task (``{"source": "collab:train",
-"index": 3, ...}`` for a generated task, ``{}`` for an embedded one). WHY: ``datasets`` infers one
-Arrow struct per file and casts every other file to it, so generated tasks' extra keys
-(``source``, ``index``, ``family``, ``generator_version``) beside embedded tasks' none made two
-runs on different sources fail to load together. Version 1 records (extra keys beside the
-official ones) are still read: :meth:`BackendTask.from_record` / :meth:`FrontendTask.from_record`
-and :func:`task_extras` take both. docs/trajectory-format.md is the dataset card.
+(:func:`trajectory_task`, schema version :data:`TRAJECTORY_SCHEMA_VERSION`): the request and the
+reference as strings, the backend's ``test_cases`` as the JSON text of its ``{name: call}``
+mapping, then ``extra``, the JSON text of every other key of the task (``{"source":
+"collab:train", "index": 3, ...}`` for a generated task, ``{}`` for an embedded one). WHY:
+``datasets`` infers one Arrow struct per file and casts every other file to it, so generated
+tasks' extra keys (``source``, ``index``, ``family``, ``generator_version``) beside embedded
+tasks' none, or ten tests named ``test1``..``test10`` beside twelve, made two runs on different
+sources fail to load together. Version 1 records (the official task record: ``test_cases`` an
+object, extra keys beside the official ones) are still read: :meth:`BackendTask.from_record` /
+:meth:`FrontendTask.from_record`, :func:`task_extras` and :func:`official_task` take both.
+docs/trajectory-format.md is the dataset card.
 """
 
 from __future__ import annotations
@@ -183,9 +186,10 @@ def record_success(rec: Mapping[str, Any], threshold: float | None = None) -> bo
     return None if reward is None else float(reward) >= (1.0 if threshold is None else threshold)
 
 
-#: Version of the trajectory record schema (docs/trajectory-format.md): 2 = task extras as one JSON
-#: text field ``task.extra`` and ``meta.schema_version``; 1 (no ``meta.schema_version``) = extra
-#: keys beside the official ones in ``task``. Readers take both.
+#: Version of the trajectory record schema (docs/trajectory-format.md): 2 = ``task.test_cases`` and
+#: the task's other keys (``task.extra``) as JSON text, and ``meta.schema_version``; 1 (no
+#: ``meta.schema_version``) = the official task record (``test_cases`` an object, extra keys beside
+#: the official ones). Readers take both.
 TRAJECTORY_SCHEMA_VERSION = 2
 #: The official keys of a task record, in the order a trajectory's task keeps them.
 TASK_KEYS = ("problem_description", "ground_truth", "test_cases")
@@ -218,16 +222,27 @@ def task_extras(task: Mapping[str, Any]) -> dict[str, Any]:
 
 def trajectory_task(task: Mapping[str, Any]) -> dict[str, Any]:
     """A task record in the one shape of a trajectory record's ``task`` (schema version 2): the
-    official keys it has (``problem_description``, ``ground_truth``, ``test_cases`` for backend),
-    then ``extra``: the JSON text of every other key, keys sorted (``"{}"`` when none). Idempotent;
-    a version 1 task (extra keys beside the official ones) comes out in version 2's shape."""
+    official keys it has (``problem_description``, ``ground_truth``; backend ``test_cases`` as the
+    JSON text of the ``{name: call}`` mapping, in its order), then ``extra``: the JSON text of every
+    other key, keys sorted (``"{}"`` when none). Idempotent; a version 1 task (the official record)
+    comes out in version 2's shape, and :func:`official_task` turns it back."""
     out = {k: task[k] for k in TASK_KEYS if k in task}
-    if isinstance(out.get("test_cases"), str):  # some dumps store the dict as a JSON string
+    if isinstance(out.get("test_cases"), Mapping):
+        out["test_cases"] = json.dumps(dict(out["test_cases"]), ensure_ascii=False)
+    out[TASK_EXTRA] = json.dumps(task_extras(task), ensure_ascii=False, sort_keys=True, default=str)
+    return out
+
+
+def official_task(task: Mapping[str, Any]) -> dict[str, Any]:
+    """A trajectory's task (either schema version) as the official task record: ``test_cases`` an
+    object, the other keys beside the official ones (what the paper's release tools and task files
+    hold; :func:`trajectory_task` inverted)."""
+    out = {k: task[k] for k in TASK_KEYS if k in task}
+    if isinstance(out.get("test_cases"), str):
         decoded = _decoded_extra(out["test_cases"])
         if decoded is not None:
             out["test_cases"] = decoded
-    out[TASK_EXTRA] = json.dumps(task_extras(task), ensure_ascii=False, sort_keys=True, default=str)
-    return out
+    return {**out, **task_extras(task)}
 
 
 def _task_fields(record: Any, where: str, shape: str) -> tuple[str, str]:

@@ -28,6 +28,7 @@ from typing import Any
 from colbench_gym.tasks.answer_images import is_image_file
 from colbench_gym.tasks.identity import task_identity
 from colbench_gym.tasks.kinds import FRONTEND, kind_of_task
+from colbench_gym.tasks.records import official_task
 from sweet_agent.trajectories import Record, TrajectoryFormatError, agent_turns
 
 #: What the release writes as the answer of a frontend episode without any page.
@@ -117,6 +118,7 @@ def to_release_record(rec: Record, render: Callable[[list[dict[str, str]]], str]
     came from the release) keep it verbatim; others get ``render(prompt messages)``. ``answer_png``
     (frontend): ``(path, rendered)``; a rendered answer's original text is kept in ``answer_html``."""
     out: Record = {k: v for k, v in rec.items() if k != "dialogue_history"}
+    out["task"] = official_task(rec["task"])  # the release reads test_cases as an object
     prompts = iter(list(agent_turns(rec)))
     history = []
     for turn in rec["dialogue_history"]:

@@ -1,5 +1,6 @@
 """One record schema across runs and task sources (issue 39, item 3): rollouts of different task
-sources (embedded:test, collab:train, generated:train), written by the real collector with a
+sources (embedded:test, collab:train, generated:train, collab-multi:train: tasks with and without
+provenance keys, with ten tests and with twelve), written by the real collector with a
 scripted agent on a local endpoint, load together with the real ``datasets.load_dataset("json",
 ...)``; so do their ``sweet-agent evaluate --json`` results records; records written before the
 schema (version 1: task extras beside the official keys) are still read, with the same numbers;
@@ -13,7 +14,13 @@ from pathlib import Path
 
 import pytest
 
-from colbench_gym.tasks.records import TRAJECTORY_SCHEMA_VERSION, BackendTask, task_extras
+from colbench_gym.tasks.records import (
+    TRAJECTORY_SCHEMA_VERSION,
+    BackendTask,
+    official_task,
+    task_extras,
+    trajectory_task,
+)
 from colbench_gym.tasks.sources import resolve_task_source
 from sweet_agent.cli import main
 from sweet_agent.policies.base import SamplingParams
@@ -30,7 +37,7 @@ from tests.local_openai_server import LocalOpenAIServer
 datasets = pytest.importorskip("datasets")
 
 CARD = Path(__file__).resolve().parents[2] / "docs" / "trajectory-format.md"
-SOURCES = ("embedded:test", "collab:train", "generated:train")
+SOURCES = ("embedded:test", "collab:train", "generated:train", "collab-multi:train")
 
 
 def _agent(body):
@@ -45,7 +52,7 @@ def _agent(body):
 
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory):
-    """Three runs of two episodes each, one per task source, by the real collector."""
+    """A run of two episodes per task source, by the real collector."""
     out = tmp_path_factory.mktemp("runs")
     paths = {}
     with LocalOpenAIServer(_agent) as server:
@@ -68,26 +75,31 @@ def test_runs_of_different_task_sources_load_together_with_datasets(runs, tmp_pa
     # the sources really differ where the old records' task keys did
     assert {json.loads(r["task"]["extra"])["source"] for r in recs["collab:train"]} == {"collab:train"}
     assert {r["task"]["extra"] for r in recs["embedded:test"]} == {"{}"}
-    for spec_recs in recs.values():
+    counts = {spec: {len(json.loads(r["task"]["test_cases"])) for r in rs} for spec, rs in recs.items()}
+    assert counts["embedded:test"] == {10} and counts["collab-multi:train"] == {12}
+    for spec, spec_recs in recs.items():
         for r in spec_recs:
             assert list(r["task"]) == ["problem_description", "ground_truth", "test_cases", "extra"]
+            assert BackendTask.from_record(r["task"]).to_record() == \
+                resolve_task_source(spec, "backend")[r["meta"]["task_index"]].to_record()
             assert r["meta"]["schema_version"] == TRAJECTORY_SCHEMA_VERSION == record_schema_version(r)
             assert r["meta"]["turns"] == 2 and r["meta"]["ended_by"] == "answer" and isinstance(r["reward"], float)
     files = list(runs.values())
     for order in (files, files[::-1]):
         ds = _load(order, tmp_path)
-        assert ds.num_rows == 6
-        assert sorted(ds["meta"][i]["tasks"] for i in range(6)) == sorted([*SOURCES, *SOURCES])
+        assert ds.num_rows == 2 * len(SOURCES)
+        assert sorted(m["tasks"] for m in ds["meta"]) == sorted([*SOURCES, *SOURCES])
         extras = [json.loads(t["extra"]) for t in ds["task"]]
-        assert sorted(e.get("source", "embedded") for e in extras) == sorted(
-            ["embedded", "embedded", "collab:train", "collab:train", "generated:train", "generated:train"])
-        assert ds.features["task"]["extra"] == datasets.Value("string")
+        assert sorted(e.get("source", "embedded:test") for e in extras) == sorted([*SOURCES, *SOURCES])
+        assert ds.features["task"]["extra"] == ds.features["task"]["test_cases"] == datasets.Value("string")
+        assert sorted(len(json.loads(t["test_cases"])) for t in ds["task"]) == [10] * 6 + [12] * 2
 
 
 def _as_version_1(rec):
-    """A record as written before the schema: task extras beside the official keys, no
-    ``meta.schema_version``."""
+    """A record as written before the schema: the official task record (test cases an object,
+    extra keys beside the official ones), no ``meta.schema_version``."""
     task = {k: v for k, v in rec["task"].items() if k != "extra"}
+    task["test_cases"] = json.loads(task["test_cases"])
     meta = {k: v for k, v in rec["meta"].items() if k != "schema_version"}
     return {**rec, "task": {**task, **json.loads(rec["task"]["extra"])}, "meta": meta}
 
@@ -98,11 +110,14 @@ def test_old_records_are_still_read_with_the_same_numbers(runs, tmp_path, capsys
     old.write_text("".join(json.dumps(_as_version_1(r)) + "\n" for r in read_trajectories(new)))
     old_recs, new_recs = read_trajectories(old), read_trajectories(new)
     assert "extra" not in old_recs[0]["task"] and old_recs[0]["task"]["source"] == "collab:train"
+    assert isinstance(old_recs[0]["task"]["test_cases"], dict) and isinstance(new_recs[0]["task"]["test_cases"], str)
     for o, n in zip(old_recs, new_recs):
+        assert official_task(n["task"]) == official_task(o["task"]) == o["task"]
+        assert trajectory_task(o["task"]) == n["task"]
         assert record_schema_version(o) == 1 and record_task_extras(o) == record_task_extras(n) == task_extras(n["task"])
         assert record_task_extras(o)["family"] and record_task_extras(o)["index"] == o["meta"]["task_index"]
         a, b = BackendTask.from_record(o["task"]), BackendTask.from_record(n["task"])
-        assert a.extra == b.extra and a.task_id == b.task_id == n["meta"]["task_id"]
+        assert a.extra == b.extra and a.test_cases == b.test_cases and a.task_id == b.task_id == n["meta"]["task_id"]
         assert a.to_record() == resolve_task_source("collab:train", "backend")[n["meta"]["task_index"]].to_record()
     reports = []
     for path in (old, new):
@@ -131,15 +146,15 @@ def test_results_records_of_different_runs_load_together_with_datasets(runs, tmp
         results.append(tmp_path / f"results-{len(results)}.json")
         results[-1].write_text(json.dumps(rec) + "\n")
     ds = _load(results, tmp_path)
-    assert ds.num_rows == 3 and ds["task_sources"] == [[s] for s in SOURCES]
-    assert ds["schema_version"] == [1, 1, 1] and [e["answer"] for e in ds["end_reasons"]] == [2, 2, 2]
+    assert ds.num_rows == len(SOURCES) and ds["task_sources"] == [[s] for s in SOURCES]
+    assert set(ds["schema_version"]) == {1} and [e["answer"] for e in ds["end_reasons"]] == [2] * len(SOURCES)
     # any mix with the schema's features: a file with no episodes (every rate null) first
     empty = tmp_path / "empty.jsonl"
     empty.write_text("")
     results.insert(0, tmp_path / "results-empty.json")
     results[0].write_text(json.dumps(_results(empty, capsys)) + "\n")
     ds = _load(results, tmp_path, features=results_features())
-    assert ds.num_rows == 4 and ds["success"][0] is None and ds["episodes"] == [0, 2, 2, 2]
+    assert ds.num_rows == 1 + len(SOURCES) and ds["success"][0] is None and ds["episodes"] == [0] + [2] * len(SOURCES)
     assert set(ds.features) == set(json.loads(results[1].read_text()))
 
 
