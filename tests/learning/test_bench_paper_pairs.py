@@ -142,7 +142,7 @@ def test_every_trained_method_gets_the_same_epochs_and_learning_rates(bench, tmp
             for sd in bench.seeds_of(s)[1:]:
                 assert _parsed(stages[f"train-{m}-s{sd}"])[1].training.num_train_epochs == budgets[m]
         assert set(budgets.values()) == {s["train_epochs"]}, (profile, budgets)
-        for name in (f"train-critic-s0", f"train-critic-noref-s0", "train-frontend-critic-s0"):
+        for name in ("train-critic-s0", "train-critic-noref-s0", "train-frontend-critic-s0"):
             assert _parsed(stages[name])[1].training.num_train_epochs == s["critic_epochs"]
         for name in ("train-frontend-rft-s0", "train-frontend-sweet-s0"):
             assert _parsed(stages[name])[1].training.num_train_epochs == s["train_epochs"]
