@@ -17,13 +17,17 @@ RECORD = {"problem_description": "Guess my favourite word.", "secret_word": "mar
 
 
 @pytest.fixture
-def echo(monkeypatch):
+def echo():
     from tests.tasks.echo_kind import ECHO
 
-    monkeypatch.setattr(kinds, "KINDS", dict(kinds.KINDS))  # the table as it was comes back afterwards
+    # into the one table every module reads (modules that imported KINDS hold this same dict);
+    # the table as it was comes back afterwards
     kinds.register_kind(ECHO)
-    yield ECHO
-    gym.registry.pop(ECHO.env_id, None)
+    try:
+        yield ECHO
+    finally:
+        kinds.KINDS.pop(ECHO.name, None)
+        gym.registry.pop(ECHO.env_id, None)
 
 
 def test_a_third_kind_plays_scores_and_evaluates_through_the_table(echo, tmp_path, capsys):
