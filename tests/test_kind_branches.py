@@ -25,7 +25,6 @@ DEBT = {
     "sweet_agent/rollout/collector.py": 1,
     "sweet_agent/metrics.py": 1,
     "sweet_agent/interop/release.py": 1,
-    "sweet_agent/actor/mc_values.py": 1,
     "colbench_gym/tasks/cli.py": 1,
     "colbench_gym/simulators/leak_guard.py": 1,
     "colbench_gym/integrations/inspect_tasks.py": 1,

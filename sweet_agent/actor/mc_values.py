@@ -143,9 +143,10 @@ def make_env(config: MCConfig, max_turns: int):
     import gymnasium as gym
 
     import colbench_gym  # noqa: F401 - registers the environments
-    from sweet_agent.prompts import env_kind
+    from colbench_gym.tasks.kinds import kind_of_env_id
 
-    extra = {"reward_mode": config.reward_mode} if env_kind(config.env_id) == "backend" else {}
+    # the kind's own reward settings (the kinds table): backend's reward_mode, none for frontend
+    extra = {"reward_mode": config.reward_mode} if "reward_mode" in kind_of_env_id(config.env_id).reward_options else {}
     return gym.make(config.env_id, simulator=config.simulator, simulator_kwargs=config.simulator_kwargs,
                     max_turns=max_turns, **extra)
 
