@@ -37,12 +37,17 @@ def _free_port() -> int:
 @pytest.fixture(scope="module")
 def server():
     """The hub package's server app (`colbench_env.server.app:app`, what its container runs) on a real port."""
+    import importlib
+
     import uvicorn
 
     with pytest.MonkeyPatch.context() as env:  # the app reads its configuration when imported
         env.setenv("COLBENCH_MAX_SESSIONS", str(MAX_SESSIONS))
         env.setenv("COLBENCH_SCORER", "fallback")
-        from colbench_env.server.app import app
+        # imported afresh: an earlier test of the run (test_hub_app_host.py) may hold the module
+        # built with the default configuration, whose session limit is not this test's
+        sys.modules.pop("colbench_env.server.app", None)
+        app = importlib.import_module("colbench_env.server.app").app
 
     port = _free_port()
     srv = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
