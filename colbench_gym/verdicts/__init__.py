@@ -1,13 +1,15 @@
 """How a final answer is scored: one entry per environment kind.
 
-Every consumer that scores an answer — the envs, ``colbench evaluate``, ``sweet-agent evaluate
---regrade``, the viewer, Inspect, verifiers, the OpenEnv server and GRPO (through the envs) —
-asks :func:`score_answer`, which calls the ``score`` entry of the task's kind in the kinds table
+The consumers that score an answer — the envs, ``colbench evaluate backend``, ``sweet-agent
+evaluate --regrade``, the viewer, Inspect, verifiers, the OpenEnv server and GRPO (through the
+envs) — ask :func:`score_answer`, which calls the ``score`` entry of the task's kind in the kinds table
 (:attr:`colbench_gym.tasks.kinds.EnvKind.score`): :func:`colbench_gym.verdicts.backend.score`
 (the sandboxed grader) and :func:`colbench_gym.verdicts.frontend.score` (render, then screenshot
 similarity). Each returns a :class:`Verdict`: the reward, the kind's evidence, and — decided on
 the host side only — the infrastructure failure that leaves the answer unscored. A new reward
-rule is one change here; a new kind is its own ``score`` module named in its table entry.
+rule is one change here; a new kind is its own ``score`` module named in its table entry. Not
+yet through here: ``colbench evaluate frontend``, which renders and embeds pages in batches
+(``render_many``) and keeps its own copy of the frontend rule (a batched entry is the next step).
 
 Why a folder of its own: answer scoring sits above what it combines (grading, rendering,
 screenshot similarity in ``scoring/``) and below every consumer (envs, evaluation, integrations).
