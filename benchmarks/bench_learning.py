@@ -79,11 +79,13 @@ from sweet_agent.trajectories import record_prefilled_turns  # noqa: E402
 
 # ------------------------------------------------------------------------------ the protocol
 #: Methods in table order. zero-shot has nothing to tune and no training seed.
-METHODS = ("zero-shot", "rft", "mtdpo", "sweet", "best-of-n")
+METHODS = ("zero-shot", "rft", "mtdpo", "sweet", "oracle", "best-of-n")
 LABELS = {"zero-shot": "zero-shot", "rft": "RFT", "mtdpo": "multi-turn DPO", "sweet": "SWEET-RL",
-          "best-of-n": "best-of-N (critic w/o reference)"}
+          "oracle": "oracle-credit actor (Monte-Carlo pairs)", "best-of-n": "best-of-N (critic w/o reference)"}
 #: The baselines SWEET-RL is compared with, pair by pair.
 BASELINES = ("zero-shot", "rft", "mtdpo", "best-of-n")
+#: The result splits a method is tested on (``Layout.result``), in report order.
+RESULT_SPLITS = ("test", "collab", "embedded")
 #: The frontend arm's methods (small scale: the settings chosen on the backend validation split).
 FRONTEND_METHODS = ("zero-shot", "rft", "sweet")
 
@@ -103,37 +105,47 @@ GRID: dict[str, dict[str, str]] = {"rft": {"learning_rate": "grid_lr"}, "mtdpo":
 PROFILES: dict[str, dict[str, Any]] = {
     "full": dict(  # noqa: C408 - a settings table
         profile="full",
-        model="default", max_turns=3, max_new_tokens=128, max_length=1024, concurrency=12,
-        # offline data: one data-collection seed; the behaviour policy prefills a question opener at agent
-        # turn 1 with probability 0.5 and at agent turn 2 with 0.3, each drawn on its own: episodes that
-        # answer at once, ask once then answer, and ask twice
-        train_tasks="collab:train", train_episodes=16, k=3, explore_rates="0.5,0.3", train_temperature=0.8,
-        data_seed=0,
-        # validation (all selection), test (once per method and seed, tasks never evaluated before)
-        val_tasks="collab:val", val_episodes=40, test_tasks="collab:test", test_start=1000, test_episodes=100,
+        # protocol v2 (issue 38): collab-multi tasks (2-4 hidden details, some stated in the request, partial credit
+        # per detail), six agent turns (colbench_gym.tasks.collab_multi.MAX_TURNS) for every task set
+        model="default", max_turns=6, max_new_tokens=128, max_length=1536, concurrency=12,
+        # offline data: one data-collection seed, 64 tasks x 3 samples = 192 episodes (4x v1's 48); the behaviour
+        # policy prefills a question opener at each of agent turns 1-5 with its own probability, each drawn on its
+        # own: episodes that answer at once, ask once, ask about every detail, and ask until the turn limit
+        train_tasks="collab-multi:train", train_episodes=64, k=3, explore_rates="0.5,0.4,0.3,0.2,0.1",
+        train_temperature=0.8, data_seed=0,
+        # validation (all selection); test: collab-multi:test tasks 1000-1099 and collab:test tasks 1100-1199 (both
+        # never evaluated before), once per method and seed; the 30 embedded ColBench tasks
+        val_tasks="collab-multi:val", val_episodes=40, test_tasks="collab-multi:test", test_start=1000,
+        test_episodes=100, collab_test_tasks="collab:test", collab_test_start=1100, collab_test_episodes=100,
         embedded_tasks="embedded:test", embedded_episodes=30, eval_temperature=0.0, eval_seed=1000,
         train_seeds="0,1,2",
         # the grid: two points per method (GRID); the same learning rates for every trained method
         grid_lr="2.5e-4,5e-4", grid_best_of="2,4",
-        # budgets in epochs, the same for every trained method over its own data
-        train_epochs=2.0, critic_epochs=2.0, critic_lr=2e-4,
-        # SWEET-RL's step pairs as the paper builds them: every agent turn (pair_turns 0), the policy's own
-        # samples at temperature 1 with the rollouts' length, 4 top-half/bottom-half pairs per turn, actor
-        # DPO + NLL 0.01. 8 candidates instead of the paper's 16 (a CPU). Question openers join a quarter of
-        # the candidates at every agent turn (not in the paper: the 0.5B policy never asks on its own).
-        # The candidates are sampled once (candidate seed = data_seed) and scored by every seed's critic.
+        # budgets in epochs, the same for every trained method over its own data: one (the paper's actor budget;
+        # two did not fit the 10 h of 2 cores), critics one
+        train_epochs=1.0, critic_epochs=1.0, critic_lr=2e-4,
+        # SWEET-RL's step pairs as the paper's release builds them: every agent turn of a share of the trajectories
+        # (the release: 10 %), the policy's own samples at temperature 1 with the rollouts' length, 4
+        # top-half/bottom-half pairs per turn, actor DPO + NLL 0.01. 8 candidates instead of the paper's 16 (a
+        # CPU). Question openers join a quarter of the candidates at every agent turn (not in the paper: the 0.5B
+        # policy rarely asks on its own). Sampled once (candidate seed = data_seed), scored by every seed's critic.
         num_candidates=8, pairs_per_turn=4, candidate_tokens=128, candidate_temperature=1.0, pair_turns=0,
-        explore_candidates=0.25, sweet_nll_weight=0.01,
+        pair_trajectories=0.1, explore_candidates=0.25, sweet_nll_weight=0.01,
+        # the critic's step-level accuracy (sweet-agent mc-values + critic-report): behaviour-policy episodes on
+        # collab-multi:train tasks no critic trains on (500-515), each turn's candidates valued by k completions;
+        # the oracle-credit actor trains on the paired trajectories' turns labelled by their own Monte-Carlo values
+        heldout_start=500, heldout_episodes=16, mc_rollouts=2,
         # who samples step-pair candidates: "auto" = on a machine without a GPU, with the default
         # model and llama-cpp-python installed, a llama.cpp server this benchmark starts on the
         # model's GGUF (scripts/llama_server.py: a turn's candidates in one batch); "llama" = that,
         # or an error; "none" = the policy in process. candidates_from "openai:MODEL" with
         # candidates_base_url uses a server you run (train-actor --candidates_from).
         candidate_server="auto", candidates_from="", candidates_base_url="",
-        # who samples best-of-N's candidates: "" = the model in process, or "openai:MODEL" with
-        # best_of_base_url (the same weights on a llama.cpp server; the critic scores in process)
-        best_of_policy="", best_of_base_url="",
-        # the frontend arm (offline frontend simulator, weight-free similarity score)
+        # critic-guided best-of-N: an optional arm in v2 (v1: 0 % at N = 2 and 4, 40 % of v1's sampling time)
+        best_of_n=False, best_of_policy="", best_of_base_url="",
+        # the frontend arm: left out of v2 (its per-run sizes do not fit beside the backend's in 10 h of 2 cores;
+        # docs/results/learning-v2.md); frontend_arm=True runs it with v1's shape
+        frontend_arm=False,
         frontend_train_tasks="generated:train", frontend_train_episodes=8, frontend_k=2,
         frontend_test_tasks="generated:test", frontend_test_episodes=20, frontend_max_turns=2,
         frontend_max_new_tokens=384, frontend_max_length=1536,
@@ -143,17 +155,20 @@ PROFILES: dict[str, dict[str, Any]] = {
     ),
     "quick": dict(  # noqa: C408
         profile="quick",
-        model="default", max_turns=2, max_new_tokens=48, max_length=1024, concurrency=4,
-        train_tasks="collab:train", train_episodes=4, k=2, explore_rates="0.5,0.5", train_temperature=0.8,
+        model="default", max_turns=3, max_new_tokens=48, max_length=1024, concurrency=4,
+        train_tasks="collab-multi:train", train_episodes=4, k=2, explore_rates="0.5,0.5", train_temperature=0.8,
         data_seed=0,
-        val_tasks="collab:val", val_episodes=2, test_tasks="collab:test", test_start=1000, test_episodes=2,
+        val_tasks="collab-multi:val", val_episodes=2, test_tasks="collab-multi:test", test_start=1000, test_episodes=2,
+        collab_test_tasks="collab:test", collab_test_start=1100, collab_test_episodes=1,
         embedded_tasks="embedded:test", embedded_episodes=1, eval_temperature=0.0, eval_seed=1000,
         train_seeds="0,1,2",
         grid_lr="5e-5,1e-4", grid_best_of="2,3",
         train_epochs=1.0, critic_epochs=1.0, critic_lr=1e-4,
         num_candidates=8, pairs_per_turn=4, candidate_tokens=48, candidate_temperature=1.0, pair_turns=0,
-        explore_candidates=0.25, sweet_nll_weight=0.01,
-        candidate_server="auto", candidates_from="", candidates_base_url="", best_of_policy="", best_of_base_url="",
+        pair_trajectories=0.5, explore_candidates=0.25, sweet_nll_weight=0.01,
+        heldout_start=500, heldout_episodes=2, mc_rollouts=1,
+        candidate_server="auto", candidates_from="", candidates_base_url="",
+        best_of_n=False, best_of_policy="", best_of_base_url="", frontend_arm=False,
         frontend_train_tasks="generated:train", frontend_train_episodes=1, frontend_k=2,
         frontend_test_tasks="generated:test", frontend_test_episodes=1, frontend_max_turns=1,
         frontend_max_new_tokens=48, frontend_max_length=1536, frontend_candidate_tokens=48,
@@ -170,8 +185,20 @@ PROFILES.update({name: {**PROFILES["full"], **changes, "profile": name} for name
 #: SWEET-RL's pair construction and actor loss as the paper and its release run them (the
 #: settings :func:`departures` checks; docs/sweet-rl.md, "paper / release -> flag").
 PAPER_PAIRS = {"pairs_per_turn": 4, "candidate_temperature": 1.0, "sweet_nll_weight": 0.01, "pair_turns": 0}
+#: The release pairs every agent turn of this share of the offline trajectories (the paper's text:
+#: every turn); ``pair_trajectories`` below it departs.
+RELEASE_PAIRED_TRAJECTORIES = 0.1
 #: Candidates per agent turn: the paper samples 16; a CPU profile at least this many.
 MIN_CANDIDATES = 8
+
+
+def methods_of(s: Mapping[str, Any]) -> tuple[str, ...]:
+    """The methods a run plays: best-of-N only with ``best_of_n`` (an optional arm since v2)."""
+    return tuple(m for m in METHODS if m != "best-of-n" or s.get("best_of_n", True))
+
+
+def grid_methods(s: Mapping[str, Any]) -> tuple[str, ...]:
+    return tuple(m for m in GRID if m in methods_of(s))
 
 
 def departures(s: Mapping[str, Any]) -> dict[str, str]:
@@ -189,6 +216,9 @@ def departures(s: Mapping[str, Any]) -> dict[str, str]:
         out["sweet_nll_weight"] = f"actor NLL weight {s['sweet_nll_weight']:g} (the paper's 0.01)"
     if s["pair_turns"]:
         out["pair_turns"] = f"only agent turns 1-{s['pair_turns']} paired (the paper: every agent turn)"
+    if s.get("pair_trajectories", 1.0) < RELEASE_PAIRED_TRAJECTORIES:
+        out["pair_trajectories"] = (f"every turn of {100 * s['pair_trajectories']:g} % of the trajectories paired "
+                                    f"(the release: {100 * RELEASE_PAIRED_TRAJECTORIES:g} %)")
     for key, length, arm in (("candidate_tokens", "max_new_tokens", "backend"),
                              ("frontend_candidate_tokens", "frontend_max_new_tokens", "frontend")):
         if s[key] < s[length]:
@@ -224,6 +254,14 @@ _print_lock = threading.RLock()  # say() is also called from the signal handler
 def say(msg: str) -> None:
     with _print_lock:
         print(f"[{time.strftime('%H:%M:%S')}] {msg}", flush=True)
+
+
+def _flag_bool(text: str) -> bool:
+    if text.lower() in ("1", "true", "yes"):
+        return True
+    if text.lower() in ("0", "false", "no"):
+        return False
+    raise argparse.ArgumentTypeError(f"expected true or false, got {text!r}")
 
 
 def _floats(text: str) -> list[float]:
@@ -329,8 +367,12 @@ class Layout:
     def __init__(self, run: Path):
         self.run = run
         self.data = run / "offline.jsonl"
+        self.paired = run / "offline-paired.jsonl"  # the trajectories whose every agent turn is paired
+        self.heldout = run / "heldout.jsonl"  # behaviour episodes on tasks no critic trains on
         self.frontend_data = run / "offline-frontend.jsonl"
         self.models = run / "models"
+        self.mc = run / "mc"
+        self.critic_report = run / "reports" / "critic-report.json"
 
     def val(self, m: str, point: int | None = None) -> Path:
         return self.run / "val" / (f"{m}.jsonl" if point is None else f"{m}-g{point}.jsonl")
@@ -339,7 +381,7 @@ class Layout:
         return self.run / "selection" / f"{m}.json"
 
     def result(self, split: str, m: str, seed: int | None) -> Path:
-        """``split``: test, embedded or frontend."""
+        """``split``: test, collab, embedded or frontend."""
         return self.run / split / (f"{m}.jsonl" if seed is None else f"{m}-s{seed}.jsonl")
 
     def chosen(self, m: str) -> int:
@@ -351,7 +393,12 @@ def build_stages(s: dict[str, Any], run: Path) -> dict[str, Stage]:
     seeds = seeds_of(s)
     first_seed = seeds[0]
     stages: dict[str, Stage] = {}
-    test_indices = ",".join(str(i) for i in range(s["test_start"], s["test_start"] + s["test_episodes"]))
+    methods = methods_of(s)
+
+    def indices(start: int, n: int) -> str:
+        return ",".join(str(i) for i in range(start, start + n))
+
+    test_indices = indices(s["test_start"], s["test_episodes"])
 
     def rollout(name: str, out: Path, deps: tuple[str, ...], priority: int, *, tasks: str, policy: Any,
                 episodes: int | None = None, indices: str | None = None, k: int = 1, temperature: float | None = None,
@@ -422,20 +469,60 @@ def build_stages(s: dict[str, Any], run: Path) -> dict[str, Stage]:
     rollout("val-zero-shot", L.val("zero-shot"), (), 95, tasks=s["val_tasks"], policy=s["model"],
             episodes=s["val_episodes"])
 
-    # -- per seed: the critics and SWEET's step pairs (every agent turn; one set of candidates for every seed)
+    # -- the trajectories SWEET pairs (every agent turn of a seeded share of them, as the release) and the
+    #    Monte-Carlo values the oracle-credit actor and the critic report read
+    stages["paired-data"] = Stage("paired-data", L.paired, ("collect",), priority=99,
+                                  fn=lambda: write_paired_subset(L.data, L.paired, s["pair_trajectories"], s["data_seed"]))
+    rollout("collect-heldout", L.heldout, (), 90, tasks=s["train_tasks"],
+            policy=s["model"], indices=indices(s["heldout_start"], s["heldout_episodes"]),
+            temperature=s["train_temperature"], seed=s["data_seed"], extra=["--explore-rates", s["explore_rates"]])
+
+    def mc_values(name: str, out: Path, data: Path, deps: tuple[str, ...], priority: int) -> None:
+        """``sweet-agent mc-values``: each agent turn's candidates (sampled like the step pairs') valued by
+        ``mc_rollouts`` completions of the behaviour policy against the same simulator (answers graded once)."""
+        tmp = out.with_name(out.name + ".tmp")
+        cmd = _sa("mc-values", "--data", data, "--output", tmp, "--num_candidates", s["num_candidates"],
+                  "--rollouts_per_candidate", s["mc_rollouts"], "--explore_candidates", s["explore_candidates"],
+                  "--seed", s["data_seed"], "--policy", s["model"], "--max_new_tokens", s["candidate_tokens"],
+                  "--temperature", s["candidate_temperature"], "--rollout_temperature", s["train_temperature"],
+                  "--max_turns", s["max_turns"], "--simulator", "offline", "--reward_mode", "fraction",
+                  "--concurrency", 8, "--resume", "--no_progress")
+        stages[name] = Stage(name, out, deps, cmd, tmp=tmp, resumable=True, priority=priority,
+                             finish=lambda: finish_values(tmp, out))
+
+    mc_values("mc-heldout", L.mc / "heldout.jsonl", L.heldout, ("collect-heldout",), 85)
+    mc_values("mc-train", L.mc / "train.jsonl", L.paired, ("paired-data",), 57)
+
+    # -- per seed: the critics and SWEET's step pairs (every agent turn of the paired trajectories; one set of
+    #    candidates for every seed). The critic without the reference: the critic report's column (first seed)
+    #    and, with best_of_n, best-of-N's scorer (every seed).
     shared = run / "candidates" / "backend.jsonl"
     for sd in seeds:
         critic, noref = L.models / "critic" / f"s{sd}", L.models / "critic-noref" / f"s{sd}"
         train(f"train-critic-s{sd}", "train-critic", critic, ("collect",), 80 - sd, sd,
               ["--data", L.data, "--pair_rule", "reward", "--learning_rate", s["critic_lr"]], epochs=s["critic_epochs"])
-        train(f"train-critic-noref-s{sd}", "train-critic", noref, ("collect",), 60 - sd, sd,
-              ["--data", L.data, "--pair_rule", "reward", "--learning_rate", s["critic_lr"], "--no_use_privileged_info"],
-              epochs=s["critic_epochs"])
+        if sd == first_seed or "best-of-n" in methods:
+            train(f"train-critic-noref-s{sd}", "train-critic", noref, ("collect",), 60 - sd, sd,
+                  ["--data", L.data, "--pair_rule", "reward", "--learning_rate", s["critic_lr"],
+                   "--no_use_privileged_info"], epochs=s["critic_epochs"])
         # the first seed's stage samples the candidates; the others wait for its file and score it
         after = () if sd == first_seed else (f"pairs-s{first_seed}",)
-        pairs(f"pairs-s{sd}", run / "pairs" / f"s{sd}.jsonl", (f"train-critic-s{sd}", *after), 78 - sd, sd, L.data,
-              critic, ["--explore_candidates", s["explore_candidates"], "--explore_turns", 0],
+        pairs(f"pairs-s{sd}", run / "pairs" / f"s{sd}.jsonl", (f"train-critic-s{sd}", "paired-data", *after), 78 - sd,
+              sd, L.paired, critic, ["--explore_candidates", s["explore_candidates"], "--explore_turns", 0],
               tokens=s["candidate_tokens"], candidates=shared)
+
+    # -- the critic's step-level accuracy on held-out tasks: SWEET's critics, the critic without the reference, and
+    #    the release's step score, each against the Monte-Carlo values
+    report_tmp = L.critic_report.with_name(L.critic_report.name + ".tmp")
+    critics = [a for sd in seeds for a in ("--critic", f"sweet-s{sd}={L.models / 'critic' / f's{sd}'}")]
+    stages["critic-report"] = Stage(
+        "critic-report", L.critic_report, ("mc-heldout", *(f"train-critic-s{sd}" for sd in seeds),
+                                           f"train-critic-noref-s{first_seed}"),
+        _sa("critic-report", "--values", L.mc / "heldout.jsonl", *critics,
+            "--critic", f"noref-s{first_seed}={L.models / 'critic-noref' / f's{first_seed}'}",
+            "--release", f"release-s{first_seed}={L.models / 'critic' / f's{first_seed}'}",
+            "--ci", "turn-bootstrap", "--json", report_tmp),
+        tmp=report_tmp, priority=79)
 
     def method_train(m: str, out: Path, sd: int, setting: Callable[[], dict[str, float]], deps: tuple[str, ...],
                      prio: int) -> None:
@@ -446,10 +533,14 @@ def build_stages(s: dict[str, Any], run: Path) -> dict[str, Stage]:
             if m == "mtdpo":  # one pair per forward (same effective batch): two full trajectories OOM-ed beside others
                 return ["--data", L.data, "--pair_rule", "reward", "--learning_rate", lr,
                         "--per_device_train_batch_size", 1, "--gradient_accumulation_steps", 2]
+            if m == "oracle":  # SWEET's actor on the same turns, pairs labelled by their Monte-Carlo values
+                return ["--pair_labels", "monte-carlo", "--mc_values", L.mc / "train.jsonl",
+                        "--pairs_per_turn", s["pairs_per_turn"],
+                        "--learning_rate", lr, "--loss_weights", 1.0, s["sweet_nll_weight"]]
             return ["--pairs_in", stages[f"pairs-s{sd}"].output, "--learning_rate", lr,
                     "--loss_weights", 1.0, s["sweet_nll_weight"]]
-        command = {"rft": "train-rft", "mtdpo": "train-mtdpo", "sweet": "train-actor"}[m]
-        extra_deps = (f"pairs-s{sd}",) if m == "sweet" else ("collect",)
+        command = {"rft": "train-rft", "mtdpo": "train-mtdpo", "sweet": "train-actor", "oracle": "train-actor"}[m]
+        extra_deps = {"sweet": (f"pairs-s{sd}",), "oracle": ("mc-train",)}.get(m, ("collect",))
         train(f"train-{m}-{out.name}", command, out, deps + extra_deps, prio, sd, args, epochs=s["train_epochs"])
 
     bon_policy = s["best_of_policy"] or s["model"]
@@ -457,7 +548,7 @@ def build_stages(s: dict[str, Any], run: Path) -> dict[str, Stage]:
 
     # -- the grid (training seed `first_seed`), validation, selection; then the other seeds
     prio = {"rft": 70, "mtdpo": 55, "sweet": 65, "best-of-n": 40}
-    for m in GRID:
+    for m in grid_methods(s):
         points = grid_points(s, m)
         for i, point in enumerate(points):
             if m == "best-of-n":
@@ -484,11 +575,21 @@ def build_stages(s: dict[str, Any], run: Path) -> dict[str, Stage]:
             if m != "best-of-n":
                 method_train(m, L.models / m / f"s{sd}", sd, chosen, (f"select-{m}",), prio[m] - 10)
 
+    # -- the oracle-credit actor: no grid of its own (an upper bound, not a contender): SWEET-RL's chosen setting,
+    #    every seed
+    def sweet_choice() -> dict[str, float]:
+        return grid_points(s, "sweet")[L.chosen("sweet")]
+
+    for sd in seeds:
+        method_train("oracle", L.models / "oracle" / f"s{sd}", sd, sweet_choice, ("select-sweet",), 50 - sd)
+
     def policy_of(m: str, sd: int) -> Callable[[], Path] | str:
         if m == "best-of-n":
             return bon_policy
         if m == "zero-shot":
             return s["model"]
+        if m == "oracle":
+            return L.models / m / f"s{sd}"
         return lambda: L.models / m / (f"g{L.chosen(m)}-s{sd}" if sd == first_seed else f"s{sd}")
 
     def deps_of(m: str, sd: int) -> tuple[str, ...]:
@@ -496,14 +597,17 @@ def build_stages(s: dict[str, Any], run: Path) -> dict[str, Stage]:
             return ()
         if m == "best-of-n":
             return (f"select-{m}", f"train-critic-noref-s{sd}")
+        if m == "oracle":
+            return (f"train-oracle-s{sd}",)
         return (f"select-{m}",) + (() if sd == first_seed else (f"train-{m}-s{sd}",))
 
     def bon_extra(sd: int) -> Callable[[], list[Any]]:
         return lambda: ["--best-of", int(grid_points(s, "best-of-n")[L.chosen("best-of-n")]["best_of"]),
                         "--critic", L.models / "critic-noref" / f"s{sd}", *bon_url]
 
-    # -- the end: test (tasks never evaluated before) and embedded, once per method and seed
-    for m in METHODS:
+    # -- the end: test (tasks never evaluated before, two families) and embedded, once per method and seed
+    collab_indices = indices(s["collab_test_start"], s["collab_test_episodes"])
+    for m in methods:
         for sd in ([None] if m == "zero-shot" else seeds):
             tag = m if sd is None else f"{m}-s{sd}"
             kw: dict[str, Any] = dict(policy=policy_of(m, sd if sd is not None else first_seed))
@@ -511,10 +615,14 @@ def build_stages(s: dict[str, Any], run: Path) -> dict[str, Stage]:
                 kw.update(temperature=max(s["eval_temperature"], 0.7), extra=bon_extra(sd))
             deps = deps_of(m, sd if sd is not None else first_seed)
             rollout(f"test-{tag}", L.result("test", m, sd), deps, 30, tasks=s["test_tasks"], indices=test_indices, **kw)
+            rollout(f"collab-{tag}", L.result("collab", m, sd), deps, 25, tasks=s["collab_test_tasks"],
+                    indices=collab_indices, **kw)
             rollout(f"embedded-{tag}", L.result("embedded", m, sd), deps, 20, tasks=s["embedded_tasks"],
                     episodes=s["embedded_episodes"], **kw)
 
-    # -- the frontend arm: settings chosen on the backend validation split, small scale
+    # -- the frontend arm: settings chosen on the backend validation split, small scale (optional since v2)
+    if not s.get("frontend_arm", True):
+        return stages
     fe = "ColBench-Frontend-v0"
     rollout("collect-frontend", L.frontend_data, (), 50, tasks=s["frontend_train_tasks"], policy=s["model"],
             episodes=s["frontend_train_episodes"], k=s["frontend_k"], temperature=s["train_temperature"],
@@ -617,6 +725,30 @@ def finish_rollout(part: Path, out: Path) -> None:
     os.replace(part, out)
     if replaced_path(part).exists():  # the replaced records stay beside the output, under its name
         os.replace(replaced_path(part), replaced_path(out))
+
+
+def write_paired_subset(data: Path, out: Path, share: float, seed: int) -> None:
+    """The trajectories SWEET-RL's step pairs (and the oracle's Monte-Carlo values) use: every agent
+    turn of a seeded ``share`` of the offline trajectories (at least one), as the paper's release
+    pairs every turn of 10 % of them. The lines are copied as they are, in file order."""
+    import random
+
+    lines = [x for x in data.read_text(encoding="utf-8").splitlines() if x.strip()]
+    if not lines:
+        raise RuntimeError(f"{data} holds no trajectories")
+    keep = sorted(random.Random(seed).sample(range(len(lines)), max(1, round(share * len(lines)))))
+    _write_atomic(out, "".join(lines[i] + "\n" for i in keep))
+
+
+def finish_values(tmp: Path, out: Path) -> None:
+    """A Monte-Carlo values stage's output and its ``.meta.json``, moved together once every turn is
+    valued (a failed turn leaves the stage unfinished: ``--resume`` plays it again)."""
+    from sweet_agent.actor.mc_values import journal_path, meta_path
+
+    if journal_path(tmp).exists():
+        raise RuntimeError(f"{tmp.name}: turns are still missing (journal {journal_path(tmp).name}); run again to resume")
+    os.replace(meta_path(tmp), meta_path(out))
+    os.replace(tmp, out)
 
 
 def finish_pairs(tmp: Path, out: Path) -> None:
@@ -765,10 +897,23 @@ def _threads_per_stage() -> int:
     return max(1, (os.cpu_count() or 1) // _JOBS)
 
 
+def code_commit() -> str | None:
+    """The commit the benchmark's code is at (which commit ran a stage goes into timings.jsonl), with
+    ``+dirty`` when tracked files differ from it; None outside a git checkout."""
+    try:
+        head = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "HEAD"], capture_output=True, text=True,
+                              timeout=30, check=True).stdout.strip()
+        dirty = subprocess.run(["git", "-C", str(ROOT), "status", "--porcelain", "--untracked-files=no"],
+                               capture_output=True, text=True, timeout=30).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return head + ("+dirty" if dirty else "")
+
+
 def _log_timing(run: Path, name: str, seconds: float) -> None:
     with (run / "timings.jsonl").open("a", encoding="utf-8") as fh:
         fh.write(json.dumps({"stage": name, "seconds": round(seconds, 1), "finished": time.strftime("%Y-%m-%dT%H:%M:%S"),
-                             "loadavg": [round(x, 2) for x in os.getloadavg()]}) + "\n")
+                             "loadavg": [round(x, 2) for x in os.getloadavg()], "commit": code_commit()}) + "\n")
 
 
 def run_stage(st: Stage, run: Path) -> bool:
@@ -937,7 +1082,9 @@ def method_table(run: Path, split: str = "test", methods: Sequence[str] = METHOD
         for key, metric in columns.items():
             vals = seed_values(runs, metric)
             row[key] = _cell(hierarchical_bootstrap(vals))
-            others = [b for b in (("zero-shot",) if m != "sweet" else BASELINES) if b != m and all_runs.get(b)]
+            # SWEET-RL against every baseline; the oracle-credit actor against SWEET-RL (how much better credit buys)
+            against = BASELINES if m == "sweet" else ("zero-shot", "sweet") if m == "oracle" else ("zero-shot",)
+            others = [b for b in against if b != m and all_runs.get(b)]
             for b in others:
                 d = hierarchical_difference(seed_values(all_runs[b], metric), vals, seed=1)
                 row[key].setdefault("vs", {})[b] = _cell(d)
@@ -951,7 +1098,7 @@ def validation_table(run: Path, s: Mapping[str, Any]) -> list[dict[str, Any]]:
     """The grid, what each point scored on validation, and what was chosen."""
     L = Layout(run)
     out = []
-    for m in GRID:
+    for m in grid_methods(s):
         sel = json.loads(L.selection(m).read_text()) if L.selection(m).exists() else None
         for i, point in enumerate(grid_points(s, m)):
             eps = list(_measure(_load(L.val(m, i))).values())
@@ -1067,6 +1214,44 @@ def markdown(rows: list[dict[str, Any]], title: str, columns: Mapping[str, str] 
                     f"{_fmt_num(d['mean'], _HEAD[c][1])} [{_fmt_num(d['ci95'][0], _HEAD[c][1])}, "
                     f"{_fmt_num(d['ci95'][1], _HEAD[c][1])}]" + ("*" if d["ci95"][0] > 0 or d["ci95"][1] < 0 else "")
                     for c, d in zip(columns, cells)) + " |")
+    oracle = next((r for r in rows if r["method"] == "oracle"), None)
+    if oracle and any((oracle[c].get("vs") or {}).get("sweet") for c in columns):
+        cells = [(oracle[c].get("vs") or {}).get("sweet") for c in columns]
+        lines += ["", "Oracle-credit actor minus SWEET-RL (the same step-level DPO with Monte-Carlo credit): " + "; ".join(
+            f"{_HEAD[c][0]} " + ("n/a" if not d or d["mean"] is None else
+                                 f"{_fmt_num(d['mean'], _HEAD[c][1])} [{_fmt_num(d['ci95'][0], _HEAD[c][1])}, "
+                                 f"{_fmt_num(d['ci95'][1], _HEAD[c][1])}]"
+                                 + ("*" if d["ci95"][0] > 0 or d["ci95"][1] < 0 else ""))
+            for c, d in zip(columns, cells)) + "."]
+    return "\n".join(lines)
+
+
+def critic_agreement(path: Path) -> dict[str, Any] | None:
+    """The critic report of the run (``sweet-agent critic-report``'s JSON), or None before it ran."""
+    return json.loads(path.read_text(encoding="utf-8")) if path.exists() else None
+
+
+def critic_agreement_markdown(rep: Mapping[str, Any]) -> str:
+    """One row per step score, one column per agent turn (and all): agreement with the Monte-Carlo
+    values on held-out pairs [95 % interval] (pairs)."""
+    turns = sorted({k for c in rep["scorers"] for k in c["by_agent_turn"]}, key=lambda k: (k == "all", str(k)))
+    lines = [f"### The critic's step-level accuracy ({rep['turns']} held-out agent turns, "
+             f"{rep.get('rollouts_per_candidate')} completions per candidate; chance 0.5)", "",
+             "| step score | " + " | ".join(f"agent turn {k}" if k != "all" else "all turns" for k in turns) + " |",
+             "|---" * (1 + len(turns)) + "|"]
+    for c in rep["scorers"]:
+        cells = []
+        for k in turns:
+            a = c["by_agent_turn"].get(k)
+            if not a or not a["pairs"]:
+                cells.append("–")
+                continue
+            iv = a.get("ci") or [None, None]
+            cells.append(f"{_fmt_num(a['agreement'], True)} [{_fmt_num(iv[0], True)}, {_fmt_num(iv[1], True)}] "
+                         f"({a['pairs']})")
+        lines.append(f"| {c['name']} ({c['kind']}) | " + " | ".join(cells) + " |")
+    lines += ["", "Agreement % of the step score's order of two candidates of one turn with their Monte-Carlo values "
+              f"(held-out tasks; [{rep['ci']['about']}]; (pairs))."]
     return "\n".join(lines)
 
 
@@ -1103,7 +1288,9 @@ def _write_atomic(path: Path, text: str) -> None:
 
 def write_report(run: Path, settings: dict) -> dict[str, Any]:
     test = method_table(run, "test")
+    collab = method_table(run, "collab")
     emb = method_table(run, "embedded")
+    agreement = critic_agreement(Layout(run).critic_report)
     front = method_table(run, "frontend", FRONTEND_METHODS, FRONTEND_COLUMNS)
     val = validation_table(run, settings)
     timings = [json.loads(x) for x in (run / "timings.jsonl").read_text().splitlines()] if (run / "timings.jsonl").exists() else []
@@ -1113,7 +1300,8 @@ def write_report(run: Path, settings: dict) -> dict[str, Any]:
     budgets = training_budgets(run)
     gone = departures(settings) if all(k in settings for k in PAPER_PAIRS) else {}
     report = {"settings": settings, "departures": gone, "grid": {m: grid_points(settings, m) for m in GRID},
-              "validation": val, "offline_data": offline, "test": test, "embedded": emb, "frontend": front,
+              "validation": val, "offline_data": offline, "test": test, "collab": collab, "embedded": emb,
+              "frontend": front, "critic_agreement": agreement,
               "critic_choices": choices, "budgets": budgets,
               "timings": timings, "loadavg_at_report": [round(x, 2) for x in load],
               "written": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
@@ -1125,8 +1313,13 @@ def write_report(run: Path, settings: dict) -> dict[str, Any]:
           "difference)."]
     md += [markdown(test, f"Test {s['test_tasks']} (tasks {s['test_start']}–{s['test_start'] + s['test_episodes'] - 1}, "
                          f"training seeds {s['train_seeds']})")]
+    if collab and "collab_test_tasks" in s:
+        md.append(markdown(collab, f"Test {s['collab_test_tasks']} (tasks {s['collab_test_start']}–"
+                                   f"{s['collab_test_start'] + s['collab_test_episodes'] - 1}, one detail each)"))
     if emb:
         md.append(markdown(emb, f"Embedded ColBench {s['embedded_tasks']} ({s['embedded_episodes']} tasks)"))
+    if agreement:
+        md.append(critic_agreement_markdown(agreement))
     if front:
         md.append(markdown(front, f"Frontend arm {s['frontend_test_tasks']} ({s['frontend_test_episodes']} tasks, "
                                   "offline frontend simulator, weight-free similarity)", FRONTEND_COLUMNS))
@@ -1239,7 +1432,8 @@ def main(argv: list[str] | None = None) -> int:
                          "shippable folder with its PROVENANCE.json (what `make demo` plays), then exit")
     for key, val in PROFILES["full"].items():
         if key != "profile":
-            ap.add_argument("--" + key.replace("_", "-"), type=type(val), default=None, help=f"(full: {val!r})")
+            ap.add_argument("--" + key.replace("_", "-"), type=_flag_bool if isinstance(val, bool) else type(val),
+                            default=None, help=f"(full: {val!r})")
     args = ap.parse_args(argv)
     check_profiles()
     s = dict(PROFILES[args.profile])

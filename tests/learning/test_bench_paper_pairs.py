@@ -29,7 +29,7 @@ def bench():
 
 
 def _stages(bench, name, tmp_path):
-    s = dict(bench.PROFILES[name], candidate_server="none")
+    s = dict(bench.PROFILES[name], candidate_server="none", frontend_arm=True)  # with v2's optional frontend arm
     stages = bench.build_stages(s, tmp_path / name)
     for m in ("rft", "mtdpo", "sweet", "best-of-n"):  # the commands after a selection
         bench._write_atomic(tmp_path / name / "selection" / f"{m}.json", json.dumps({"chosen": 0}))
@@ -146,6 +146,12 @@ def test_every_trained_method_gets_the_same_epochs_and_learning_rates(bench, tmp
             assert _parsed(stages[name])[1].training.num_train_epochs == s["critic_epochs"]
         for name in ("train-frontend-rft-s0", "train-frontend-sweet-s0"):
             assert _parsed(stages[name])[1].training.num_train_epochs == s["train_epochs"]
+        for sd in bench.seeds_of(s):  # the oracle-credit actor: SWEET-RL's epochs, learning rate and pairs per turn
+            name, args = _parsed(stages[f"train-oracle-s{sd}"])
+            assert name == "train-actor" and args.script.pair_labels == "monte-carlo"
+            assert args.training.num_train_epochs == s["train_epochs"] and args.training.pairs_per_turn == 4
+            assert args.training.learning_rate == bench.grid_points(s, "sweet")[0]["learning_rate"]
+            assert args.training.loss_weights == _parsed(stages["train-sweet-g0-s0"])[1].training.loss_weights
 
 
 def test_behaviour_data_explores_the_first_agent_turns_with_their_own_rates(bench, tmp_path):

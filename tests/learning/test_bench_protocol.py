@@ -41,13 +41,14 @@ def _write(path: Path, recs: list[dict]) -> Path:
 
 
 def test_quick_profile_has_every_method_the_grid_the_selection_and_every_seed(bench, tmp_path):
-    s = dict(bench.PROFILES["quick"])
+    s = dict(bench.PROFILES["quick"], best_of_n=True, frontend_arm=True)  # with v2's optional arms
     stages = bench.build_stages(s, tmp_path)
     seeds = bench.seeds_of(s)
     assert len(seeds) == 3 and bench.seeds_of(bench.PROFILES["full"]) == seeds  # quick shrinks sizes, not seeds
-    assert set(bench.METHODS) == {"zero-shot", "rft", "mtdpo", "sweet", "best-of-n"}
+    assert set(bench.METHODS) == {"zero-shot", "rft", "mtdpo", "sweet", "oracle", "best-of-n"}
     sizes = {m: len(bench.grid_points(s, m)) for m in bench.GRID}
-    assert set(bench.GRID) == set(bench.METHODS) - {"zero-shot"} and len(set(sizes.values())) == 1
+    # the oracle-credit actor has no grid: it is SWEET-RL's chosen setting with perfect credit, an upper bound
+    assert set(bench.GRID) == set(bench.METHODS) - {"zero-shot", "oracle"} and len(set(sizes.values())) == 1
     for profile in bench.PROFILES.values():
         assert len({len(bench.grid_points(profile, m)) for m in bench.GRID}) == 1
     assert bench.PROFILES["full"]["test_episodes"] >= 100
@@ -55,7 +56,7 @@ def test_quick_profile_has_every_method_the_grid_the_selection_and_every_seed(be
         assert f"select-{m}" in stages
         assert set(stages[f"select-{m}"].deps) == {f"val-{m}-g{i}" for i in range(sizes[m])}
         for sd in seeds:
-            assert f"test-{m}-s{sd}" in stages and f"embedded-{m}-s{sd}" in stages
+            assert f"test-{m}-s{sd}" in stages and f"embedded-{m}-s{sd}" in stages and f"collab-{m}-s{sd}" in stages
             assert f"select-{m}" in stages[f"test-{m}-s{sd}"].deps  # test runs only after the choice
     assert {"collect", "val-zero-shot", "test-zero-shot", "embedded-zero-shot", "collect-frontend"} <= set(stages)
     for m in bench.FRONTEND_METHODS:
@@ -64,7 +65,87 @@ def test_quick_profile_has_every_method_the_grid_the_selection_and_every_seed(be
         assert set(st.deps) <= set(stages), st.name
     # nothing before the selection looks at a test or embedded result
     upstream = {d for m in bench.GRID for d in _ancestors(stages, f"select-{m}")}
-    assert not {n for n in upstream if n.startswith(("test-", "embedded-", "frontend-"))}
+    assert not {n for n in upstream if n.startswith(("test-", "collab-", "embedded-", "frontend-"))}
+
+
+def test_protocol_v2_trains_on_multi_detail_tasks_and_tests_two_families(bench, tmp_path):
+    """Protocol v2 (issue 38): offline data, validation and the first test family are collab-multi (six agent
+    turns, >= 4x v1's 48 episodes), collab:test is the second family (tasks v1 never played), best-of-N and
+    the frontend arm are optional, and the oracle-credit actor and the critic report are stages."""
+    full = bench.PROFILES["full"]
+    assert full["train_tasks"] == "collab-multi:train" and full["val_tasks"] == "collab-multi:val"
+    assert full["test_tasks"] == "collab-multi:test" and full["collab_test_tasks"] == "collab:test"
+    assert full["train_episodes"] * full["k"] >= 4 * 48 and full["max_turns"] == 6
+    assert full["test_episodes"] >= 100 and full["collab_test_episodes"] >= 100 and full["embedded_episodes"] == 30
+    assert full["collab_test_start"] >= 1100  # v1 played collab:test 1000-1099
+    assert len(full["explore_rates"].split(",")) == full["max_turns"] - 1  # every agent turn but the last explores
+    heldout = range(full["heldout_start"], full["heldout_start"] + full["heldout_episodes"])
+    assert not set(heldout) & set(range(full["train_episodes"]))  # the critic report's tasks are no critic's
+    for name in ("quick", "full"):
+        s = dict(bench.PROFILES[name])
+        stages = bench.build_stages(s, tmp_path / name)
+        assert not any(n.startswith(("frontend", "collect-frontend")) or "best-of-n" in n for n in stages)
+        assert bench.methods_of(s) == ("zero-shot", "rft", "mtdpo", "sweet", "oracle")
+        for sd in bench.seeds_of(s):
+            assert stages[f"pairs-s{sd}"].command()[stages[f"pairs-s{sd}"].command().index("--data") + 1] == str(
+                tmp_path / name / "offline-paired.jsonl")
+        assert set(stages["critic-report"].deps) == {"mc-heldout", "train-critic-noref-s0",
+                                                      *(f"train-critic-s{sd}" for sd in bench.seeds_of(s))}
+        assert "train-critic-noref-s1" not in stages  # only the report's column (best-of-N would need every seed)
+    stages = bench.build_stages(dict(bench.PROFILES["quick"]), tmp_path / "cmds")
+    collab = [str(x) for x in stages["collab-rft-s1"].command()]
+    assert collab[collab.index("--tasks") + 1] == "collab:test"
+    assert collab[collab.index("--task-indices") + 1].split(",")[0] == "1100"
+    mc = [str(x) for x in stages["mc-train"].command()]
+    assert mc[mc.index("--data") + 1] == str(tmp_path / "cmds" / "offline-paired.jsonl")
+    assert mc[mc.index("--rollouts_per_candidate") + 1] == str(bench.PROFILES["quick"]["mc_rollouts"])
+    report = [str(x) for x in stages["critic-report"].command()]
+    assert report.count("--critic") == 4 and report.count("--release") == 1
+    import argparse
+
+    from sweet_agent.actor import critic_report, mc_values
+
+    for stage, module in (("mc-train", mc_values), ("mc-heldout", mc_values), ("critic-report", critic_report)):
+        parser = argparse.ArgumentParser(exit_on_error=False)
+        module.add_arguments(parser)
+        cmd = [str(x) for x in stages[stage].command()]
+        args = parser.parse_args(cmd[cmd.index("sweet_agent.cli") + 2:])  # the command's own flags, parsed
+        if module is mc_values:
+            assert args.output.endswith(".tmp") and args.resume and args.max_turns == bench.PROFILES["quick"]["max_turns"]
+            assert args.num_candidates == bench.PROFILES["quick"]["num_candidates"]
+        else:
+            assert args.ci == "turn-bootstrap" and args.json.endswith("critic-report.json.tmp")
+
+
+def test_the_oracle_credit_actor_is_sweets_chosen_setting_on_monte_carlo_pairs(bench, tmp_path):
+    s = dict(bench.PROFILES["quick"])
+    stages = bench.build_stages(s, tmp_path)
+    bench._write_atomic(tmp_path / "selection" / "sweet.json", json.dumps({"chosen": 1}))
+    for sd in bench.seeds_of(s):
+        st = stages[f"train-oracle-s{sd}"]
+        assert set(st.deps) == {"select-sweet", "mc-train"}
+        cmd = [str(x) for x in st.command()]
+        assert cmd[cmd.index("--pair_labels") + 1] == "monte-carlo" and "--critic" not in cmd
+        assert cmd[cmd.index("--mc_values") + 1] == str(tmp_path / "mc" / "train.jsonl")
+        assert cmd[cmd.index("--learning_rate") + 1] == str(bench.grid_points(s, "sweet")[1]["learning_rate"])
+        assert cmd[cmd.index("--seed") + 1] == str(sd)
+        test = [str(x) for x in stages[f"test-oracle-s{sd}"].command()]
+        assert test[test.index("--policy") + 1] == str(tmp_path / "models" / "oracle" / f"s{sd}")
+
+
+def test_paired_subset_is_a_seeded_share_of_the_trajectories(bench, tmp_path):
+    data = tmp_path / "offline.jsonl"
+    data.write_text("".join(json.dumps({"i": i}) + "\n" for i in range(20)))
+    bench.write_paired_subset(data, tmp_path / "a.jsonl", 0.1, 0)
+    bench.write_paired_subset(data, tmp_path / "b.jsonl", 0.1, 0)
+    bench.write_paired_subset(data, tmp_path / "c.jsonl", 0.1, 1)
+    a = [json.loads(x)["i"] for x in (tmp_path / "a.jsonl").read_text().splitlines()]
+    assert len(a) == 2 and a == sorted(a) and (tmp_path / "a.jsonl").read_text() == (tmp_path / "b.jsonl").read_text()
+    assert (tmp_path / "c.jsonl").read_text() != (tmp_path / "a.jsonl").read_text()  # the data seed decides
+    bench.write_paired_subset(data, tmp_path / "d.jsonl", 0.01, 0)
+    assert len((tmp_path / "d.jsonl").read_text().splitlines()) == 1  # at least one trajectory
+    assert bench.departures(dict(bench.PROFILES["full"], pair_trajectories=0.05)).keys() == {"pair_trajectories"}
+    assert "pair_trajectories" not in bench.departures(bench.PROFILES["full"])  # the release's 10 %
 
 
 def _ancestors(stages, name):
@@ -95,7 +176,7 @@ def test_commands_after_the_selection_use_the_chosen_setting(bench, tmp_path):
 def test_frontend_trainers_checkpoint_activations_and_backend_ones_do_not(bench, tmp_path):
     """Frontend rows are 1,536-token HTML: the critic's step took 24 GB without activation
     checkpointing and was killed; the backend stages keep the setting they ran with."""
-    stages = bench.build_stages(dict(bench.PROFILES["quick"]), tmp_path)
+    stages = bench.build_stages(dict(bench.PROFILES["quick"], frontend_arm=True), tmp_path)
     for sd in bench.seeds_of(bench.PROFILES["quick"]):
         bench._write_atomic(tmp_path / "selection" / "rft.json", json.dumps({"chosen": 0}))
         bench._write_atomic(tmp_path / "selection" / "sweet.json", json.dumps({"chosen": 0}))
@@ -233,7 +314,7 @@ def test_candidate_server_resolution(bench, monkeypatch):
 
 
 def test_step_pair_stages_ask_the_benchmark_server_and_resume(bench, tmp_path, monkeypatch):
-    s = dict(bench.PROFILES["quick"], candidate_server="llama")
+    s = dict(bench.PROFILES["quick"], candidate_server="llama", frontend_arm=True)
     stages = bench.build_stages(s, tmp_path)
     pair_stages = [st for st in stages.values() if st.extra.get("candidates")]
     assert {st.name for st in pair_stages} >= {"pairs-s0", "pairs-s2", "pairs-frontend-s1"}
@@ -396,7 +477,7 @@ def test_stages_of_one_memory_group_never_run_at_once(bench, tmp_path, monkeypat
     assert events.index(f"end {first}") < events.index(f"start {second}"), events
     # the free slot went to the stage outside the group while the first critic ran
     assert events.index("start rollout") < events.index(f"end {first}"), events
-    cmds = bench.build_stages(dict(bench.PROFILES["quick"]), tmp_path / "run")
+    cmds = bench.build_stages(dict(bench.PROFILES["quick"], frontend_arm=True), tmp_path / "run")
     assert {n for n, st in cmds.items() if st.extra.get(bench.ONE_AT_A_TIME)} == {
         f"train-frontend-{kind}-s{sd}" for kind in ("critic", "sweet") for sd in bench.seeds_of(bench.PROFILES["quick"])}
 
@@ -454,7 +535,7 @@ def test_frontend_step_pairs_sample_candidates_of_the_frontend_length(bench, tmp
     the backend ones for candidate_tokens; a run directory from before the setting keeps the
     backend length its frontend pairs ran with (listed and reported, not refused), and a new run
     gets the profile's value."""
-    s = dict(bench.PROFILES["full"], candidate_server="none")
+    s = dict(bench.PROFILES["full"], candidate_server="none", frontend_arm=True)
     stages = bench.build_stages(s, tmp_path)
 
     def tokens(stage):
