@@ -1,6 +1,6 @@
 """No document names a repository file, folder, module or test that does not exist.
 
-Checked: README.md, CONTRIBUTING.md and docs/*.md. What counts as a reference to the repository:
+Checked: README.md, CONTRIBUTING.md and docs/**/*.md (the results pages in docs/results/ too). What counts as a reference to the repository:
 
 - a backticked path whose first part is tracked at the top of the repository (``colbench_gym/…``,
   ``tests/…``, ``scripts/…``, ``Makefile``; globs such as ``benchmarks/bench_*.py`` must match);
@@ -9,7 +9,9 @@ Checked: README.md, CONTRIBUTING.md and docs/*.md. What counts as a reference to
 - a backticked dotted name under ``colbench_gym.``/``sweet_agent.``: a module, or a module plus one
   name the module defines;
 - a pytest node id (``tests/x.py::test_name``): the file defines that test;
-- a relative Markdown link (``[text](docs/agent.md)``), resolved from the document's folder.
+- a relative Markdown link (``[text](docs/agent.md)``), resolved from the document's folder; with an
+  anchor (``[text](training.md#online-rl)``, ``[text](#results)``) the target document has a heading
+  whose GitHub anchor that is: a section that moved to another page leaves no dead link.
 
 Paths outside the repository (``~/.cache/…``, ``/etc/passwd``, ``runs/…`` outputs) are not claims
 about the tree and are left alone. What a reader of the repository cannot open is not cited, though:
@@ -31,7 +33,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-DOCS = [ROOT / "README.md", ROOT / "CONTRIBUTING.md", *sorted((ROOT / "docs").glob("*.md"))]
+DOCS = [ROOT / "README.md", ROOT / "CONTRIBUTING.md", *sorted((ROOT / "docs").rglob("*.md"))]
 TICKED = re.compile(r"`([^`\s]+)`")
 LINK = re.compile(r"\]\(([^)\s]+)\)")
 DOTTED = re.compile(r"^(colbench_gym|sweet_agent)(\.[A-Za-z_]\w*)+$")
@@ -175,3 +177,69 @@ def test_the_checker_sees_references_and_catches_a_missing_one(tmp_path: Path) -
                     "benchmarks/bench_*.py": True, "tests/env/…": True, "test_docs.py": True,
                     "test_gone.py": False, "colbench_gym/nope.py": False,
                     "sweet_agent.no_such_module": False, "missing.md": False}
+
+
+FENCE = re.compile(r"^\s*(```|~~~)")
+HEADING = re.compile(r"^(#{1,6})\s+(.*?)\s*#*\s*$")
+HTML_ANCHOR = re.compile(r"""<a\s+(?:name|id)=["']([^"']+)["']""")
+
+
+def slug(heading: str) -> str:
+    """GitHub's anchor of a heading: inline code and link markup dropped, lower case, every
+    character but letters, digits, ``_``, ``-`` and spaces removed, spaces to ``-``."""
+    text = re.sub(r"\[([^\]]*)\]\([^)]*\)", r"\1", heading).replace("`", "")
+    return re.sub(r"[^\w\- ]", "", text.lower()).replace(" ", "-")
+
+
+def anchors(doc: Path) -> set[str]:
+    """Every anchor a link into ``doc`` may name: its headings' (outside code blocks; a repeated
+    heading gets ``-1``, ``-2``, ... as on GitHub) and explicit ``<a id=...>`` ones."""
+    found: set[str] = set()
+    seen: dict[str, int] = {}
+    fenced = False
+    for line in doc.read_text(encoding="utf-8").splitlines():
+        if FENCE.match(line):
+            fenced = not fenced
+            continue
+        if fenced:
+            continue
+        found.update(HTML_ANCHOR.findall(line))
+        if m := HEADING.match(line):
+            base = slug(m.group(2))
+            n = seen.get(base, 0)
+            seen[base] = n + 1
+            found.add(base if n == 0 else f"{base}-{n}")
+    return found
+
+
+def dead_anchors(doc: Path) -> list[tuple[int, str]]:
+    """``(line, link)`` for every relative link of ``doc`` with an anchor its target document lacks."""
+    dead = []
+    for lineno, line in enumerate(doc.read_text(encoding="utf-8").splitlines(), 1):
+        for target in LINK.findall(line):
+            if "#" not in target or "://" in target or target.startswith("mailto:"):
+                continue
+            path, anchor = target.split("#", 1)
+            file = (doc.parent / path) if path else doc
+            if file.suffix == ".md" and file.is_file() and anchor not in anchors(file):
+                dead.append((lineno, target))
+    return dead
+
+
+@pytest.mark.parametrize("doc", DOCS, ids=lambda p: str(p.relative_to(ROOT)))
+def test_every_link_anchor_exists(doc: Path) -> None:
+    dead = [f"{doc.relative_to(ROOT)}:{n}: {link}" for n, link in dead_anchors(doc)]
+    assert not dead, ("links name a section their document does not have (moved? "
+                      "link to the page it moved to):\n" + "\n".join(dead))
+
+
+def test_the_anchor_check_follows_headings_and_catches_a_moved_section(tmp_path: Path) -> None:
+    (tmp_path / "ref.md").write_text("# Training: SWEET-RL\n\n## Speed (`benchmarks/bench_critic.py`)\n\n"
+                                     "```bash\n# not a heading\n```\n\n## Notes\n\n## Notes\n\n<a id=\"kept\"></a>\n")
+    assert anchors(tmp_path / "ref.md") == {"training-sweet-rl", "speed-benchmarksbench_criticpy", "notes",
+                                            "notes-1", "kept"}
+    doc = tmp_path / "x.md"
+    doc.write_text("[a](ref.md#speed-benchmarksbench_criticpy) [b](ref.md#notes-1) [c](#here) [d](ref.md#kept)\n"
+                   "## Here\n[gone](ref.md#measured-on-a-gpu) [e](https://example.org/#x) [f](ref.md)\n"
+                   "[self](#not-here)\n")
+    assert dead_anchors(doc) == [(3, "ref.md#measured-on-a-gpu"), (4, "#not-here")]
