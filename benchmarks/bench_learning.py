@@ -8,8 +8,9 @@ split, three training seeds per method and intervals that include the seeds' var
     python benchmarks/bench_learning.py --report-only    # tables + plot from what exists
     make bench-learning ARGS="--profile quick"           # every stage at toy size, in minutes
 
-The protocol (docs/training.md, "Learning benchmark protocol") is this file; the variants tried
-while building it are the findings log there, not code here.
+The protocol (docs/training.md, "Learning benchmark protocol"; v2's changes and results in
+docs/results/learning-v2.md) is this file; the variants tried while building it are the findings
+log of docs/results/learning-v1.md, not code here.
 
 - **Splits**: offline data from ``collab:train`` (one data-collection seed); every choice is made
   on ``collab:val`` (disjoint from train and test by structural key,

@@ -3,7 +3,7 @@
 # transformers, datasets, gymnasium, openai and what they need beyond the machine's image) into
 # /tmp/site, puts this checkout on the path, and runs scripts/gpu_proof.py (arguments passed on;
 # figures to $OUT/gpu_proof.json). Here, without a GPU: `bash scripts/gpu_proof.sh --dry-run`.
-# Preparing the carry (once, here): docs/training.md, "Measured on a GPU".
+# Preparing the carry (once, here): docs/training.md, "The GPU proof"; its figures: docs/results/gpu.md.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 PY=${PYTHON:-python3}

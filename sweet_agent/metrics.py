@@ -12,7 +12,7 @@ place and a plot in another can never disagree about what "a question" or "a suc
   visible message (the text after ``OUTPUT:``) contains a question mark; the last turn of an
   episode that hit the turn limit counts like any other. A frontend draft without one is a
   *draft*. (Until this module served the learning benchmark, its tables counted the agent turns
-  *before the last* containing ``?``: see docs/training.md, "Statistics".)
+  *before the last* containing ``?``: see docs/results/learning-v1.md, "Note on the questions column".)
 - **A failed episode** is an *infrastructure* failure (``meta.end_reason`` one of
   :data:`colbench_gym.tasks.accounting.INFRASTRUCTURE`: the agent's endpoint, the simulator, the
   grader ... gave up; records written before end reasons existed: ``error`` set): it has no score

@@ -7,7 +7,7 @@ multi-turn DPO or SWEET-RL to reinforce. Temperature alone does not help; forcin
 words of a question does — with the first agent turn prefilled with "Before I write the
 function, one question: " the same 0.5B model passed 28 % of the hidden tests instead of 5 %
 (measured when this module was written; the learning benchmark's behaviour data in
-docs/training.md agrees: explored episodes succeeded in 28.6 % of ``collab:test`` tasks, the
+docs/results/learning-v1.md agrees: explored episodes succeeded in 28.6 % of ``collab:test`` tasks, the
 model's own first turns in 0 %). The model writes the question itself; only the opener is forced.
 
 Honesty about what the data is: the exploring policy is a *behaviour* policy, not the model.
