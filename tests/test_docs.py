@@ -3,7 +3,8 @@
 Checked: README.md, CONTRIBUTING.md and docs/**/*.md (the results pages in docs/results/ too). What counts as a reference to the repository:
 
 - a backticked path whose first part is tracked at the top of the repository (``colbench_gym/…``,
-  ``tests/…``, ``scripts/…``, ``Makefile``; globs such as ``benchmarks/bench_*.py`` must match);
+  ``tests/…``, ``scripts/…``, ``Makefile``; globs such as ``benchmarks/bench_*.py``, and the
+  placeholder NAME as in ``colbench_gym/envs/NAME.py``, must match);
 - a backticked bare test file name (``test_semantics.py``): some tracked file has that name
   (other bare names such as TRL's ``grpo.py`` may name another project's files);
 - a backticked dotted name under ``colbench_gym.``/``sweet_agent.``: a module, or a module plus one
@@ -62,7 +63,7 @@ def _inside(path: Path) -> bool:
 
 
 def _exists(rel: str) -> bool:
-    rel = rel.rstrip("/")
+    rel = rel.rstrip("/").replace("NAME", "*")  # a placeholder (`colbench_gym/envs/NAME.py`): some file matches
     if "::" in rel:  # a pytest node id: the file exists and defines every named test/class
         path, *names = rel.split("::")
         source = ROOT / path
@@ -170,10 +171,12 @@ def test_every_named_path_exists(doc: Path) -> None:
 def test_the_checker_sees_references_and_catches_a_missing_one(tmp_path: Path) -> None:
     doc = tmp_path / "x.md"
     doc.write_text("See `colbench_gym/protocol.py`, `colbench_gym.tasks.load_tasks`, `benchmarks/bench_*.py`,\n"
+                   "`colbench_gym/envs/NAME.py`, `colbench_gym/nothing/NAME.py`,\n"
                    "`tests/env/…`, `test_docs.py`, TRL's `grpo.py`, `test_gone.py`, `colbench_gym/nope.py`,\n"
                    "`sweet_agent.no_such_module`, [gone](missing.md) and `~/.cache/x`.\n")
     refs = {ref: ok for _, ref, ok in references(doc)}
     assert refs == {"colbench_gym/protocol.py": True, "colbench_gym.tasks.load_tasks": True,
+                    "colbench_gym/envs/NAME.py": True, "colbench_gym/nothing/NAME.py": False,
                     "benchmarks/bench_*.py": True, "tests/env/…": True, "test_docs.py": True,
                     "test_gone.py": False, "colbench_gym/nope.py": False,
                     "sweet_agent.no_such_module": False, "missing.md": False}
