@@ -15,25 +15,18 @@ import ast
 import fnmatch
 import importlib.util
 import re
-import subprocess
 from pathlib import Path
 
 import pytest
 
 from colbench_gym.tasks.kinds import KINDS
+from tests.test_docs import TRACKED  # the repository's files (git ls-files), the one listing
 
 ROOT = Path(__file__).resolve().parents[1]
 CONTRIBUTING = ROOT / "CONTRIBUTING.md"
 PACKAGES = ("colbench_gym", "sweet_agent")
 #: Where a description starts in the layout block; a line indented this far continues the one above.
 DESCRIPTION_COLUMN = 20
-
-
-def _tracked() -> list[str]:
-    out = subprocess.run(["git", "ls-files"], cwd=ROOT, capture_output=True, text=True)
-    if out.returncode == 0 and out.stdout.strip():
-        return out.stdout.split()
-    return [str(p.relative_to(ROOT)) for p in ROOT.rglob("*") if p.is_file() and not {".venv", ".git"} & set(p.parts)]
 
 
 def section(text: str, heading: str) -> str:
@@ -80,7 +73,7 @@ def required_folders(tracked: list[str]) -> set[str]:
 
 def test_layout_lists_every_package_folder() -> None:
     listed = layout_paths(CONTRIBUTING.read_text(encoding="utf-8"))
-    missing = sorted(required_folders(_tracked()) - listed)
+    missing = sorted(required_folders(TRACKED) - listed)
     assert not missing, ("CONTRIBUTING.md's layout leaves out these folders; give each its line "
                          "(what it holds): " + ", ".join(missing))
 
@@ -174,7 +167,7 @@ def test_the_checklist_names_every_file_a_kind_entry_points_to() -> None:
 
 def test_the_checklist_names_every_file_with_a_per_kind_table() -> None:
     entries = _entries()
-    sources = [p for p in _tracked() if p.endswith(".py") and p.split("/")[0] in (*PACKAGES, "hub", "tests")]
+    sources = [p for p in TRACKED if p.endswith(".py") and p.split("/")[0] in (*PACKAGES, "hub", "tests")]
     missing = [f"{path}:{line}" for path, line in sorted(per_kind_tables(sources).items()) if not covered(path, entries)]
     assert not missing, ("files hold a table with every kind (or env id) that the new kind checklist "
                          "does not name; add each to the checklist: " + ", ".join(missing))
