@@ -482,14 +482,21 @@ def build_stages(s: dict[str, Any], run: Path) -> dict[str, Stage]:
         """``sweet-agent mc-values``: each agent turn's candidates (sampled like the step pairs') valued by
         ``mc_rollouts`` completions of the behaviour policy against the same simulator (answers graded once)."""
         tmp = out.with_name(out.name + ".tmp")
-        cmd = _sa("mc-values", "--data", data, "--output", tmp, "--num_candidates", s["num_candidates"],
-                  "--rollouts_per_candidate", s["mc_rollouts"], "--explore_candidates", s["explore_candidates"],
-                  "--seed", s["data_seed"], "--policy", s["model"], "--max_new_tokens", s["candidate_tokens"],
-                  "--temperature", s["candidate_temperature"], "--rollout_temperature", s["train_temperature"],
-                  "--max_turns", s["max_turns"], "--simulator", "offline", "--reward_mode", "fraction",
-                  "--concurrency", 8, "--resume", "--no_progress")
+
+        def cmd() -> list[str]:  # built when the stage starts: the benchmark's candidate server has a port by then
+            # the candidates and completions from the step pairs' sampler (the llama.cpp server on the same
+            # weights when the run has one: the in-process policy on one core took ~5 min a turn); the question
+            # openers continued by the local model (an endpoint cannot continue a forced start)
+            policy = (["--policy", CANDIDATE_MODEL, "--base_url", CANDIDATE_SERVER.base_url, "--question_policy", s["model"]]
+                      if CANDIDATE_SERVER is not None else ["--policy", s["model"]])
+            return _sa("mc-values", "--data", data, "--output", tmp, "--num_candidates", s["num_candidates"],
+                       "--rollouts_per_candidate", s["mc_rollouts"], "--explore_candidates", s["explore_candidates"],
+                       "--seed", s["data_seed"], *policy, "--max_new_tokens", s["candidate_tokens"],
+                       "--temperature", s["candidate_temperature"], "--rollout_temperature", s["train_temperature"],
+                       "--max_turns", s["max_turns"], "--simulator", "offline", "--reward_mode", "fraction",
+                       "--concurrency", 8, "--resume", "--no_progress")
         stages[name] = Stage(name, out, deps, cmd, tmp=tmp, resumable=True, priority=priority,
-                             finish=lambda: finish_values(tmp, out))
+                             finish=lambda: finish_values(tmp, out), extra={"candidates": True})
 
     mc_values("mc-heldout", L.mc / "heldout.jsonl", L.heldout, ("collect-heldout",), 85)
     mc_values("mc-train", L.mc / "train.jsonl", L.paired, ("paired-data",), 57)

@@ -622,6 +622,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
     g = parser.add_argument_group("behaviour policy (samples candidates and plays the completions)")
     _flag(g, "policy", default="default", help="default, a checkpoint path, a cached hub id, or openai:MODEL")
+    _flag(g, "question_policy", default=None,
+          help="local model that completes --explore_candidates' question openers (an endpoint cannot continue a "
+               "forced start): needed when --policy is openai:MODEL, e.g. the same weights as a local model "
+               "(default: --policy)")
     _flag(g, "base_url", default=None, help="endpoint of openai:MODEL (default: $OPENAI_BASE_URL)")
     _flag(g, "api_key", default=None, help="API key of that endpoint (default: $OPENAI_API_KEY or 'EMPTY')")
     _flag(g, "dtype", default="bfloat16", choices=["bfloat16", "float32", "float16", "auto"],
@@ -673,12 +677,22 @@ def run(args: argparse.Namespace) -> int:
     policy = load_policy(args.policy, base_url=args.base_url, api_key=args.api_key, dtype=args.dtype,
                          device=args.device if endpoint else resolve_device(args.device), max_batch_size=args.concurrency, concurrency=args.concurrency,
                          **({} if endpoint else {"quiet": True}))
+    qpolicy = None
+    if args.question_policy and args.explore_candidates > 0:  # openers continued locally, the rest from --policy
+        if args.question_policy.startswith("openai:"):
+            raise ValueError("--question_policy must be a local model (it continues a forced start of a turn), got "
+                             f"{args.question_policy!r}")
+        qpolicy = load_policy(args.question_policy, dtype=args.dtype, device=resolve_device(args.device),
+                              max_batch_size=args.concurrency, quiet=True)
     stats: dict[str, Any] = {}
     try:
         rows = build_mc_values(records, policy, config, seed=args.seed, system_prompt=args.system_prompt,
-                               output=args.output, resume=args.resume, progress=not args.no_progress, stats=stats)
+                               output=args.output, resume=args.resume, progress=not args.no_progress, stats=stats,
+                               question_policy=qpolicy)
     finally:
         policy.close()
+        if qpolicy is not None:
+            qpolicy.close()
     print(f"[mc-values] {len(rows)} agent turns of {len(records)} trajectories: {stats['candidates']} candidates "
           f"({stats['answer_candidates']} graded directly, {stats['question_candidates']} question openers), "
           f"{stats['rollouts']} completions played (k={config.rollouts_per_candidate}) in {stats['wall_seconds']:.1f} s "

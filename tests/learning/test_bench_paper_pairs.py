@@ -67,7 +67,7 @@ def test_every_profile_pairs_every_agent_turn_as_the_paper_does(bench, profile, 
     from sweet_agent.actor.candidates import stage_turns
 
     s, stages = _stages(bench, profile, tmp_path)
-    pair_stages = [st for st in stages.values() if st.extra.get("candidates")]
+    pair_stages = [st for st in stages.values() if st.extra.get("candidates") and st.name.startswith("pairs")]
     assert {st.name for st in pair_stages} == {f"pairs{a}-s{sd}" for a in ("", "-frontend")
                                                for sd in bench.seeds_of(s)}
     recs = _records()

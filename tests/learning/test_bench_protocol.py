@@ -316,8 +316,10 @@ def test_candidate_server_resolution(bench, monkeypatch):
 def test_step_pair_stages_ask_the_benchmark_server_and_resume(bench, tmp_path, monkeypatch):
     s = dict(bench.PROFILES["quick"], candidate_server="llama", frontend_arm=True)
     stages = bench.build_stages(s, tmp_path)
-    pair_stages = [st for st in stages.values() if st.extra.get("candidates")]
+    sampled = [st for st in stages.values() if st.extra.get("candidates")]
+    pair_stages = [st for st in sampled if st.name.startswith("pairs")]
     assert {st.name for st in pair_stages} >= {"pairs-s0", "pairs-s2", "pairs-frontend-s1"}
+    assert {st.name for st in sampled} - {st.name for st in pair_stages} == {"mc-heldout", "mc-train"}
 
     class Server:
         base_url = "http://127.0.0.1:5555/v1"
@@ -328,7 +330,13 @@ def test_step_pair_stages_ask_the_benchmark_server_and_resume(bench, tmp_path, m
         assert cmd[cmd.index("--candidates_from") + 1] == bench.CANDIDATE_MODEL
         assert cmd[cmd.index("--candidates_base_url") + 1] == Server.base_url
         assert "--resume" in cmd and st.resumable  # an interrupted stage keeps its journal
+    for name in ("mc-heldout", "mc-train"):  # Monte-Carlo values: the server samples, the local model continues openers
+        cmd = [str(x) for x in stages[name].command()]
+        assert cmd[cmd.index("--policy") + 1] == bench.CANDIDATE_MODEL
+        assert cmd[cmd.index("--base_url") + 1] == Server.base_url and cmd[cmd.index("--question_policy") + 1] == s["model"]
     monkeypatch.setattr(bench, "CANDIDATE_SERVER", None)
+    cmd = [str(x) for x in stages["mc-train"].command()]
+    assert cmd[cmd.index("--policy") + 1] == s["model"] and "--question_policy" not in cmd  # the policy in process
     cmd = stages["pairs-s0"].command()
     assert "--candidates_from" not in cmd and "--candidates_base_url" not in cmd  # the policy in process
     own = bench.build_stages(dict(s, candidates_from="openai:mine", candidates_base_url="http://h:1/v1"), tmp_path)

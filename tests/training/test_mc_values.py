@@ -202,3 +202,33 @@ def test_mc_values_with_an_openai_compatible_behaviour_policy(record, tmp_path):
     for row in rows:
         assert {c["text"]: c["mc_value"] for c in row["candidates"]} == {QUESTION: 0.5, FULL: 1.0}
     assert n_requests == 2 + 2 * 3  # per turn: one request for both candidates, one per completion turn
+
+
+def test_question_openers_are_completed_locally_when_the_behaviour_policy_is_an_endpoint(record, tmp_path,
+                                                                                          tiny_model_dir, capsys):
+    """`--policy openai:MODEL --question_policy LOCAL --explore_candidates F`: the endpoint samples the
+    policy's own candidates and plays the completions; the question openers are continued by the local
+    model (an endpoint cannot continue a forced start). Without --question_policy it is a one-line error."""
+    from sweet_agent.cli import main
+    from tests.local_openai_server import LocalOpenAIServer
+
+    def agent(body):
+        return [QUESTION, FULL][body["choice"]] if "choice" in body else HALF
+
+    data = tmp_path / "offline.jsonl"
+    data.write_text(json.dumps(record) + "\n")
+    out = tmp_path / "values.jsonl"
+    argv = ["mc-values", "--data", str(data), "--num_candidates", "4", "--explore_candidates", "0.5",
+            "--rollouts_per_candidate", "1", "--max_new_tokens", "6", "--output", str(out), "--no-progress",
+            "--first_turns", "1"]
+    with LocalOpenAIServer(agent) as server:
+        assert main([*argv, "--policy", "openai:scripted", "--base_url", server.base_url]) == 1
+        assert "question candidates are completed by a local model" in capsys.readouterr().err
+        assert main([*argv, "--policy", "openai:scripted", "--base_url", server.base_url,
+                     "--question_policy", str(tiny_model_dir)]) == 0
+        asked_for = [r["body"].get("n", 1) for r in server.requests]
+    rows, _ = MC.read_values_file(out)
+    cands = rows[0]["candidates"]
+    assert len(cands) == 4 and sum(bool(c.get("question")) for c in cands) == 2  # two openers, continued locally
+    assert {c["text"] for c in cands if not c.get("question")} <= {QUESTION, FULL}  # the endpoint's own two
+    assert 2 in asked_for  # the policy's own two candidates came from the endpoint, in one request
