@@ -494,7 +494,9 @@ def build_stages(s: dict[str, Any], run: Path) -> dict[str, Stage]:
                        "--seed", s["data_seed"], *policy, "--max_new_tokens", s["candidate_tokens"],
                        "--temperature", s["candidate_temperature"], "--rollout_temperature", s["train_temperature"],
                        "--max_turns", s["max_turns"], "--simulator", "offline", "--reward_mode", "fraction",
-                       "--concurrency", 8, "--resume", "--no_progress")
+                       # the server answers one request at a time (scripts/llama_server.py): two in flight keep it
+                       # busy; eight queued past the client's 120 s timeout and were retried
+                       "--concurrency", 2 if CANDIDATE_SERVER is not None else 8, "--resume", "--no_progress")
         stages[name] = Stage(name, out, deps, cmd, tmp=tmp, resumable=True, priority=priority,
                              finish=lambda: finish_values(tmp, out), extra={"candidates": True})
 
