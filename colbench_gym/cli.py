@@ -81,25 +81,63 @@ def _one_line(exc: BaseException) -> str:
     return text if known else f"{type(exc).__name__}: {text}"
 
 
+def _unprefixed(message: str, label: str) -> str:
+    """``message`` without the prefixes commands used to give their own refusals (``error:``,
+    the command's name or its last word: ``view:``), so the boundary adds the one prefix."""
+    text = " ".join(message.split())
+    prefixes = (f"{label}:", f"{label.split()[0]}:", f"{label.split()[-1]}:", "error:")
+    while text.startswith(prefixes):
+        text = next(text[len(p):].lstrip() for p in prefixes if text.startswith(p))
+    return text or "refused its input"
+
+
+class _LabelledErrors:
+    """stderr while a command runs: a line it writes that begins ``error: `` (the commands that
+    print their own error and return 2) gets the command's name in front, so every error line
+    reads ``<prog> <command>: error: ...``; everything else passes through unchanged."""
+
+    def __init__(self, stream: Any, label: str) -> None:
+        self._stream, self._label, self._line_start = stream, label, True
+
+    def write(self, text: str) -> int:
+        pieces = []
+        for piece in str(text).splitlines(keepends=True):
+            if self._line_start and piece.startswith("error: "):
+                piece = f"{self._label}: {piece}"
+            pieces.append(piece)
+            self._line_start = piece.endswith(("\n", "\r"))
+        return self._stream.write("".join(pieces))
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._stream, name)
+
+
 def dispatch(prog: str, commands: list[tuple[tuple[str, ...], str, str]], argv: list[str]) -> int:
     """Find the longest command matching the start of ``argv`` and run it.
 
-    This is the one error boundary of both CLIs (``colbench`` and ``sweet-agent``): any error
-    becomes one line on stderr and exit status 1 (usage errors 2), Ctrl-C / SIGTERM exit 130
-    after ``finally`` blocks ran (outputs are appended and fsync'd per item, so finished work is
-    kept), a closed stdout pipe exits quietly with status 141 like a shell tool. ``--debug``
-    (anywhere) or ``COLBENCH_DEBUG=1`` prints the traceback instead.
+    This is the one error boundary of both CLIs (``colbench`` and ``sweet-agent``) and the one
+    place of their error convention (CONTRIBUTING.md, "Errors and exit statuses"): every error is
+    one line ``<prog> <command>: error: <message>`` on stderr (argparse's own, after its usage
+    line, reads the same). Exit status 2: the command line or its input was refused before any
+    work (argparse, a command's ``raise SystemExit("what is wrong; what to do")``, or a command
+    that prints ``error: ...`` and returns 2: :class:`_LabelledErrors` names it); 1: a failure
+    while running (any exception). Ctrl-C / SIGTERM exit 130 after ``finally`` blocks ran
+    (outputs are appended and fsync'd per item, so finished work is kept), a closed stdout pipe
+    exits quietly with status 141 like a shell tool. ``--debug`` (anywhere) or
+    ``COLBENCH_DEBUG=1`` prints the traceback instead.
     """
     debug = debug_requested(argv)
     argv = [a for a in argv if a != "--debug"]
     label = prog
     previous = None
+    stderr = sys.stderr
     if threading.current_thread() is threading.main_thread():
         previous = signal.signal(signal.SIGTERM, _on_sigterm)
     try:
         for words, module_name, help_text in sorted(commands, key=lambda c: -len(c[0])):
             if tuple(argv[: len(words)]) == words:
                 label = f"{prog} {' '.join(words)}"
+                sys.stderr = _LabelledErrors(stderr, label)
                 module = importlib.import_module(module_name)
                 if hasattr(module, "parse_args"):  # a command parsing its own way (e.g. TRL's TrlParser)
                     args = module.parse_args(argv[len(words):], prog=label, description=help_text)
@@ -119,11 +157,11 @@ def dispatch(prog: str, commands: list[tuple[tuple[str, ...], str, str]], argv: 
         group = [c for c in commands if argv and tuple(c[0][: len(argv)]) == tuple(argv)]
         if group:  # a bare group, e.g. `colbench evaluate`: name its commands, usage error
             nxt = sorted({c[0][len(argv)] for c in group if len(c[0]) > len(argv)})
-            print(f"{prog} {' '.join(argv)}: needs a command: {' | '.join(nxt)}\n", file=sys.stderr)
+            print(f"{prog} {' '.join(argv)}: error: needs a command: {' | '.join(nxt)}\n", file=sys.stderr)
             print(_usage(prog, group), file=sys.stderr)
             return 2
         if argv and argv[0] not in ("-h", "--help"):
-            print(f"{prog}: unknown command {' '.join(argv[:2])!r}\n", file=sys.stderr)
+            print(f"{prog}: error: unknown command {' '.join(argv[:2])!r}\n", file=sys.stderr)
             print(_usage(prog, commands), file=sys.stderr)
             return 2
         print(_usage(prog, commands))
@@ -145,7 +183,12 @@ def dispatch(prog: str, commands: list[tuple[tuple[str, ...], str, str]], argv: 
         print(f"{label}: {what}; everything finished so far is kept on disk (rerun with --resume to continue)",
               file=sys.stderr)
         return 130
-    except SystemExit:
+    except SystemExit as exc:
+        if isinstance(exc.code, str):  # a command refusing its input: one line, usage status
+            if debug:
+                traceback.print_exc()
+            print(f"{label}: error: {_unprefixed(exc.code, label)}", file=stderr)
+            exc.code = 2  # str(exc) keeps the message; the interpreter exits 2 and prints nothing more
         raise
     except Exception as exc:  # the one place that turns errors into messages
         if debug:
@@ -154,6 +197,7 @@ def dispatch(prog: str, commands: list[tuple[tuple[str, ...], str, str]], argv: 
         print(f"{label}: error: {_one_line(exc)}{hint}", file=sys.stderr)
         return 1
     finally:
+        sys.stderr = stderr
         if previous is not None:
             signal.signal(signal.SIGTERM, previous)
 

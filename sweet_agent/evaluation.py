@@ -288,7 +288,7 @@ def format_summary(s: Summary, title: str = "") -> str:
         lines.append(f"win rate        {_pct(s.win_rate)}" + (f" over {s.compared_tasks} shared tasks"
                                                               if s.compared_tasks else " (pass --reference FILE)"))
     if s.kind == "backend" and s.tests_passed is None:
-        lines.append("                (no stored rewards: pass --regrade, or grade with `colbench evaluate backend`)")
+        lines.append(f"                ({unscored_advice(s)})")
     if s.mean_turns is not None:
         lines.append(f"agent turns     {s.mean_turns:.2f} per episode")
     if s.answered is not None:
@@ -309,6 +309,18 @@ def format_summary(s: Summary, title: str = "") -> str:
                      + (f" ({s.ungraded} had none)" if s.ungraded else ""))
         lines += [f"  ! {m}" for m in s.mismatches[:10]]
     return "\n".join(lines)
+
+
+def unscored_advice(s: Summary) -> str:
+    """What to do about a backend report without a score. ``--regrade`` grades again only the
+    answers the agent is accountable for (every infrastructure failure, ``grading_error`` included,
+    is left out before it grades: the end-reason table), so it helps a file of ungraded answers
+    (the release's rollouts), never one whose every episode failed for infrastructure reasons:
+    those episodes are played again by ``sweet-agent rollout --resume``."""
+    if s.episodes and s.infrastructure_failures >= s.episodes:
+        return (f"no score: all {s.episodes} episodes failed for infrastructure reasons, and regrading cannot "
+                "score them; play them again with `sweet-agent rollout --resume` and the run's settings")
+    return "no stored rewards: pass --regrade, or grade with `colbench evaluate backend`"
 
 
 def format_costs(s: Summary) -> list[str]:
@@ -340,18 +352,31 @@ def run(args: argparse.Namespace) -> int:
         prices = load_prices(args.prices) if getattr(args, "prices", None) else None
         reference = read_trajectories(args.reference, require_reward=False) if args.reference else None
         status = 0
+        empty = []
         for path in args.files:
             # Ungraded files (the release's backend rollouts carry no reward) load too: --regrade
             # grades them; without it their success / tests passed read n/a.
-            s = summarize(read_trajectories(path, require_reward=False), reference=reference, regrade=args.regrade,
-                          prices=prices)
+            records = read_trajectories(path, require_reward=False)
+            if not records:  # no report of nothing (a 0 % would read as an agent that failed everything)
+                empty.append(str(path))
+                continue
+            s = summarize(records, reference=reference, regrade=args.regrade, prices=prices)
             if s.mismatches:
                 status = 1
             print(json.dumps(results_record(s, path)) if args.json else format_summary(s, path))
-        return status
     except (FileNotFoundError, TrajectoryFormatError, PriceTableError) as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
+        return _refuse(str(exc))
+    if empty:  # after the other files' reports: they are still worth reading
+        return _refuse(f"no episodes in {', '.join(empty)}: pass a trajectory file that `sweet-agent rollout` "
+                       "wrote into (an interrupted run continues with --resume)")
+    return status
+
+
+def _refuse(problem: str) -> int:
+    """Bad input: one ``error:`` line on stderr (the CLI's boundary puts the command's name in
+    front, colbench_gym.cli.dispatch) and exit status 2."""
+    print(f"error: {problem}", file=sys.stderr)
+    return 2
 
 
 if __name__ == "__main__":  # pragma: no cover

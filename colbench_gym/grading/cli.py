@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 import time
 
 from colbench_gym.grading.sandbox import LEVELS, SandboxUnavailable, probe_isolation
@@ -42,7 +43,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         iso = probe_isolation(args.isolation)
     except SandboxUnavailable as exc:
-        print(f"error: {exc}")
+        print(f"error: {exc}", file=sys.stderr)
         return 1
     test = None if args.no_self_test else _self_test(args.isolation)
     if args.json:

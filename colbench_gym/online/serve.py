@@ -44,7 +44,24 @@ def make_env_options(args: argparse.Namespace) -> dict[str, dict]:
                    "tasks": getattr(args, f"{name}_tasks")} for name in args.envs}
 
 
+def check_task_sources(args: argparse.Namespace) -> None:
+    """Resolve every served env's task source before anything is served: a source that does not
+    exist (``--backend-tasks embeded:test``) is refused here, in one line naming the flag and the
+    sources there are, instead of a server that starts and answers HTTP 500 at the first reset
+    (the envs are made per session, after start-up)."""
+    from colbench_gym.tasks.sources import resolve_task_source
+
+    for name in args.envs:
+        spec = getattr(args, f"{name}_tasks")
+        try:
+            resolve_task_source(spec, name)
+        except (ValueError, OSError) as exc:
+            raise SystemExit(f"--{name}-tasks {spec}: {' '.join(str(exc).split())}; `colbench tasks sources` "
+                             "lists the task sources") from None
+
+
 def run(args: argparse.Namespace) -> int:
+    check_task_sources(args)
     try:
         import uvicorn
 

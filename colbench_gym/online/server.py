@@ -163,6 +163,19 @@ def _refuse_step_without_episode(request: Any, exc: EpisodeNotStarted) -> Any:
     return JSONResponse(status_code=409, content={"detail": str(exc)})
 
 
+def _check_task_sources(envs: dict[str, dict[str, Any]]) -> None:
+    """Resolve each served env's ``tasks`` once, at start-up: the envs are made per session, so
+    an unknown source would otherwise be found only at the first reset (an HTTP 500)."""
+    from colbench_gym.tasks.sources import resolve_task_source
+
+    for name, make_kwargs in envs.items():
+        try:
+            resolve_task_source(make_kwargs.get("tasks"), name)
+        except (ValueError, OSError) as exc:
+            raise ValueError(f"{name} tasks: {' '.join(str(exc).split())}; `colbench tasks sources` lists the "
+                             "task sources") from None
+
+
 def create_colbench_app(envs: dict[str, dict[str, Any]] | None = None, max_concurrent_envs: int = 16,
                         root: str | None = None):
     """One FastAPI app serving each ColBench env under its prefix (see :data:`PREFIXES`).
@@ -186,6 +199,7 @@ def create_colbench_app(envs: dict[str, dict[str, Any]] | None = None, max_concu
         raise ValueError(f"max_concurrent_envs must be >= 1, got {max_concurrent_envs}")
     if root is not None and root not in envs:
         raise ValueError(f"root={root!r} is not a served environment; choose from {sorted(envs)}")
+    _check_task_sources(envs)
     # With a root env, /openapi.json and /docs are the root env's (OpenEnv's tools read them there).
     docs = {} if root is None else {"openapi_url": None, "docs_url": None, "redoc_url": None}
     app = FastAPI(title="ColBench OpenEnv server",

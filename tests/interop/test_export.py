@@ -72,7 +72,7 @@ def test_unequal_sample_counts_are_refused_or_dropped(tmp_path):
     src = shutil.copy(FIX / "ours_backend_uneven.jsonl", tmp_path / "uneven.jsonl")
     r = export(src, tmp_path / "o.jsonl", "--format", "release")
     assert r.returncode == 2
-    assert r.stderr.strip() == ("error: tasks have unequal sample counts (1 tasks x 2, 1 tasks x 1); the release's "
+    assert r.stderr.strip() == ("sweet-agent export: error: tasks have unequal sample counts (1 tasks x 2, 1 tasks x 1); the release's "
                                 "scripts need k samples of every task: pass --drop-incomplete to keep only the "
                                 "tasks with 2")
     assert not (tmp_path / "o.jsonl").exists()

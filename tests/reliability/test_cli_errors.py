@@ -52,7 +52,7 @@ def test_top_level_help_and_bare_group(prog):
     assert bare.returncode == 0 and bare.stdout == top.stdout
     unknown = _cli(prog, "no-such-command")
     assert unknown.returncode == 2 and unknown.stdout == "" and "Traceback" not in unknown.stderr
-    assert unknown.stderr.startswith(f"{prog}: unknown command 'no-such-command'")
+    assert unknown.stderr.startswith(f"{prog}: error: unknown command 'no-such-command'")
     if prog == "colbench":
         group = [" ".join(w) for w, _, _ in commands if w[0] == "evaluate"]
         assert group == ["evaluate backend", "evaluate frontend"]
@@ -63,7 +63,65 @@ def test_top_level_help_and_bare_group(prog):
         proc = _cli(prog, "evaluate")  # a bare group: a usage error that shows the group's commands
         assert proc.returncode == 2 and proc.stdout == "" and "Traceback" not in proc.stderr
         assert all(g in proc.stderr for g in group)
-        assert proc.stderr.startswith("colbench evaluate: needs a command: backend | frontend")
+        assert proc.stderr.startswith("colbench evaluate: error: needs a command: backend | frontend")
+
+
+#: A bad argument for every subcommand of both CLIs, and the status the convention gives it
+#: (CONTRIBUTING.md, "Errors and exit statuses"): 2 when the command line or its input is refused
+#: before any work, 1 when the command finds the problem while it works (here: a missing input of
+#: the actor's stages, read once they run). MISSING is a file that does not exist, OUT a writable path.
+BAD_ARGUMENTS: dict[tuple[str, tuple[str, ...]], tuple[list[str], int]] = {
+    ("colbench", ("evaluate", "backend")): (["MISSING", "-o", "OUT"], 2),
+    ("colbench", ("evaluate", "frontend")): (["MISSING", "-o", "OUT", "--scorer", "fallback"], 2),
+    ("colbench", ("render",)): (["MISSING", "--output", "OUT"], 2),
+    ("colbench", ("sandbox-info",)): (["--isolation", "bogus"], 2),
+    ("colbench", ("tasks",)): (["show", "--tasks", "embeded:test", "0"], 2),
+    ("colbench", ("tasks", "audit")): (["embeded:test"], 2),
+    ("colbench", ("serve",)): (["--backend-tasks", "embeded:test", "--port", "PORT"], 2),
+    ("sweet-agent", ("rollout",)): (["--tasks", "embeded:test", "--policy", "openai:m", "--base-url",
+                                     "http://127.0.0.1:9/v1", "--output", "OUT"], 2),
+    ("sweet-agent", ("evaluate",)): (["MISSING"], 2),
+    ("sweet-agent", ("fetch-model",)): (["--model", "bogus"], 2),
+    ("sweet-agent", ("train-critic",)): (["--config", "no-such-preset"], 2),
+    ("sweet-agent", ("train-actor",)): (["--config", "no-such-preset"], 2),
+    ("sweet-agent", ("mc-values",)): (["--data", "MISSING", "--output", "OUT"], 1),
+    ("sweet-agent", ("critic-report",)): (["--values", "MISSING"], 1),
+    ("sweet-agent", ("merge-pairs",)): (["MISSING", "-o", "OUT"], 1),
+    ("sweet-agent", ("train-rft",)): (["--config", "no-such-preset"], 2),
+    ("sweet-agent", ("train-mtdpo",)): (["--config", "no-such-preset"], 2),
+    ("sweet-agent", ("train-grpo",)): (["--config", "no-such-preset"], 2),
+    ("sweet-agent", ("export",)): (["MISSING", "--output", "OUT"], 2),
+    ("sweet-agent", ("view",)): (["MISSING", "--output", "OUT"], 2),
+    ("sweet-agent", ("plot",)): (["MISSING", "--output", "OUT"], 2),
+}
+
+
+def test_every_subcommand_has_a_bad_argument_case():
+    commands = {("colbench", w) for w, _, _ in COLBENCH_COMMANDS} | {("sweet-agent", w) for w, _, _ in SWEET_COMMANDS}
+    assert set(BAD_ARGUMENTS) == commands  # a new command gets its row above
+
+
+@pytest.mark.parametrize("prog,words", list(BAD_ARGUMENTS), ids=[f"{p} {' '.join(w)}" for p, w in BAD_ARGUMENTS])
+def test_every_subcommand_reports_a_bad_argument_one_way(prog, words, tmp_path):
+    """One prefix and one exit-status rule across both CLIs: ``<prog> <command>: error: <message>``
+    as the last line on stderr (argparse's own errors read the same after their usage line), no
+    traceback, nothing on stdout, and the status of the table above."""
+    import socket
+
+    args, status = BAD_ARGUMENTS[(prog, words)]
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = str(s.getsockname()[1])
+    values = {"MISSING": str(tmp_path / "missing.jsonl"), "OUT": str(tmp_path / "out" / "o.jsonl"), "PORT": port}
+    proc = _cli(prog, *words, *(values.get(a, a) for a in args), timeout=300)
+    assert proc.returncode == status, proc.stderr
+    assert "Traceback" not in proc.stderr and proc.stdout == "", proc.stderr
+    lines = [ln for ln in proc.stderr.splitlines() if ln.strip() and "warn" not in ln.lower()]
+    assert lines and lines[-1].startswith(f"{prog} {' '.join(words)}"), proc.stderr
+    assert ": error: " in lines[-1] and lines[-1].count("error:") == 1, lines[-1]
+    if status == 1:  # a failure while working is one line; a usage error may follow argparse's usage line
+        assert len(lines) == 1, proc.stderr
+    assert any(v in lines[-1] for v in ("missing.jsonl", "embeded:test", "bogus", "no-such-preset")), lines[-1]
 
 
 def test_non_utf8_and_non_json_lines_name_file_and_line(tmp_path):

@@ -144,7 +144,7 @@ def test_evaluate_frontend_stops_with_one_line_when_chromium_cannot_start(browse
                           capture_output=True, text=True, env=env, timeout=120, check=False)
     lines = [ln for ln in proc.stderr.splitlines() if ln.strip() and "warn" not in ln.lower()]
     assert proc.returncode == 1 and len(lines) == 1, proc.stderr
-    assert lines[0].startswith("error: could not launch Chromium") and "Traceback" not in proc.stderr
+    assert lines[0].startswith("colbench evaluate frontend: error: could not launch Chromium") and "Traceback" not in proc.stderr
     assert not (tmp_path / "out.jsonl").exists()
 
 
@@ -250,7 +250,7 @@ def test_colbench_render_writes_nothing_and_exits_1_when_the_browser_itself_fail
     down = True
     assert main(["render", str(page), "--output", str(out), "--timeout", "5"]) == 1
     err = capsys.readouterr().err.strip()
-    assert len(err.splitlines()) == 1 and err.startswith("error:") and "the browser itself fails" in err
+    assert len(err.splitlines()) == 1 and err.startswith("colbench render: error:") and "the browser itself fails" in err
     assert not out.exists()
     down = False
     assert main(["render", str(page), "--output", str(out), "--timeout", "5"]) == 0
