@@ -40,7 +40,7 @@ import asyncio
 import os
 import time
 from collections import deque
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -330,10 +330,47 @@ class _Episode:
         return rec
 
 
-def _progress(total: int, enabled: bool, desc: str):
-    from tqdm.auto import tqdm
+class _Progress:
+    """The rollout's progress bar, counted in agent turns.
 
-    return tqdm(total=total, disable=not enabled, desc=desc, unit="ep", dynamic_ncols=True)
+    WHY turns, not episodes: one episode of a local model can take minutes (a 2-episode run once
+    sat at ``0/4`` for 9.5 minutes, looking hung). The total is episodes x ``max_turns``, the most
+    turns they can take; every agent turn played moves the bar by one, and an episode that ends
+    early (an answer, a failure) moves it by the turns it did not need, so the bar ends full. The
+    postfix counts finished episodes and their successes and failures.
+    """
+
+    def __init__(self, episodes: int, max_turns: int, enabled: bool, desc: str) -> None:
+        from tqdm.auto import tqdm
+
+        self.max_turns, self.episodes = max_turns, episodes
+        self._counted: dict[str, int] = {}  # turns already on the bar, per episode in flight
+        # miniters=1: every turn may redraw (at most every mininterval), however far an episode's end jumped
+        self.bar = tqdm(total=episodes * max_turns, disable=not enabled, desc=desc, unit="turn", miniters=1,
+                        dynamic_ncols=True)
+        self._postfix(0, 0, 0)
+
+    def turns_played(self, episodes: Iterable[_Episode]) -> None:
+        """Move the bar by the agent turns ``episodes`` played since it last looked."""
+        moved = 0
+        for ep in episodes:
+            moved += ep.turn - self._counted.get(ep.spec.id, 0)
+            self._counted[ep.spec.id] = ep.turn
+        if moved:
+            self.bar.update(moved)
+
+    def episode_finished(self, ep: _Episode, records: list[Record]) -> None:
+        """Fill the finished episode's share of the bar and count it in the postfix."""
+        self.bar.update(max(0, self.max_turns - self._counted.pop(ep.spec.id, 0)))
+        self._postfix(len(records), sum(bool(r.get("success")) for r in records),
+                      sum(bool(r.get("error")) for r in records))
+
+    def _postfix(self, done: int, succeeded: int, failed: int) -> None:
+        self.bar.set_postfix(episodes=f"{done}/{self.episodes}", success=f"{succeeded}/{done}",
+                             **({"failed": failed} if failed else {}))
+
+    def close(self) -> None:
+        self.bar.close()
 
 
 _FLAGS = {"env": "--env", "tasks": "--tasks", "seed": "--seed", "k": "--k", "policy": "--policy",
@@ -397,7 +434,7 @@ def collect(policy: Policy, cfg: RolloutConfig, output: str | Path | None = None
         tokens = 0
         failures_in_a_row = 0
         t0 = time.perf_counter()
-        bar = _progress(len(todo), progress, f"{cfg.env_id} {policy.name}")
+        bar = _Progress(len(todo), cfg.max_turns, progress, f"{cfg.env_id} {policy.name}")
 
         def finished(ep: _Episode) -> None:
             nonlocal tokens, failures_in_a_row
@@ -409,10 +446,7 @@ def collect(policy: Policy, cfg: RolloutConfig, output: str | Path | None = None
             tokens += ep.tokens
             if on_record is not None:
                 on_record(ep.record)
-            bar.update(1)
-            n_failed = sum(bool(r.get("error")) for r in records)
-            bar.set_postfix(success=f"{sum(bool(r.get('success')) for r in records)}/{len(records)}",
-                            **({"failed": n_failed} if n_failed else {}))
+            bar.episode_finished(ep, records)
             failures_in_a_row = failures_in_a_row + 1 if ep.record.get("error") else 0
             if cfg.max_consecutive_failures and failures_in_a_row >= cfg.max_consecutive_failures:
                 raise RolloutError(f"{failures_in_a_row} episodes in a row failed, the last with: "
@@ -423,9 +457,9 @@ def collect(policy: Policy, cfg: RolloutConfig, output: str | Path | None = None
             envs.append(make_env(cfg))
         if todo:
             if policy.prefers_async:
-                asyncio.run(_run_async(policy, cfg, todo, envs[:concurrency], finished))
+                asyncio.run(_run_async(policy, cfg, todo, envs[:concurrency], finished, bar.turns_played))
             else:
-                _run_batched(policy, cfg, todo, envs[:concurrency], finished)
+                _run_batched(policy, cfg, todo, envs[:concurrency], finished, bar.turns_played)
         bar.close()
         if writer is not None:
             writer.close()
@@ -458,7 +492,8 @@ def _attempt(ep: _Episode, fn: Callable[..., Any], *args: Any) -> Any:
 
 
 def _run_batched(policy: Policy, cfg: RolloutConfig, todo: list[EpisodeSpec], envs: list[Any],
-                 finished: Callable[[_Episode], None]) -> None:
+                 finished: Callable[[_Episode], None],
+                 turns_played: Callable[[list[_Episode]], None] = lambda eps: None) -> None:
     queue = deque(todo)
     slots: list[_Episode | None] = [None] * len(envs)
     with ThreadPoolExecutor(max_workers=len(envs), thread_name_prefix="colbench-env") as pool:
@@ -477,6 +512,7 @@ def _run_batched(policy: Policy, cfg: RolloutConfig, todo: list[EpisodeSpec], en
                 continue
             gens = policy.generate([ep.prompt() for ep in active], cfg.sampling, [ep.seed() for ep in active])
             ended = list(pool.map(lambda e, g: _attempt(e, e.step, g), active, gens))
+            turns_played(active)
             for ep, end in zip(active, ended):
                 if end:
                     finished(ep)
@@ -484,7 +520,8 @@ def _run_batched(policy: Policy, cfg: RolloutConfig, todo: list[EpisodeSpec], en
 
 
 async def _run_async(policy: Policy, cfg: RolloutConfig, todo: list[EpisodeSpec], envs: list[Any],
-                     finished: Callable[[_Episode], None]) -> None:
+                     finished: Callable[[_Episode], None],
+                     turns_played: Callable[[list[_Episode]], None] = lambda eps: None) -> None:
     loop = asyncio.get_running_loop()
     free: asyncio.Queue = asyncio.Queue()
     for env in envs:
@@ -502,7 +539,9 @@ async def _run_async(policy: Policy, cfg: RolloutConfig, todo: list[EpisodeSpec]
                         asking = True
                         gen = (await policy.agenerate([ep.prompt()], cfg.sampling, [ep.seed()]))[0]
                         asking = False
-                        if await loop.run_in_executor(pool, ep.step, gen):
+                        ended = await loop.run_in_executor(pool, ep.step, gen)
+                        turns_played([ep])
+                        if ended:
                             break
                 except Exception as exc:  # one bad reply costs this episode, never the run
                     ep.fail(exc, "agent_error" if asking else "environment_error")
