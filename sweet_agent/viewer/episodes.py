@@ -184,6 +184,30 @@ def _error_of(meta: Mapping[str, Any]) -> dict[str, Any] | None:
     return {"reason": reason if infra else "answer", "infrastructure": infra, "text": text}
 
 
+def outcome_of(end_reason: str | None, success: float | None, similarity: float | None, reward: float | None,
+               grade_error: Mapping[str, Any] | None) -> str:
+    """The episode's outcome in the viewer's words, decided by the end-reason table
+    (:data:`colbench_gym.tasks.accounting.END_REASONS`), as every report decides it: an
+    infrastructure failure is "not scored (<end reason>)", never the agent's failure nor a score;
+    a reason whose answer was not graded (``agent_error``) is the agent's failure, scored 0; a
+    graded answer (``answer``, ``turn_limit``, or a record that does not say) reads its score,
+    and a backend answer whose own code failed (a SyntaxError, an exception at load) says so —
+    "grading error" is kept for the infrastructure's failures."""
+    entry = END_REASONS.get(end_reason) if end_reason else None
+    if entry is not None and entry.infrastructure:
+        return f"not scored ({end_reason})"
+    if entry is not None and not entry.graded:
+        return f"failed ({end_reason}: no usable turn, scored 0)"
+    if success is not None:
+        if success >= 1:
+            return "success"
+        answers_own = grade_error is not None and not grade_error.get("infrastructure")
+        return "failed (the answer's code failed)" if answers_own else "failed"
+    if similarity is not None:
+        return f"similarity {similarity:.3f}"
+    return "no score" if reward is None else f"reward {reward:.3f}"
+
+
 def _whole(value: Any) -> int:
     return value if type(value) is int and value > 0 else 0
 
@@ -233,6 +257,7 @@ def build_episode(rec: Mapping[str, Any], *, run: int, position: int, opts: View
         "task_id": m.task_id, "task": _clip(task_title(task), 200), "sample": m.sample, "kind": m.kind,
         "reward": m.reward, "success": m.success, "tests_passed": m.tests_passed, "similarity": m.similarity,
         "turns": m.turns, "questions": m.questions, "ended_by": _clip(meta.get("ended_by") or "", 100),
+        "end_reason": m.end_reason, "end_meaning": END_REASONS[m.end_reason].meaning if m.end_reason in END_REASONS else "",
         "error": _clip(rec.get("error") or meta.get("error") or "", 2000) or None,
         "grade_error": _error_of(meta),
         "truncated_turns": _whole(meta.get("length_truncated_turns")),
@@ -244,6 +269,7 @@ def build_episode(rec: Mapping[str, Any], *, run: int, position: int, opts: View
         ep["tests"], grade_error = verdicts(task, answer)
         recorded = ep["grade_error"]  # an infrastructure failure of the run stays what the run was
         ep["grade_error"] = grade_error or (recorded if recorded and recorded["infrastructure"] else None)
+    ep["outcome"] = outcome_of(m.end_reason, m.success, m.similarity, m.reward, ep["grade_error"])
     if m.kind == "frontend" and shots is not None and opts.screenshots:
         png = answer.strip() if answer.strip().lower().endswith(".png") else None
         ep["answer_shot"] = (shots.image_file(png, rec, base) if png else None) or shots.html(

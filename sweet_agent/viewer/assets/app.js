@@ -33,15 +33,11 @@
     var f = asPct ? pct : function (v) { return fmt(v, 2); };
     return f(est.mean) + " [" + f(est.low) + ", " + f(est.high) + "] n=" + est.n;
   }
-  function outcome(ep) {
-    if (ep.error) return "error";
-    if (ep.kind === "backend") {
-      if (ep.success === 1) return "success";
-      var g = ep.grade_error;
-      if (g && g.infrastructure) return "not scored (" + g.reason + ")";
-      return g ? "failed (the answer's code failed)" : "failed";
-    }
-    return ep.reward === null ? "no score" : "similarity " + fmt(ep.reward, 3);
+  // The outcome's words come from the end-reason table (sweet_agent/viewer/episodes.py, outcome_of).
+  function outcome(ep) { return ep.outcome; }
+  function unscored(ep) { return ep.outcome.indexOf("not scored") === 0; }
+  function cut(ep) {
+    return ep.truncated_turns ? " · " + ep.truncated_turns + " turn(s) cut at the token limit" : "";
   }
   function table(headers, rows) {
     var t = el("table");
@@ -154,7 +150,7 @@
       if (task !== "all" && ep.task_id !== task) return false;
       var o = outcome(ep);
       if (oc === "success" && o !== "success") return false;
-      if (oc === "failed" && (o === "success" || o === "error")) return false;
+      if (oc === "failed" && (o === "success" || unscored(ep))) return false;
       if (oc === "errors" && !(ep.error || ep.grade_error)) return false;
       if (!Number.isNaN(tmin) && ep.turns < tmin) return false;
       if (!Number.isNaN(tmax) && ep.turns > tmax) return false;
@@ -171,7 +167,7 @@
     filtered.slice(0, shown).forEach(function (ep) {
       var tr = el("tr", "episode-row");
       tr.setAttribute("data-key", ep.run + ":" + ep.index);
-      [V.runs[ep.run].name, ep.id, ep.task, fmt(ep.reward), ep.turns, ep.questions, outcome(ep)]
+      [V.runs[ep.run].name, ep.id, ep.task, fmt(ep.reward), ep.turns, ep.questions, outcome(ep) + cut(ep)]
         .forEach(function (c) { tr.appendChild(el("td", null, c)); });
       tr.addEventListener("click", function () { openEpisode(ep); });
       tb.appendChild(tr);
@@ -200,11 +196,15 @@
     d.appendChild(el("h2", null, ep.task + " — " + ep.id + " (" + V.runs[ep.run].name + ")"));
     d.appendChild(el("p", "meta", "reward " + fmt(ep.reward) + " · " + ep.turns + " turns · " + ep.questions +
       " questions · " + outcome(ep) + (ep.ended_by ? " · ended by " + ep.ended_by : "")));
+    if (ep.end_reason) d.appendChild(el("p", "meta", "end reason " + ep.end_reason + ": " + ep.end_meaning));
     if (ep.error) d.appendChild(el("p", "error", "episode error: " + ep.error));
     var credits = ep.transcript.filter(function (t) { return t.credit !== undefined; }).map(function (t) { return t.credit; });
     var lo = Math.min.apply(null, credits.concat([0])), hi = Math.max.apply(null, credits.concat([0]));
     var log = el("div", "transcript");
     var agentIndex = 0;
+    var agentTurns = ep.transcript.filter(function (t) { return t.role === "agent"; }).length;
+    // The record counts the turns cut at the token limit, not which: each is marked only when all were.
+    var everyTurnCut = ep.truncated_turns > 0 && ep.truncated_turns >= agentTurns;
     ep.transcript.forEach(function (t) {
       var box = el("div", "turn " + t.role + (t.kind ? " " + t.kind : ""));
       var head = el("div", "turn-head", t.role === "agent" ? "agent — " + t.kind : t.role);
@@ -217,6 +217,7 @@
           if (ep.credit_best === agentIndex) { box.classList.add("credited"); head.appendChild(el("span", "best", "most credited turn")); }
         }
         agentIndex += 1;
+        if (everyTurnCut) head.appendChild(el("span", "cut", "cut off at the token limit"));
         if (t.thought) {
           var th = el("details", "thought");
           th.appendChild(el("summary", null, "private thought"));
@@ -237,7 +238,8 @@
     d.appendChild(log);
     d.appendChild(el("h3", null, "Final answer"));
     if (ep.truncated_turns) d.appendChild(el("p", "muted", ep.truncated_turns + " agent turn(s) cut off at the token limit"
-      + " (the model ran out of new tokens mid-reply)"));
+      + " (the model ran out of new tokens mid-reply)" + (everyTurnCut ? ", this answer too"
+        : "; the record does not say which of the " + agentTurns + " agent turns")));
     d.appendChild(el("pre", "answer", ep.answer || "(no answer)"));
     if (ep.tests) {
       d.appendChild(el("h3", null, "Hidden tests"));
