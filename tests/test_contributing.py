@@ -43,7 +43,7 @@ def layout_paths(text: str) -> set[str]:
     """Every path the layout block names: a top-level line (``colbench_gym/``) opens a folder, a line
     indented two more spaces names something inside the folder above it; several names may share
     a line (``critic/ actor/``); folders end with ``/``."""
-    block = section(text, "## Layout").split("```")[1]
+    block = section(text, "## Layout").split("```")[1].split("\n", 1)[1]  # after the fence's language (```text)
     paths: set[str] = set()
     parents: list[str] = []
     for line in block.splitlines():

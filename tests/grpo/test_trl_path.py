@@ -1,5 +1,5 @@
 """The TRL path as TRL documents it (issue 26): a dataset row names its task, so the environment
-factory cannot play another one; the README's GRPO snippet runs as written (tiny model
+factory cannot play another one; the GRPO snippet of README.md and docs/trl.md runs as written (tiny model
 substituted); the example script runs; TRL's multi-turn loop is token-in/token-out around our
 tools (the sampled tokens are kept as sampled, the person's replies are masked out of the loss)."""
 
@@ -20,7 +20,7 @@ from colbench_gym.online import ColBenchToolEnv, make_tool_env_factory  # noqa: 
 from colbench_gym.tasks.sources import resolve_task_source  # noqa: E402
 from tests.training.tiny_model import build_tiny_model, build_tiny_tokenizer  # noqa: E402
 
-README = Path(__file__).resolve().parents[2] / "README.md"
+ROOT = Path(__file__).resolve().parents[2]
 FAST = dict(max_steps=1, per_device_train_batch_size=2, num_generations=2, max_completion_length=24,
             use_cpu=True, bf16=False, gradient_checkpointing=False, save_strategy="no", report_to="none",
             learning_rate=0.1)
@@ -72,24 +72,27 @@ def test_rows_built_from_records_carry_the_records():
 
 
 # ------------------------------------------------------------------------ the README snippet
-def _readme_grpo_snippet() -> str:
-    text = README.read_text()
-    blocks = re.findall(r"```python\n(.*?)```", text, re.S)
+def _grpo_snippet(doc: Path) -> str:
+    blocks = re.findall(r"```python\n(.*?)```", doc.read_text(), re.S)
     [block] = [b for b in blocks if "GRPOTrainer(" in b]
     return block
 
 
+@pytest.mark.parametrize("doc", ["README.md", "docs/trl.md"])
 @patch.dict(os.environ, {"TRL_EXPERIMENTAL_SILENCE": "1"})
-def test_the_readme_grpo_snippet_runs_as_written(tiny_qwen_dir, tmp_path, monkeypatch):
-    code = _readme_grpo_snippet()
-    model, config = 'resolve_model_path("Qwen/Qwen2.5-Coder-0.5B-Instruct")', "GRPOConfig(max_tool_calling_iterations=10)"
+def test_the_readme_grpo_snippet_runs_as_written(doc, tiny_qwen_dir, tmp_path, monkeypatch):
+    """The snippet's own config, bf16 choice included (TRL's default bf16 stops a CPU machine:
+    issue 39), with a tiny model and a one-step, two-rollout size."""
+    code = _grpo_snippet(ROOT / doc)
+    model, config = 'resolve_model_path("Qwen/Qwen2.5-Coder-0.5B-Instruct")', "GRPOConfig(max_tool_calling_iterations=10,"
     assert model in code and config in code and code.rstrip().endswith("trainer.train()")
     # the name is the default model's: resolved offline (HF cache or the converted registry copy)
     from sweet_agent.policies.default_model import ALIASES
 
     assert "Qwen/Qwen2.5-Coder-0.5B-Instruct" in ALIASES
+    toy = {k: v for k, v in FAST.items() if k not in ("bf16", "use_cpu")}  # the snippet's own device choice
     code = code.replace(model, repr(tiny_qwen_dir)).replace(
-        config, f"GRPOConfig(max_tool_calling_iterations=10, output_dir={str(tmp_path / 'out')!r}, **FAST)")
+        config, f"GRPOConfig(max_tool_calling_iterations=10, output_dir={str(tmp_path / 'out')!r}, **TOY,")
     played = []
     reset = ColBenchToolEnv.reset
 
@@ -99,10 +102,11 @@ def test_the_readme_grpo_snippet_runs_as_written(tiny_qwen_dir, tmp_path, monkey
         return obs
 
     monkeypatch.setattr(ColBenchToolEnv, "reset", spy)
-    scope = {"FAST": FAST}
-    exec(compile(code, "README.md", "exec"), scope)  # noqa: S102 - the README's own code
+    scope = {"TOY": toy}
+    exec(compile(code, doc, "exec"), scope)  # noqa: S102 - the document's own code
     trainer = scope["trainer"]
     assert trainer.state.global_step == 1 and any("reward" in log for log in trainer.state.log_history)
+    assert trainer.args.bf16 is torch.cuda.is_available()
     collab = resolve_task_source("collab:train", "backend")
     assert played and all(obs == collab[i].problem_description for i, obs in played)  # collab:train, as the rows say
 
