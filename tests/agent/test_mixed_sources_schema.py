@@ -148,13 +148,20 @@ def test_results_records_of_different_runs_load_together_with_datasets(runs, tmp
     ds = _load(results, tmp_path)
     assert ds.num_rows == len(SOURCES) and ds["task_sources"] == [[s] for s in SOURCES]
     assert set(ds["schema_version"]) == {1} and [e["answer"] for e in ds["end_reasons"]] == [2] * len(SOURCES)
-    # any mix with the schema's features: a file with no episodes (every rate null) first
-    empty = tmp_path / "empty.jsonl"
-    empty.write_text("")
-    results.insert(0, tmp_path / "results-empty.json")
-    results[0].write_text(json.dumps(_results(empty, capsys)) + "\n")
+    # any mix with the schema's features: a file with no score (every rate null) first; an empty
+    # file has no results record (sweet-agent evaluate refuses it), one whose every episode failed
+    # for infrastructure reasons has one with every rate null
+    failed = dict(read_trajectories(runs["embedded:test"])[0], reward=None, success=None,
+                  error="endpoint_error: refused")
+    failed["meta"] = dict(failed["meta"], end_reason="endpoint_error", infrastructure_failure=True, failed=True,
+                          error="endpoint_error: refused")
+    unscored = tmp_path / "unscored.jsonl"
+    unscored.write_text(json.dumps(failed) + "\n")
+    results.insert(0, tmp_path / "results-unscored.json")
+    results[0].write_text(json.dumps(_results(unscored, capsys)) + "\n")
     ds = _load(results, tmp_path, features=results_features())
-    assert ds.num_rows == 1 + len(SOURCES) and ds["success"][0] is None and ds["episodes"] == [0] + [2] * len(SOURCES)
+    assert ds.num_rows == 1 + len(SOURCES) and ds["success"][0] is None and ds["tests_passed"][0] is None
+    assert ds["episodes"] == [1] + [2] * len(SOURCES) and ds["infrastructure_failures"][0] == 1
     assert set(ds.features) == set(json.loads(results[1].read_text()))
 
 
