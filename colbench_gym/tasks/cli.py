@@ -159,6 +159,6 @@ def run(args: argparse.Namespace) -> int:
                 print(f"wrote {len(records)} {args.kind} tasks from {source.name} to {args.output}", file=sys.stderr)
             return 0
     except (ValueError, FileNotFoundError, FileExistsError, IndexError) as exc:
-        print(f"colbench tasks {args.action}: error: {exc}", file=sys.stderr)
+        print(f"error: {args.action}: {exc}", file=sys.stderr)  # the CLI's boundary names the command
         return 2
     raise AssertionError(f"unhandled action {args.action!r}")  # pragma: no cover - argparse restricts choices

@@ -41,7 +41,7 @@ def default_output(best_of: int, critic: str) -> str:
 
 def run(args: argparse.Namespace) -> int:
     def usage(msg: str) -> int:
-        print(f"sweet-agent evaluate: error: {msg}", file=sys.stderr)
+        print(f"error: {msg}", file=sys.stderr)  # the CLI's boundary names the command (colbench_gym.cli.dispatch)
         return 2
 
     if args.best_of > 1 or args.critic:

@@ -97,6 +97,7 @@ def test_evaluate_names_what_is_missing_or_misplaced(tmp_path, capsys):
         assert main(argv) == 2, argv
         err = capsys.readouterr().err
         assert msg in err and len(err.strip().splitlines()) == 1, err
+        assert err.startswith("sweet-agent evaluate: error: "), err  # the one prefix (colbench_gym.cli.dispatch)
 
 
 def test_evaluate_best_of_n_refuses_a_privileged_critic(tmp_path, tiny_model_dir, capsys):
