@@ -133,9 +133,11 @@ PROFILES: dict[str, dict[str, Any]] = {
         num_candidates=8, pairs_per_turn=4, candidate_tokens=128, candidate_temperature=1.0, pair_turns=0,
         pair_trajectories=0.1, explore_candidates=0.25, sweet_nll_weight=0.01,
         # the critic's step-level accuracy (sweet-agent mc-values + critic-report): behaviour-policy episodes on
-        # collab-multi:train tasks no critic trains on (500-515), each turn's candidates valued by k completions;
+        # collab-multi:train tasks no critic trains on (500-515), each turn's candidates valued by k completions
+        # (k = 1: an answer candidate is graded exactly, a question by one completion; at k = 2 one agent turn took
+        # ~5 min on the loaded 2 cores, ~6 h for the 115 turns of both Monte-Carlo stages);
         # the oracle-credit actor trains on the paired trajectories' turns labelled by their own Monte-Carlo values
-        heldout_start=500, heldout_episodes=16, mc_rollouts=2,
+        heldout_start=500, heldout_episodes=16, mc_rollouts=1,
         # who samples step-pair candidates: "auto" = on a machine without a GPU, with the default
         # model and llama-cpp-python installed, a llama.cpp server this benchmark starts on the
         # model's GGUF (scripts/llama_server.py: a turn's candidates in one batch); "llama" = that,
