@@ -300,7 +300,7 @@ def main(argv=None) -> int:
     from sweet_agent.devices import resolve_device
     from sweet_agent.policies.default_model import gguf_path, resolve_model_path
     from sweet_agent.policies.openai_policy import OpenAIPolicy
-    from sweet_agent.training_setup import load_model
+    from sweet_agent.training.models import load_model
 
     load_before = os.getloadavg()
     device = resolve_device(args.device)

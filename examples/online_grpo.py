@@ -49,7 +49,7 @@ def main() -> None:
     from colbench_gym import make_tool_env_factory
     from sweet_agent.grpo import ColBenchGRPOConfig, ColBenchGRPOTrainer, SweetCriticReward, build_prompt_dataset
     from sweet_agent.policies.checkpoints import load_causal_lm, tokenizer_dir
-    from sweet_agent.training_setup import resolve_model
+    from sweet_agent.training.models import resolve_model
 
     # 1. The environment: one ColBench tool env per rollout (tools ask_user / submit_answer).
     if args.env_url:

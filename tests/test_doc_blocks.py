@@ -267,7 +267,7 @@ def _command_table(prog: str):
 
 def _parser(label: str, module) -> argparse.ArgumentParser:
     if hasattr(module, "COMMAND") and hasattr(module.COMMAND, "dataclass_types"):
-        from sweet_agent.training_setup import make_parser
+        from sweet_agent.training.parser import make_parser
 
         return make_parser(label, module.COMMAND.dataclass_types(), preset_dir=module.COMMAND.presets)
     parser = argparse.ArgumentParser(prog=label)
@@ -286,7 +286,7 @@ def check_our_command(prog: str, argv: list[str], gpu: bool = False) -> str | No
         if elided:  # arguments left out: every flag given exists
             parser = _parser(label, module)
             if hasattr(module, "COMMAND"):
-                from sweet_agent.training_setup import translate_flags
+                from sweet_agent.training.flags import translate_flags
 
                 with contextlib.redirect_stderr(io.StringIO()):
                     rest = translate_flags(rest, label)

@@ -90,7 +90,7 @@ def _tree_with(tmp_path: Path, path: str, line: str) -> Path:
     ("sweet_agent/critic/trainer.py", "from sweet_agent.baselines import rft", "sweet_agent is layered"),
     ("sweet_agent/baselines/rft.py", "from sweet_agent.critic import trainer", "sweet_agent is layered"),
     ("sweet_agent/critic/trainer.py", "from sweet_agent.actor import config", "sweet_agent is layered"),
-    ("sweet_agent/training_data/pairs.py", "import sweet_agent.training_setup", "sweet_agent is layered"),
+    ("sweet_agent/training_data/pairs.py", "import sweet_agent.training.command", "sweet_agent is layered"),
     ("sweet_agent/trajectories.py", "import sweet_agent.rollout", "sweet_agent is layered"),
     ("sweet_agent/brand_new.py", "X = 1", "sweet_agent is layered"),  # exhaustive too
 ])

@@ -109,7 +109,7 @@ def settings(args: argparse.Namespace) -> dict:
 def _run(cmd: list[str], launcher: str = "") -> bool:
     """Run one ``sweet-agent`` command; ``False`` when it found nothing to train on (its one-line
     message says why), exit on any other failure."""
-    from sweet_agent.training_setup import NOTHING_TO_TRAIN
+    from sweet_agent.training.command import NOTHING_TO_TRAIN
 
     base = shlex.split(launcher) + ["-m", "sweet_agent.cli"] if launcher else [sys.executable, "-m", "sweet_agent.cli"]
     full = base + [str(c) for c in cmd]

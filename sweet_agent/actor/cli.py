@@ -21,14 +21,10 @@ from dataclasses import dataclass, field
 from types import SimpleNamespace
 
 from sweet_agent.devices import DEVICE_HELP
-from sweet_agent.training_setup import (
-    TrainingCommand,
-    TrainingDataArguments,
-    check_run,
-    load_model,
-    nothing_to_train,
-    read_jsonl,
-)
+from sweet_agent.training.arguments import TrainingDataArguments
+from sweet_agent.training.command import TrainingCommand, check_run, nothing_to_train
+from sweet_agent.training.files import read_jsonl
+from sweet_agent.training.models import load_model
 
 PROG = "sweet-agent train-actor"
 PRESETS = "actor"
@@ -184,7 +180,7 @@ def policy_identity(model_args) -> dict:
     fingerprint (:func:`~sweet_agent.actor.pair_files.model_fingerprint`) and the dtype it
     samples in."""
     from sweet_agent.actor.pair_files import model_fingerprint
-    from sweet_agent.training_setup import resolve_model
+    from sweet_agent.training.models import resolve_model
 
     spec = getattr(model_args, "model_name_or_path", None)
     return {**model_fingerprint(resolve_model(spec)), "name": spec, "dtype": getattr(model_args, "dtype", None)}

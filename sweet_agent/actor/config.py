@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from trl import DPOConfig
 
 from sweet_agent.actor.candidates import StepPairConfig
-from sweet_agent.training_setup import resolve_machine_defaults
+from sweet_agent.training.machine import resolve_machine_defaults
 
 
 @dataclass

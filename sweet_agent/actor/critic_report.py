@@ -406,7 +406,7 @@ def _critic_scorer(rows, spec: str, kind: str, args) -> Scorer:
     policy = tok = None
     notes = []
     if kind == "release":
-        from sweet_agent.training_setup import load_model
+        from sweet_agent.training.models import load_model
 
         policy_name = args.policy or meta.get("reference_model")
         if not policy_name:

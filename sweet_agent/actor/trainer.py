@@ -13,7 +13,7 @@ from datasets import Dataset
 from trl import DPOTrainer
 
 from sweet_agent.actor.config import ActorConfig
-from sweet_agent.training_setup import initial_copy
+from sweet_agent.training.models import initial_copy
 
 _EXTRA_COLUMNS = ("chosen_score", "rejected_score", "task_key", "agent_turn", "turn_index", "turn", "candidates_from")
 

@@ -22,15 +22,13 @@ from trl import DPOConfig, DPOTrainer
 from trl.trainer.dpo_trainer import DataCollatorForPreference
 from trl.trainer.utils import pad
 
+from sweet_agent.training.arguments import PreferenceDataArguments
+from sweet_agent.training.command import TrainingCommand, check_run, no_rows_advice, nothing_to_train
+from sweet_agent.training.machine import resolve_machine_defaults
+from sweet_agent.training.models import initial_copy
 from sweet_agent.training_data import records as R
 from sweet_agent.training_data.pairs import build_trajectory_pairs
 from sweet_agent.training_data.spans import assistant_token_spans, spans_to_turn_ids
-from sweet_agent.training_setup import (
-    PreferenceDataArguments,
-    TrainingCommand,
-    initial_copy,
-    resolve_machine_defaults,
-)
 
 PROG = "sweet-agent train-mtdpo"
 PRESETS = "mtdpo"
@@ -154,10 +152,15 @@ dataclass_types, parse_args = COMMAND.dataclass_types, COMMAND.parse_args
 
 
 def run(args: SimpleNamespace) -> int:
-    return COMMAND.train_on_trajectories(
-        args, mtdpo_rows, make_mtdpo_trainer,
-        empty="no trajectory pairs under --pair_rule {rule} in {records} trajectories (no task has a preferred "
-              "trajectory and a worse one)",
-        fix="collect several samples per task",
-        rules={"reward": "any reward gap", "top-bottom": "each task's best against its worst"},
-        summary="{rows} trajectory pairs from {records} trajectories")
+    data, cfg, model_args = args.script, args.training, args.model
+    check_run(PROG, cfg)
+    records = COMMAND.read_records(data)
+    rows = mtdpo_rows(records, data.success_threshold, data.system_prompt, data.pair_rule)
+    if not rows:
+        nothing_to_train(PROG, f"no trajectory pairs under --pair_rule {data.pair_rule} in {len(records)} trajectories "
+                               "(no task has a preferred trajectory and a worse one)",
+                         no_rows_advice(data.pair_rule, records, "collect several samples per task",
+                                        {"reward": "any reward gap", "top-bottom": "each task's best against its worst"}))
+    print(f"[{COMMAND.name}] {len(rows)} trajectory pairs from {len(records)} trajectories")
+    COMMAND.train_policy(make_mtdpo_trainer, rows, cfg, model_args, merge=data.merge_adapter)
+    return 0

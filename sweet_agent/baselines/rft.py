@@ -15,8 +15,10 @@ from typing import Any
 
 from trl import SFTConfig
 
+from sweet_agent.training.arguments import PreferenceDataArguments
+from sweet_agent.training.command import TrainingCommand, check_run, no_rows_advice, nothing_to_train
+from sweet_agent.training.machine import resolve_machine_defaults
 from sweet_agent.training_data import records as R
-from sweet_agent.training_setup import PreferenceDataArguments, TrainingCommand, resolve_machine_defaults
 
 PROG = "sweet-agent train-rft"
 PRESETS = "rft"
@@ -77,9 +79,14 @@ dataclass_types, parse_args = COMMAND.dataclass_types, COMMAND.parse_args
 
 
 def run(args: SimpleNamespace) -> int:
-    return COMMAND.train_on_trajectories(
-        args, rft_rows, make_rft_trainer,
-        empty="no trajectory of {records} is kept under --pair_rule {rule}",
-        fix="collect more rollouts",
-        rules={"best": "each task's best samples", "top-bottom": "each task's best samples"},
-        summary="fine-tuning on {rows} of {records} trajectories (rule: {rule})")
+    data, cfg, model_args = args.script, args.training, args.model
+    check_run(PROG, cfg)
+    records = COMMAND.read_records(data)
+    rows = rft_rows(records, data.success_threshold, data.system_prompt, data.pair_rule)
+    if not rows:
+        nothing_to_train(PROG, f"no trajectory of {len(records)} is kept under --pair_rule {data.pair_rule}",
+                         no_rows_advice(data.pair_rule, records, "collect more rollouts",
+                                        {"best": "each task's best samples", "top-bottom": "each task's best samples"}))
+    print(f"[{COMMAND.name}] fine-tuning on {len(rows)} of {len(records)} trajectories (rule: {data.pair_rule})")
+    COMMAND.train_policy(make_rft_trainer, rows, cfg, model_args, merge=data.merge_adapter)
+    return 0

@@ -13,7 +13,8 @@ from dataclasses import dataclass, field
 from types import SimpleNamespace
 
 from sweet_agent.critic.loading import META_FILE
-from sweet_agent.training_setup import PreferenceDataArguments, TrainingCommand
+from sweet_agent.training.arguments import PreferenceDataArguments
+from sweet_agent.training.command import TrainingCommand
 
 PROG = "sweet-agent train-critic"
 PRESETS = "critic"
@@ -39,19 +40,12 @@ dataclass_types, parse_args = COMMAND.dataclass_types, COMMAND.parse_args
 def run(args: SimpleNamespace) -> int:
     data_args, cfg, model_args = args.script, args.training, args.model
     from sweet_agent.critic.trainer import NEAR_ZERO_MARGIN, CriticTrainer
+    from sweet_agent.training.budget import record_budget
+    from sweet_agent.training.command import check_run, no_rows_advice, nothing_to_train
+    from sweet_agent.training.files import write_json
+    from sweet_agent.training.models import load_model, peft_config, resolve_model
+    from sweet_agent.training.saving import resume_checkpoint, save_final
     from sweet_agent.training_data.pairs import build_trajectory_pairs, pairs_to_rows, split_by_task
-    from sweet_agent.training_setup import (
-        check_run,
-        load_model,
-        no_rows_advice,
-        nothing_to_train,
-        peft_config,
-        record_budget,
-        resolve_model,
-        resume_checkpoint,
-        save_final,
-        write_json,
-    )
 
     check_run(PROG, cfg)
     records = COMMAND.read_records(data_args)

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from transformers import TrainingArguments
 
 from sweet_agent.critic.advantages import LM_HEAD_CHUNK, NORMALIZATIONS
-from sweet_agent.training_setup import resolve_machine_defaults
+from sweet_agent.training.machine import resolve_machine_defaults
 
 CRITIC_TYPES = ("logratio", "regression")
 

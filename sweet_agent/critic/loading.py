@@ -62,7 +62,7 @@ def load_critic(path: str | Path, dtype: str | None = "float32", reference: str 
     (``ref`` is ``None``): for the paper release's step score, where the sampling policy takes
     its place."""
     from sweet_agent.devices import place, resolve_device
-    from sweet_agent.training_setup import load_model
+    from sweet_agent.training.models import load_model
 
     meta = read_critic_meta(path)
     device = resolve_device(device)

@@ -25,8 +25,8 @@ from transformers.utils import logging
 from sweet_agent.critic.advantages import _reference, aggregate_turns, token_logprobs, with_privileged
 from sweet_agent.critic.config import CriticConfig
 from sweet_agent.critic.regression import RegressionCritic
+from sweet_agent.training.models import initial_copy
 from sweet_agent.training_data.spans import assistant_token_spans, spans_to_turn_ids
-from sweet_agent.training_setup import initial_copy
 
 #: Two scores closer than this count as a tie (neither correct nor wrong) in accuracy.
 TIE_TOLERANCE = 1e-6

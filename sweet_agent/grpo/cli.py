@@ -9,7 +9,7 @@ similarity) is the GRPO reward, optionally plus λ × the SWEET critic's score (
 cpu`` / ``--config paper`` (shipped presets) or ``--config my.yaml``; flags override presets.
 
 The command line, the model loading, resuming (``--resume_from_checkpoint``) and the final save
-are every training command's (:mod:`sweet_agent.training_setup`): ``--output_dir`` receives the
+are every training command's (:mod:`sweet_agent.training`): ``--output_dir`` receives the
 model the next stage loads (with LoRA: the adapter in ``adapter/``, merged into a copy of the
 base model beside it unless ``--merge_adapter false``), ``trainer_state.json`` (per-step ``reward``, ``rewards/<Env>/mean``,
 ``tools/call_frequency``, ``colbench/*`` episode statistics) and ``grpo_steps.jsonl`` (one line
@@ -23,7 +23,8 @@ from pathlib import Path
 from typing import Any
 
 from sweet_agent.grpo.config import ColBenchGRPOConfig, GRPOScriptArguments
-from sweet_agent.training_setup import TrainingCommand, check_run, load_model, peft_config
+from sweet_agent.training.command import TrainingCommand, check_run
+from sweet_agent.training.models import load_model, peft_config
 
 PROG = "sweet-agent train-grpo"
 PRESETS = "grpo"

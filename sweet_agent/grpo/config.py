@@ -14,7 +14,8 @@ from dataclasses import dataclass, field
 from trl import GRPOConfig
 
 from colbench_gym.protocol import MAX_TURNS
-from sweet_agent.training_setup import MERGE_ADAPTER_HELP, resolve_machine_defaults
+from sweet_agent.training.arguments import MERGE_ADAPTER_HELP
+from sweet_agent.training.machine import resolve_machine_defaults
 
 
 @dataclass

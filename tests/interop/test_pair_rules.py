@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import copy
 
-from sweet_agent.training_data.pairs import build_trajectory_pairs, chosen_candidates
-from sweet_agent.training_setup import PAIR_RULES, PreferenceDataArguments
+from sweet_agent.training.arguments import PreferenceDataArguments
+from sweet_agent.training_data.pairs import PAIR_RULES, build_trajectory_pairs, chosen_candidates
 from tests.interop.conftest import FIX, read_jsonl
 
 

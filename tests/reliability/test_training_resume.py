@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 
-from sweet_agent.training_setup import last_checkpoint
+from sweet_agent.training.saving import last_checkpoint
 
 
 def test_resume_skips_a_checkpoint_torn_by_a_kill(tmp_path):

@@ -12,7 +12,8 @@ import math
 import pytest
 
 from sweet_agent.cli import main
-from sweet_agent.training_setup import BUDGET_FILE, parse_command
+from sweet_agent.training.budget import BUDGET_FILE
+from sweet_agent.training.parser import parse_command
 
 
 @pytest.fixture

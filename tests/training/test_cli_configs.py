@@ -12,7 +12,9 @@ import pytest
 import yaml
 
 from sweet_agent.cli import COMMANDS
-from sweet_agent.training_setup import PRESETS_DIR, RENAMED_FLAGS, make_parser, parse_command
+from sweet_agent.training.flags import RENAMED_FLAGS
+from sweet_agent.training.parser import make_parser, parse_command
+from sweet_agent.training.presets import PRESETS_DIR
 
 MINE = ("train-critic", "train-actor", "train-rft", "train-mtdpo")  # train-grpo has its own tests
 TRAINING = [(words[0], module) for words, module, _ in COMMANDS if words[0] in MINE]
@@ -167,8 +169,8 @@ def test_report_to_reaches_the_trainers_callbacks(command, tmp_path, tiny_model_
     from transformers import TrainerCallback
     from transformers.integrations import integration_utils
 
-    from sweet_agent import training_setup
     from sweet_agent.cli import main
+    from sweet_agent.training import command as training_command
 
     made: list[TrainerCallback] = []
 
@@ -187,7 +189,7 @@ def test_report_to_reaches_the_trainers_callbacks(command, tmp_path, tiny_model_
     recorders = {name: type(f"{name}_recorder", (Recorder,), {}) for name in LOGGERS}
     for name, cls in recorders.items():
         monkeypatch.setitem(integration_utils.INTEGRATION_TO_CALLBACK, name, cls)
-    monkeypatch.setattr(training_setup, "_TRACKERS", {})
+    monkeypatch.setattr(training_command, "_TRACKERS", {})
     data = tmp_path / "trajs.jsonl"
     data.write_text("".join(json.dumps(r) + "\n" for r in toy_records))
     config = tmp_path / "loggers.yaml"  # the flag takes one logger; a config file takes the list
@@ -202,7 +204,7 @@ def test_report_to_reaches_the_trainers_callbacks(command, tmp_path, tiny_model_
 def test_report_to_a_missing_logger_is_one_line(tmp_path):
     import importlib.util
 
-    from sweet_agent.training_setup import check_report_to
+    from sweet_agent.training.command import check_report_to
 
     missing = [n for n in ("trackio", "wandb") if importlib.util.find_spec(n) is None]
     if not missing:
@@ -226,7 +228,7 @@ def test_help_lists_config_flags(capsys):
     out = capsys.readouterr().out
     for flag in ("--config", "--pair_rule", "--use_privileged_info", "--critic_type", "--learning_rate", "--use_peft"):
         assert flag in out
-    assert "--config FILE.yaml | cpu | paper" in " ".join(out.split())
+    assert out.startswith("usage: sweet-agent train-critic [--config cpu|paper|FILE.yaml]")
 
 
 def test_presets_ship_as_package_data(tmp_path):

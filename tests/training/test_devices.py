@@ -104,19 +104,19 @@ def critic_dir(tmp_path):
 
 @pytest.fixture
 def loaded_models(monkeypatch):
-    """Every model ``training_setup.load_model`` returns during a test (the step-pair stage loads
+    """Every model ``sweet_agent.training.models.load_model`` returns during a test (the step-pair stage loads
     its policy, critic and critic reference through it)."""
-    from sweet_agent import training_setup
+    from sweet_agent.training import models
 
     seen: list = []
-    load = training_setup.load_model
+    load = models.load_model
 
     def recording(*args, **kwargs):
         model, tok = load(*args, **kwargs)
         seen.append(model)
         return model, tok
 
-    monkeypatch.setattr(training_setup, "load_model", recording)
+    monkeypatch.setattr(models, "load_model", recording)
     monkeypatch.setattr("sweet_agent.actor.cli.load_model", recording)
     return seen
 

@@ -118,7 +118,7 @@ def test_bad_step_score_is_one_line(tmp_path, tiny_model_dir, tiny_tokenizer, ca
 
 def test_step_score_from_a_yaml_preset_and_the_flag(tmp_path):
     from sweet_agent.actor.cli import dataclass_types
-    from sweet_agent.training_setup import parse_command
+    from sweet_agent.training.parser import parse_command
 
     preset = tmp_path / "release.yaml"
     preset.write_text("step_score: release\nnum_candidates: 16\npairs_per_turn: 4\n")
