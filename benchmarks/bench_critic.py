@@ -27,7 +27,8 @@ sys.path.insert(0, str(ROOT))
 import torch  # noqa: E402 - after the sys.path set-up above
 
 from sweet_agent.actor.candidates import sample_candidates  # noqa: E402
-from sweet_agent.critic.advantages import token_logratios, turn_advantages, with_privileged  # noqa: E402
+from sweet_agent.critic.advantages import turn_advantages  # noqa: E402
+from sweet_agent.sweet_rl.algorithm import token_logratios, with_privileged  # noqa: E402
 from sweet_agent.training_data.spans import assistant_token_spans  # noqa: E402
 
 

@@ -1,5 +1,5 @@
 """Peak memory of one critic training step on long rows: the LM head in one piece against in
-pieces (``sweet_agent.critic.advantages.token_logprobs``), with and without activation
+pieces (``sweet_agent.sweet_rl.logprobs.token_logprobs``), with and without activation
 checkpointing, measured side by side in one run.
 
 Each configuration runs in a fresh subprocess (peak resident memory, ``ru_maxrss``, is per
@@ -44,8 +44,9 @@ def measure(chunk: int, checkpointing: bool, rows: int, length: int, scored: int
     from peft import LoraConfig, get_peft_model
     from transformers import AutoConfig, AutoModelForCausalLM
 
-    from sweet_agent.critic.advantages import _reference, token_logprobs
     from sweet_agent.policies.default_model import default_model_status, resolve_model_path
+    from sweet_agent.sweet_rl.algorithm import reference_of
+    from sweet_agent.sweet_rl.logprobs import token_logprobs
 
     torch.manual_seed(0)
     weights = "random weights"
@@ -75,7 +76,7 @@ def measure(chunk: int, checkpointing: bool, rows: int, length: int, scored: int
     out = {"weights": weights, "layers": model.config.num_hidden_layers, "after_load_gb": _peak_gb()}
     policy = token_logprobs(model, ids, attn, mask, chunk_size=chunk)
     out["policy_forward_gb"] = _peak_gb()
-    with torch.no_grad(), _reference(model, None) as ref:
+    with torch.no_grad(), reference_of(model, None) as ref:
         reference = token_logprobs(ref, ids, attn, mask, chunk_size=chunk)
     out["reference_forward_gb"] = _peak_gb()
     (policy - reference).sum().backward()

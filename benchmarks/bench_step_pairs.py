@@ -208,7 +208,7 @@ def critic_scaling(critic, tok, turns, records, num_candidates: int, candidate_t
     default) and with every candidate's whole sequence, in one run, mode by mode per turn."""
     import torch
 
-    from sweet_agent.actor.candidates import score_candidates
+    from sweet_agent.sweet_rl.algorithm import score_candidates
     from sweet_agent.training_data import records as R
 
     cuda = next(critic.model.parameters()).device.type == "cuda"

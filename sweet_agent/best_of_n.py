@@ -72,7 +72,7 @@ class BestOfNPolicy(Policy):
 
     def generate(self, conversations: Sequence[Messages], sampling: SamplingParams | None = None,
                  seeds: Sequence[int | None] | None = None) -> list[Generation]:
-        from sweet_agent.actor.candidates import score_candidates
+        from sweet_agent.sweet_rl.algorithm import score_candidates
 
         sampling = sampling or getattr(self.base, "default_sampling", None) or SamplingParams()
         if sampling.greedy:

@@ -7,8 +7,8 @@ from sweet_agent.lazy import lazy_exports
 __all__, __getattr__ = lazy_exports(__name__, {
     "ActorConfig": "sweet_agent.actor.config",
     "sample_candidates": "sweet_agent.actor.candidates",
-    "score_candidates": "sweet_agent.actor.candidates",
-    "select_pairs": "sweet_agent.actor.candidates",
+    "score_candidates": "sweet_agent.sweet_rl.algorithm",
+    "select_pairs": "sweet_agent.sweet_rl.algorithm",
     "build_step_pairs": "sweet_agent.actor.candidates",
     "make_dpo_trainer": "sweet_agent.actor.trainer",
     "train_actor": "sweet_agent.actor.trainer",

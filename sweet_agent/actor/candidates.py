@@ -1,4 +1,9 @@
-"""Step-level pairs for the actor: sample candidates per agent turn, score with the critic, pair.
+"""The step-pair stage: runs steps 5-7 of :mod:`sweet_agent.sweet_rl.algorithm` (candidates,
+step scores, top-half / bottom-half pairs) over every selected agent turn of the offline
+trajectories, with what a long run needs around them: the turns' one global order
+(:func:`stage_turns`), sharding, a journal and resume, a shared candidates file, endpoint
+prefetch, the progress bar, counts and timings. The algorithm's functions are called, not
+repeated: a turn's pairs are ``turn_candidates`` -> ``score_candidates`` -> ``pair_rows``.
 
 WHY batched: the N candidates of one turn share their prompt, so one ``generate`` call with
 ``num_return_sequences=N`` decodes them together (one prefill, N rows per step) instead of N
@@ -9,17 +14,21 @@ from __future__ import annotations
 
 import random
 from collections.abc import Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import torch
-
 from colbench_gym.protocol import Messages
-from sweet_agent.critic.advantages import aggregate_turns, token_logprobs, token_logratios, with_privileged
 from sweet_agent.policies.exploration import ExplorationConfig
+from sweet_agent.sweet_rl.algorithm import (
+    agent_turns_in,
+    check_step_score,
+    pair_rows,
+    question_count,
+    score_candidates,
+    turn_candidates,
+)
 from sweet_agent.training_data import records as R
-from sweet_agent.training_data.spans import assistant_token_spans, spans_to_turn_ids
 
 if TYPE_CHECKING:
     from sweet_agent.actor.pair_files import Shard
@@ -86,66 +95,6 @@ def _sampling(max_new_tokens: int, temperature: float, top_p: float):
     from sweet_agent.policies.base import SamplingParams
 
     return SamplingParams(max_new_tokens=max_new_tokens, temperature=temperature, top_p=top_p, top_k=0)
-
-
-def turn_candidates(policy, conversation: Messages, n: int, sampling, seed: int | None, *, questions: int = 0,
-                    exploration: ExplorationConfig | None = None, question_policy=None, plain=None) -> list:
-    """The ``n`` candidate :class:`~sweet_agent.policies.base.Generation` s of one agent turn from
-    ``policy`` (any :class:`~sweet_agent.policies.base.Policy`: the local model, or an
-    OpenAI-compatible server): ``n - questions`` from :meth:`Policy.sample_n` with ``seed``,
-    then ``questions`` started with a question opener and completed by ``question_policy``
-    (default ``policy``; it must continue a forced start: a local model). ``plain``: the
-    ``n - questions`` samples already drawn (a prefetching caller). Texts are stripped."""
-    if not 0 <= questions <= n:
-        raise ValueError(f"questions must be in [0, n={n}], got {questions}")
-    if plain is None:
-        plain = policy.sample_n(conversation, n - questions, sampling, seed) if n > questions else []
-    asked = _question_candidates(question_policy or policy, conversation, questions, sampling, seed,
-                                 exploration) if questions else []
-    return [replace(g, text=g.text.strip()) for g in [*plain, *asked]]
-
-
-def _question_candidates(policy, conversation: Messages, n: int, sampling, seed: int | None,
-                         exploration: ExplorationConfig | None) -> list:
-    """``n`` agent turns started with a question opener (seeded choice among the openers) and
-    completed by ``policy``: the rollouts' :class:`ExploringPolicy` on this one conversation."""
-    from sweet_agent.policies.base import derive_seed
-    from sweet_agent.policies.exploration import ExploringPolicy
-
-    config = replace(exploration or ExplorationConfig(), rate=1.0)  # every one of these n asks
-    if seed is None:
-        seed = random.getrandbits(62)
-    seeds = [derive_seed(seed, "question-candidate", j) for j in range(n)]
-    if any(config.opener_for(conversation, s) is None for s in seeds):
-        raise ValueError(f"question candidates asked for agent turn {_agent_turn(conversation) + 1}, but exploration "
-                         f"covers only the first {config.turns} agent turn(s)")
-    return ExploringPolicy(policy, config).generate([conversation] * n, sampling, seeds)
-
-
-def _agent_turn(messages: Messages) -> int:
-    return sum(1 for m in messages if m.get("role") == "assistant")
-
-
-def question_count(n: int, fraction: float) -> int:
-    """How many of a turn's ``n`` candidates start with a question opener for ``fraction`` (at
-    least one when ``fraction > 0``, so a small ``n`` still gets a question)."""
-    if not 0 <= fraction <= 1:
-        raise ValueError(f"explore_candidates must be in [0, 1], got {fraction}")
-    return 0 if fraction == 0 else min(n, max(1, round(fraction * n)))
-
-
-#: How a candidate turn is scored (``ActorConfig.step_score``, ``--step_score``):
-#:   critic-ref — ours: the critic's log-ratio against its own reference model, both reading the
-#:                same privileged sequence (the advantage of ``sweet_agent.critic.advantages``)
-#:   release    — the paper release's: the critic's token-mean log-probability of the candidate
-#:                with the privileged info minus the *sampling policy's* token mean on its own
-#:                prompt (no privileged info); no critic reference model is read
-STEP_SCORES = ("critic-ref", "release")
-
-
-def check_step_score(step_score: str) -> None:
-    if step_score not in STEP_SCORES:
-        raise ValueError(f"step_score must be one of {', '.join(STEP_SCORES)}; got {step_score!r}")
 
 
 @dataclass
@@ -215,140 +164,6 @@ class StepPairConfig:
         check_step_score(self.step_score)
 
 
-def _candidate_batch(tokenizer, messages_before: Messages, candidates: Sequence[str],
-                     privileged_info: str | None, device, share_prefix: bool = False,
-                     ) -> tuple[torch.Tensor | None, torch.Tensor, torch.Tensor, torch.Tensor]:
-    """``(prefix_ids, input_ids, attention_mask, turn_ids)``: ``messages_before`` + each candidate
-    as the next assistant turn, right-padded; ``turn_ids`` is 1 on the candidate's tokens (its
-    span through the end-of-turn token, located by the chat template), 0 elsewhere.
-
-    With ``share_prefix``, the tokens every row starts with (up to the one before the first
-    scored token: its logits predict that token) are cut off into ``prefix_ids`` (``[1, P]``),
-    which the scorer computes once for all rows (:func:`~sweet_agent.critic.advantages.token_logprobs`);
-    otherwise ``prefix_ids`` is None and the rows are whole."""
-    pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
-    seqs, turns = [], []
-    for cand in candidates:
-        msgs = with_privileged([*messages_before, {"role": "assistant", "content": cand}], privileged_info)
-        ids, spans = assistant_token_spans(tokenizer, msgs)
-        last = spans[-1:]  # only the candidate turn is scored
-        seqs.append(ids)
-        turns.append([1 if t == len(spans) else 0 for t in spans_to_turn_ids(len(ids), spans)] if last else [0] * len(ids))
-    cut = _shared_length(seqs, turns) if share_prefix else 0
-    prefix = torch.tensor([seqs[0][:cut]], dtype=torch.long, device=device) if cut else None
-    seqs, turns = [s[cut:] for s in seqs], [t[cut:] for t in turns]
-    T = max(map(len, seqs))
-    input_ids = torch.full((len(seqs), T), pad, dtype=torch.long)
-    attn = torch.zeros_like(input_ids)
-    turn_ids = torch.zeros_like(input_ids)
-    for i, (s, t) in enumerate(zip(seqs, turns)):
-        input_ids[i, :len(s)] = torch.tensor(s)
-        attn[i, :len(s)] = 1
-        turn_ids[i, :len(t)] = torch.tensor(t)
-    return prefix, input_ids.to(device), attn.to(device), turn_ids.to(device)
-
-
-def _shared_length(seqs: Sequence[Sequence[int]], turns: Sequence[Sequence[int]]) -> int:
-    """How many leading tokens every row shares and may be computed once: the common prefix,
-    ending before each row's first scored token's predecessor (whose logits score it)."""
-    n = min(map(len, seqs))
-    first = seqs[0]
-    common = next((j for j in range(n) if any(s[j] != first[j] for s in seqs)), n)
-    scored = min((t.index(1) if 1 in t else len(t)) for t in turns)
-    return max(0, min(common, scored - 1))
-
-
-@torch.no_grad()
-def _per_candidate(model, tokenizer, messages_before: Messages, candidates: Sequence[str],
-                   privileged_info: str | None, batch_size: int, value, share_prefix: bool = True) -> list[float]:
-    """``value(prefix_ids, input_ids, attention_mask, turn_ids) -> [B]`` over batches of
-    ``batch_size`` candidates, with ``model`` in eval mode meanwhile (``share_prefix``: see
-    :func:`_candidate_batch`)."""
-    device = next(model.parameters()).device
-    out: list[float] = []
-    was_training = model.training
-    model.eval()
-    try:
-        for start in range(0, len(candidates), batch_size):
-            batch = _candidate_batch(tokenizer, messages_before, candidates[start:start + batch_size],
-                                     privileged_info, device, share_prefix)
-            out += [float(v) for v in value(*batch)]
-    finally:
-        model.train(was_training)
-    return out
-
-
-def candidate_logprobs(model, tokenizer, messages_before: Messages, candidates: Sequence[str],
-                       privileged_info: str | None = None, normalize: str = "turn",
-                       batch_size: int = 16, share_prefix: bool = True) -> list[float]:
-    """Each candidate's token-mean log-probability (``normalize="none"``: the sum) as the next
-    agent turn under ``model``, reading ``messages_before`` (with ``privileged_info`` when given).
-    One batched forward per ``batch_size`` candidates, after one of their shared prefix."""
-    def value(prefix, ids, attn, turn_ids):
-        lp = token_logprobs(model, ids, attn, turn_ids > 0, prefix_ids=prefix)
-        return aggregate_turns(lp, turn_ids, 1, normalize)[0][:, 0]
-
-    return _per_candidate(model, tokenizer, messages_before, candidates, privileged_info, batch_size, value,
-                          share_prefix)
-
-
-def score_candidates(critic, critic_ref, tokenizer, messages_before: Messages, candidates: Sequence[str],
-                     privileged_info: str | None = None, normalize: str = "turn",
-                     batch_size: int = 16, step_score: str = "critic-ref", policy=None,
-                     policy_tokenizer=None, share_prefix: bool = True) -> list[float]:
-    """The critic's score of each candidate as the next agent turn (one batched forward per
-    model per ``batch_size`` candidates).
-
-    ``step_score="critic-ref"`` (ours): the critic's advantage, its log-ratio against
-    ``critic_ref`` on the privileged sequence. ``"release"`` (the paper release's): the critic's
-    token mean with ``privileged_info`` minus ``policy``'s (the model that sampled the candidates,
-    with ``policy_tokenizer``) on the prompt without it; ``critic_ref`` is not used. Both honour
-    ``normalize`` ("none": token sums on both sides, the release's ``--use_sum``).
-    ``share_prefix`` (default): each model computes the turn's prompt once and every candidate
-    reads its cache (same scores, to float round-off, as scoring each whole sequence)."""
-    from sweet_agent.critic.regression import RegressionCritic
-
-    check_step_score(step_score)
-    if step_score == "release":
-        if isinstance(critic, RegressionCritic):
-            raise ValueError("step_score 'release' needs a log-probability critic; a regression critic "
-                             "(--critic_type regression) has no token log-probabilities: use step_score critic-ref")
-        if policy is None:
-            raise ValueError("step_score 'release' needs the sampling policy (policy=...) to score against")
-        privileged = candidate_logprobs(critic, tokenizer, messages_before, candidates, privileged_info,
-                                        normalize, batch_size, share_prefix)
-        sampling = candidate_logprobs(policy, policy_tokenizer or tokenizer, messages_before, candidates, None,
-                                      normalize, batch_size, share_prefix)
-        return [c - p for c, p in zip(privileged, sampling)]
-    regression = isinstance(critic, RegressionCritic)
-
-    def value(prefix, ids, attn, turn_ids):
-        if regression:  # its head reads whole sequences (share_prefix is off for it)
-            return critic(input_ids=ids, attention_mask=attn, turn_ids=turn_ids, num_turns=1)[:, 0]
-        lr = token_logratios(critic, critic_ref, ids, attn, turn_ids > 0, prefix_ids=prefix)
-        return aggregate_turns(lr, turn_ids, 1, normalize)[0][:, 0]
-
-    return _per_candidate(critic, tokenizer, messages_before, candidates, privileged_info, batch_size, value,
-                          share_prefix and not regression)
-
-
-def select_pairs(candidates: Sequence[str], scores: Sequence[float], pairs_per_turn: int = 1,
-                 rng: random.Random | None = None) -> list[tuple[int, int]]:
-    """Indices ``(chosen, rejected)``: chosen at random from the top half by score, rejected at
-    random from the bottom half (the paper's rule). Distinct pairs, and never two identical
-    texts (they carry no preference); fewer than ``pairs_per_turn`` when not enough exist."""
-    if len(candidates) != len(scores):
-        raise ValueError(f"{len(candidates)} candidates but {len(scores)} scores")
-    n = len(candidates)
-    if n < 2:
-        return []
-    rng = rng or random.Random(0)
-    order = sorted(range(n), key=lambda i: -scores[i])
-    top, bottom = order[: n // 2], order[n // 2:]
-    options = [(c, r) for c in top for r in bottom if candidates[c] != candidates[r]]
-    return rng.sample(options, min(pairs_per_turn, len(options)))
-
-
 def stage_turns(records: Sequence[dict[str, Any]], config: StepPairConfig, seed: int = 0,
                 system_prompt: str | None = None) -> list[tuple[int, int, Messages]]:
     """The stage's agent turns ``(record index, turn index, policy prompt)``, in the one global
@@ -402,7 +217,7 @@ def build_step_pairs(records: Sequence[dict[str, Any]], policy, policy_tokenizer
     the privileged info — the view it was trained on (``critic``: the loaded critic, whose
     metadata says how it reads a candidate: normalisation, privileged info), all candidates of a
     turn in batched forwards on the critic's device. ``config.step_score`` picks what the
-    critic's log-probability is compared with (:data:`STEP_SCORES`: its reference model, or the
+    critic's log-probability is compared with (:data:`~sweet_agent.sweet_rl.algorithm.STEP_SCORES`: its reference model, or the
     release's sampling ``policy`` on the prompt without privileged info). ``stats`` (when given)
     receives the counts of :data:`~sweet_agent.actor.pair_files.COUNT_KEYS`, ``failed``
     (``[(turn, error)]``), ``resumed_turns``, ``reused_turns`` (candidates read from
@@ -481,7 +296,7 @@ def build_step_pairs(records: Sequence[dict[str, Any]], policy, policy_tokenizer
     todo = [k for k in mine if k not in done]
 
     def questions_at(k: int) -> int:
-        return n_questions if not config.explore_turns or _agent_turn(turns[k][2]) < config.explore_turns else 0
+        return n_questions if not config.explore_turns or agent_turns_in(turns[k][2]) < config.explore_turns else 0
 
     bar = None
     if progress:
@@ -501,7 +316,7 @@ def build_step_pairs(records: Sequence[dict[str, Any]], policy, policy_tokenizer
         for k, plain in _chain_reused(reused, stream):
             ri, ti, conv = turns[k]
             rec = records[ri]
-            agent_turn = _agent_turn(conv) + 1
+            agent_turn = agent_turns_in(conv) + 1
             q = questions_at(k)
             try:
                 if k in shared:
@@ -530,17 +345,14 @@ def build_step_pairs(records: Sequence[dict[str, Any]], policy, policy_tokenizer
                                           step_score=config.step_score, policy=policy,
                                           policy_tokenizer=policy_tokenizer, share_prefix=config.score_shared_prefix)
                 t_score += time.perf_counter() - t0
-                chosen = select_pairs(cands, scores, config.pairs_per_turn, random.Random(derive_seed(seed, "pairs", k)))
-                rows = [{"prompt": conv, "chosen": [{"role": "assistant", "content": cands[c]}],
-                         "rejected": [{"role": "assistant", "content": cands[r]}],
-                         "chosen_score": scores[c], "rejected_score": scores[r],
-                         "task_key": R.task_key(rec), "agent_turn": agent_turn, "turn_index": ti, "turn": k,
+                rows = [{**row, "task_key": R.task_key(rec), "agent_turn": agent_turn, "turn_index": ti, "turn": k,
                          "candidates_from": label}
-                        for c, r in chosen]
+                        for row in pair_rows(conv, cands, scores, config.pairs_per_turn,
+                                             random.Random(derive_seed(seed, "pairs", k)))]
                 entry = {"turn": k, "agent_turn": agent_turn, "rows": rows, "error": None, "counts": {
                     "turns": 1, "candidates": len(cands), "question_candidates": q,
                     "truncated_candidates": sum(g.finish_reason == "length" for g in gens[:len(gens) - q]),
-                    "turns_without_pair": int(not chosen), "pairs": len(rows),
+                    "turns_without_pair": int(not rows), "pairs": len(rows),
                     "completion_tokens": sum(g.completion_tokens for g in gens)},
                     "candidates": [{"text": g.text, "finish_reason": g.finish_reason, "prefix": g.prefix,
                                     "completion_tokens": g.completion_tokens, "question": j >= len(gens) - q}

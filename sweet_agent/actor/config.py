@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from trl import DPOConfig
 
 from sweet_agent.actor.candidates import StepPairConfig
+from sweet_agent.sweet_rl.algorithm import ACTOR_BETA, ACTOR_LOSS_TYPE, ACTOR_LOSS_WEIGHTS
 from sweet_agent.training.machine import resolve_machine_defaults
 
 
@@ -23,10 +24,10 @@ class ActorConfig(StepPairConfig, DPOConfig):
 
     # How the critic reads a candidate (normalisation, privileged info) is read from the critic's
     # sweet_critic.json, and the system prompt from the data arguments: not settings of this stage.
-    # DPOConfig defaults changed to the paper's.
-    beta: float = 0.1
-    loss_type: list[str] = field(default_factory=lambda: ["sigmoid", "sft"])
-    loss_weights: list[float] | None = field(default_factory=lambda: [1.0, 0.01])
+    # DPOConfig defaults changed to the paper's (sweet_agent.sweet_rl.algorithm, step 8).
+    beta: float = ACTOR_BETA
+    loss_type: list[str] = field(default_factory=lambda: list(ACTOR_LOSS_TYPE))
+    loss_weights: list[float] | None = field(default_factory=lambda: list(ACTOR_LOSS_WEIGHTS))
     num_train_epochs: float = 1.0
     # Suits LoRA on a small model (CPU scale); the paper's 2e-7 (full fine-tuning of 8B) is in
     # sweet_agent/configs/actor/paper.yaml.

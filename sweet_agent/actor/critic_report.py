@@ -12,7 +12,7 @@ agree (a *score tie*, counted too). Chance agreement is 0.5.
 Step scores (each a column of the report):
 
 - ``--critic DIR``: the critic's step score ``critic-ref`` (its log-ratio against its reference
-  on the candidate turn, :func:`~sweet_agent.actor.candidates.score_candidates`), reading the
+  on the candidate turn, :func:`~sweet_agent.sweet_rl.algorithm.score_candidates`), reading the
   privileged reference solution when the critic was trained with it (SWEET's critic) and not when
   it was trained with ``--no_use_privileged_info`` (the critic without the reference).
 - ``--release DIR``: the paper release's step score with that critic: its token-mean
@@ -207,9 +207,9 @@ def critic_scores(rows: Sequence[dict[str, Any]], critic, step_score: str = "cri
                   progress: Callable[[int], None] | None = None) -> dict[int, list[float]]:
     """Each values row's candidates scored as the next agent turn by ``critic`` (a
     :class:`~sweet_agent.critic.loading.LoadedCritic`) with ``step_score`` — exactly as
-    ``train-actor`` scores its candidates (:func:`~sweet_agent.actor.candidates.score_candidates`),
+    ``train-actor`` scores its candidates (:func:`~sweet_agent.sweet_rl.algorithm.score_candidates`),
     the reference solution read only when the critic was trained with it."""
-    from sweet_agent.actor.candidates import score_candidates
+    from sweet_agent.sweet_rl.algorithm import score_candidates
     from sweet_agent.training_data import records as R
 
     out: dict[int, list[float]] = {}

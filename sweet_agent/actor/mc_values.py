@@ -344,8 +344,9 @@ def build_mc_values(records: Sequence[dict[str, Any]], policy: Policy, config: M
     completions (the behaviour policy); ``question_policy`` (default ``policy``) completes the
     question openers of ``config.explore_candidates`` (it must continue a forced start: a local
     model). With ``output``, journaled and resumable (see the module's docstring)."""
-    from sweet_agent.actor.candidates import question_count, stage_turns, turn_candidates
+    from sweet_agent.actor.candidates import stage_turns
     from sweet_agent.policies.exploration import ExplorationConfig
+    from sweet_agent.sweet_rl.algorithm import question_count, turn_candidates
 
     max_turns = records_max_turns(records, config.max_turns)
     turns = stage_turns(records, config, seed, system_prompt)

@@ -10,10 +10,10 @@ from sweet_agent.lazy import lazy_exports
 
 __all__, __getattr__ = lazy_exports(__name__, {
     "turn_advantages": "sweet_agent.critic.advantages",
-    "with_privileged": "sweet_agent.critic.advantages",
-    "NORMALIZATIONS": "sweet_agent.critic.advantages",
+    "with_privileged": "sweet_agent.sweet_rl.algorithm",
+    "NORMALIZATIONS": "sweet_agent.sweet_rl.algorithm",
     "CriticConfig": "sweet_agent.critic.config",
     "CriticTrainer": "sweet_agent.critic.trainer",
-    "bradley_terry_loss": "sweet_agent.critic.trainer",
+    "bradley_terry_loss": "sweet_agent.sweet_rl.algorithm",
     "RegressionCritic": "sweet_agent.critic.regression",
 })

@@ -6,7 +6,8 @@ from dataclasses import dataclass, field
 
 from transformers import TrainingArguments
 
-from sweet_agent.critic.advantages import LM_HEAD_CHUNK, NORMALIZATIONS
+from sweet_agent.sweet_rl.algorithm import NORMALIZATIONS
+from sweet_agent.sweet_rl.logprobs import LM_HEAD_CHUNK
 from sweet_agent.training.machine import resolve_machine_defaults
 
 CRITIC_TYPES = ("logratio", "regression")

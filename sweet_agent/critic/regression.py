@@ -20,6 +20,10 @@ HEAD_FILE = "value_head.pt"
 class RegressionCritic(nn.Module):
     """A causal LM backbone plus a scalar value head read at the end of each agent turn."""
 
+    #: Its forward gives per-turn values itself (no log-ratio against a reference): how
+    #: :func:`sweet_agent.sweet_rl.algorithm.score_candidates` tells it from a log-ratio critic.
+    reads_turn_values = True
+
     def __init__(self, lm: nn.Module):
         super().__init__()
         self.lm = lm

@@ -1,4 +1,5 @@
-"""SWEET-RL's critic trainer: Bradley–Terry on trajectory pairs, scored by per-turn advantages.
+"""SWEET-RL's critic trainer: Bradley–Terry on trajectory pairs, scored by per-turn advantages
+(steps 2-4 of :mod:`sweet_agent.sweet_rl.algorithm`, which this batches and runs).
 
 Loss per pair: −log σ(β Σ_t A(τ⁺_t) − β Σ_t A(τ⁻_t)) (+ optional NLL on τ⁺'s agent tokens).
 A batch of P pairs is one padded ``[2P, T]`` batch (chosen rows first), so the critic and the
@@ -17,14 +18,14 @@ from collections import defaultdict
 from typing import Any
 
 import torch
-import torch.nn.functional as F
 from datasets import Dataset
 from transformers import PreTrainedTokenizerBase, Trainer
 from transformers.utils import logging
 
-from sweet_agent.critic.advantages import _reference, aggregate_turns, token_logprobs, with_privileged
 from sweet_agent.critic.config import CriticConfig
 from sweet_agent.critic.regression import RegressionCritic
+from sweet_agent.sweet_rl.algorithm import aggregate_turns, bradley_terry_loss, reference_of, with_privileged
+from sweet_agent.sweet_rl.logprobs import token_logprobs
 from sweet_agent.training.models import initial_copy
 from sweet_agent.training_data.spans import assistant_token_spans, spans_to_turn_ids
 
@@ -77,11 +78,6 @@ class CriticCollator:
             attention[i, : len(s)] = 1
             turn_ids[i, : len(t)] = torch.tensor(t)
         return {"input_ids": input_ids, "attention_mask": attention, "turn_ids": turn_ids}
-
-
-def bradley_terry_loss(chosen_scores: torch.Tensor, rejected_scores: torch.Tensor, beta: float) -> torch.Tensor:
-    """Mean over pairs of −log σ(β (s⁺ − s⁻))."""
-    return -F.logsigmoid(beta * (chosen_scores - rejected_scores)).mean()
 
 
 class CriticTrainer(Trainer):
@@ -188,7 +184,7 @@ class CriticTrainer(Trainer):
         # as the forward that accelerate wraps in autocast (else the check sees fp32 != bf16)
         with self.accelerator.autocast():
             policy = token_logprobs(model, ids, attn, mask, chunk_size=chunk)
-            with torch.no_grad(), _reference(unwrapped, self.ref_model) as ref:
+            with torch.no_grad(), reference_of(unwrapped, self.ref_model) as ref:
                 reference = token_logprobs(ref, ids, attn, mask, chunk_size=chunk)
         _, scores = aggregate_turns(policy - reference, turns, K, self.args.normalize)
         nll = None

@@ -44,7 +44,7 @@ def noref_critic(tmp_path_factory, tiny_model_dir):
 
 
 def test_evaluate_plays_best_of_n_then_reports(tmp_path, tiny_model_dir, noref_critic, capsys, monkeypatch):
-    from sweet_agent.actor import candidates
+    from sweet_agent.sweet_rl import algorithm as candidates
 
     scored: list[tuple[list[str], list[float]]] = []  # every turn's candidates and the critic's scores
     score = candidates.score_candidates

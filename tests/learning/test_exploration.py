@@ -170,9 +170,9 @@ class _Critic:
 
 
 def test_best_of_n_keeps_the_candidate_the_critic_scores_highest(tiny_policy):
-    from sweet_agent.actor.candidates import score_candidates
     from sweet_agent.best_of_n import BestOfNPolicy
     from sweet_agent.policies.base import derive_seed
+    from sweet_agent.sweet_rl.algorithm import score_candidates
 
     critic = _Critic(privileged=False)
     bon = BestOfNPolicy(tiny_policy, critic, n=4)

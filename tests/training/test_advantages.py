@@ -8,7 +8,8 @@ import pytest
 import torch
 from tiny_model import CHATML_TEMPLATE, build_tiny_tokenizer
 
-from sweet_agent.critic.advantages import aggregate_turns, turn_advantages, with_privileged
+from sweet_agent.critic.advantages import turn_advantages
+from sweet_agent.sweet_rl.algorithm import aggregate_turns, with_privileged
 from sweet_agent.training_data.spans import assistant_token_spans
 
 MSGS = [
@@ -137,7 +138,7 @@ def test_the_lm_head_in_pieces_gives_the_same_logprobs_and_gradients(tiny_model,
     """token_logprobs runs the LM head on ``chunk_size`` scored positions at a time (recomputed in
     the backward pass) instead of all at once: the log-probabilities and every gradient are the
     ones the one-piece computation gives."""
-    from sweet_agent.critic.advantages import token_logprobs
+    from sweet_agent.sweet_rl.logprobs import token_logprobs
 
     model = tiny_model.train()
     if peft:
@@ -168,7 +169,7 @@ def test_the_lm_head_in_pieces_gives_the_same_logprobs_and_gradients(tiny_model,
 def test_a_non_finite_value_at_a_position_the_row_does_not_score_is_left_out(tiny_model, tiny_tokenizer):
     """The head runs on every position some row scores: row 0 does not score position 36 but
     another row does. A NaN logit of row 0 there is 0 in its log-probabilities, not NaN."""
-    from sweet_agent.critic.advantages import token_logprobs
+    from sweet_agent.sweet_rl.logprobs import token_logprobs
 
     ids, attn, mask = _scored_batch(tiny_tokenizer)
     assert not mask[0, 36] and mask[1, 36]
@@ -194,7 +195,7 @@ def test_a_head_that_does_not_give_the_logits_is_scored_in_one_piece(tiny_model,
     """A model whose logits are not its output embeddings applied to its last hidden state (here,
     logits soft-capped after the head) would be mis-scored in pieces: the check on the last
     position sees it and the scores stay those of the model's own logits."""
-    from sweet_agent.critic.advantages import token_logprobs
+    from sweet_agent.sweet_rl.logprobs import token_logprobs
 
     ids, attn, mask = _scored_batch(tiny_tokenizer)
     forward = type(tiny_model).forward
@@ -205,7 +206,7 @@ def test_a_head_that_does_not_give_the_logits_is_scored_in_one_piece(tiny_model,
         return out
 
     tiny_model.forward = soft_capped.__get__(tiny_model)
-    monkeypatch.setattr("sweet_agent.critic.advantages._ONE_PIECE_HEADS", weakref.WeakSet())
+    monkeypatch.setattr("sweet_agent.sweet_rl.logprobs._ONE_PIECE_HEADS", weakref.WeakSet())
     with torch.no_grad(), pytest.warns(UserWarning, match="runs in one piece"):
         capped = token_logprobs(tiny_model, ids, attn, mask, chunk_size=5)
     calls = {"n": 0}
@@ -227,9 +228,9 @@ def test_under_mixed_precision_the_pieces_run_in_the_forwards_autocast(tiny_mode
     Inside the same autocast (what the critic trainer does) the pieces run."""
     import warnings
 
-    from sweet_agent.critic.advantages import token_logprobs
+    from sweet_agent.sweet_rl.logprobs import token_logprobs
 
-    monkeypatch.setattr("sweet_agent.critic.advantages._ONE_PIECE_HEADS", weakref.WeakSet())
+    monkeypatch.setattr("sweet_agent.sweet_rl.logprobs._ONE_PIECE_HEADS", weakref.WeakSet())
     ids, attn, mask = _scored_batch(tiny_tokenizer)
     forward = tiny_model.forward
     tiny_model.forward = torch.autocast("cpu", dtype=torch.bfloat16)(forward)  # as accelerate wraps it

@@ -131,8 +131,8 @@ def critics(tmp_path, tiny_model_dir, toy_records):
 
 
 def test_critic_report_scores_critics_as_train_actor_does(tmp_path, critics, tiny_model_dir, capsys):
-    from sweet_agent.actor.candidates import score_candidates
     from sweet_agent.critic.loading import load_critic
+    from sweet_agent.sweet_rl.algorithm import score_candidates
     from sweet_agent.training.models import load_model
     from sweet_agent.training_data.records import task_key
 

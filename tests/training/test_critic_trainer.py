@@ -9,7 +9,8 @@ import torch
 from conftest import make_task, make_traj
 
 from sweet_agent.critic.config import CriticConfig
-from sweet_agent.critic.trainer import CriticCollator, CriticTrainer, bradley_terry_loss
+from sweet_agent.critic.trainer import CriticCollator, CriticTrainer
+from sweet_agent.sweet_rl.algorithm import bradley_terry_loss
 from sweet_agent.training_data.pairs import build_trajectory_pairs, pairs_to_rows, split_by_task
 
 

@@ -8,8 +8,9 @@ from __future__ import annotations
 import pytest
 
 from sweet_agent.actor import candidates as C
-from sweet_agent.actor.candidates import _shared_length, candidate_logprobs, score_candidates
-from sweet_agent.critic import advantages
+from sweet_agent.sweet_rl import logprobs
+from sweet_agent.sweet_rl.algorithm import candidate_logprobs, score_candidates, with_privileged
+from sweet_agent.sweet_rl.logprobs import _shared_length
 
 BEFORE = [{"role": "system", "content": "You help a user write a function."},
           {"role": "user", "content": "Write f(x) for my shop, please; it has a rate that I know."},
@@ -57,8 +58,8 @@ def test_peft_critic_with_adapters_off_as_reference(tiny_model, tiny_tokenizer):
 def test_lm_head_in_pieces_with_a_prefix(tiny_model, tiny_ref_model, tiny_tokenizer, monkeypatch):
     long = ["word " * 150, "I WANT TO ANSWER: " + "x = 1\n" * 60]  # > 128 scored tokens: the head runs in pieces
     calls = []
-    orig = advantages._piece_logprobs
-    monkeypatch.setattr(advantages, "_piece_logprobs", lambda *a: calls.append(1) or orig(*a))
+    orig = logprobs._piece_logprobs
+    monkeypatch.setattr(logprobs, "_piece_logprobs", lambda *a: calls.append(1) or orig(*a))
     shared = score_candidates(tiny_model, tiny_ref_model, tiny_tokenizer, BEFORE, long, PRIV, share_prefix=True)
     assert calls  # the piecewise head ran with the cache
     _close(shared, score_candidates(tiny_model, tiny_ref_model, tiny_tokenizer, BEFORE, long, PRIV, share_prefix=False))
@@ -72,8 +73,9 @@ def _tokens_read(model):
 
 
 def test_the_prompt_is_read_once_per_model(tiny_model, tiny_ref_model, tiny_tokenizer):
-    ids, _ = C._candidate_batch(tiny_tokenizer, BEFORE, CANDS, PRIV, "cpu")[1:3]
-    prefix = C._candidate_batch(tiny_tokenizer, BEFORE, CANDS, PRIV, "cpu", share_prefix=True)[0]
+    views = [with_privileged([*BEFORE, {"role": "assistant", "content": c}], PRIV) for c in CANDS]
+    ids, _ = logprobs.last_turn_batch(tiny_tokenizer, views, "cpu")[1:3]
+    prefix = logprobs.last_turn_batch(tiny_tokenizer, views, "cpu", share_prefix=True)[0]
     assert prefix is not None and prefix.shape[1] > 40  # system + privileged info + dialogue
     counts = {}
     for share in (True, False):
@@ -96,7 +98,7 @@ def test_the_prompt_is_read_once_per_model(tiny_model, tiny_ref_model, tiny_toke
 
 def test_a_model_without_a_repeatable_cache_scores_whole_sequences(tiny_model, tiny_ref_model, tiny_tokenizer,
                                                                    monkeypatch):
-    monkeypatch.setattr(advantages, "prefix_cache", lambda *a: None)
+    monkeypatch.setattr(logprobs, "prefix_cache", lambda *a: None)
     _close(score_candidates(tiny_model, tiny_ref_model, tiny_tokenizer, BEFORE, CANDS, PRIV, share_prefix=True),
            score_candidates(tiny_model, tiny_ref_model, tiny_tokenizer, BEFORE, CANDS, PRIV, share_prefix=False))
 

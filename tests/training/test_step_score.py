@@ -10,10 +10,10 @@ import pytest
 import torch
 import yaml
 
-from sweet_agent.actor.candidates import STEP_SCORES, StepPairConfig, build_step_pairs, score_candidates
+from sweet_agent.actor.candidates import StepPairConfig, build_step_pairs
 from sweet_agent.actor.config import ActorConfig
 from sweet_agent.cli import main
-from sweet_agent.critic.advantages import with_privileged
+from sweet_agent.sweet_rl.algorithm import STEP_SCORES, score_candidates, with_privileged
 
 BEFORE = [{"role": "system", "content": "You help a user write a function."},
           {"role": "user", "content": "Write f(x)."}]

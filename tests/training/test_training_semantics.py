@@ -72,7 +72,7 @@ def test_critic_sees_the_policy_system_prompt():
 
 
 def test_critic_input_puts_privileged_info_into_that_system_message(tiny_tokenizer):
-    from sweet_agent.critic.advantages import with_privileged
+    from sweet_agent.sweet_rl.algorithm import with_privileged
 
     msgs = with_privileged([{"role": "system", "content": "You may ask."}, {"role": "user", "content": "hi"}], "REF")
     assert len(msgs) == 2 and msgs[0]["content"].endswith("REF\n\nYou may ask.")
@@ -153,7 +153,7 @@ def test_candidates_cut_by_the_token_cap_are_counted(tiny_model, tiny_tokenizer)
 
 def _logratio_scores(model, ref, tok, row, priv, normalize):
     """Trajectory score by hand: per-token log-ratios on agent tokens, per-turn mean (turn) or sum (none)."""
-    from sweet_agent.critic.advantages import with_privileged
+    from sweet_agent.sweet_rl.algorithm import with_privileged
     from sweet_agent.training_data.spans import assistant_token_spans
 
     ids, spans = assistant_token_spans(tok, with_privileged(row, priv))
@@ -219,7 +219,7 @@ def test_each_ablation_changes_the_loss(tiny_tokenizer, toy_records, tmp_path):
 
 
 def test_regression_head_loss_by_hand(tiny_model, tiny_tokenizer, toy_records, tmp_path):
-    from sweet_agent.critic.advantages import with_privileged
+    from sweet_agent.sweet_rl.algorithm import with_privileged
     from sweet_agent.training_data.spans import assistant_token_spans
 
     rows = pairs_to_rows(build_trajectory_pairs(toy_records))[:2]
