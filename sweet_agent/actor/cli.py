@@ -118,6 +118,11 @@ def candidate_source(data_args: StepPairArguments):
     """``None`` for the local policy, else the :class:`OpenAIPolicy` of ``--candidates_from openai:MODEL``."""
     spec = (data_args.candidates_from or "policy").strip()
     if spec == "policy":
+        if data_args.candidates_base_url:  # else the endpoint would be silently ignored
+            raise SystemExit(f"{PROG}: --candidates_base_url {data_args.candidates_base_url} is read only with "
+                             "--candidates_from openai:MODEL (without it the local policy samples the candidates); "
+                             "add --candidates_from openai:MODEL, the model that endpoint serves, or drop "
+                             "--candidates_base_url")
         return None
     if not spec.startswith("openai:"):
         raise SystemExit(f"{PROG}: --candidates_from must be policy or openai:MODEL, got {spec!r}")

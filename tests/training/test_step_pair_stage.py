@@ -228,6 +228,26 @@ def test_train_actor_shard_needs_only_pairs(tmp_path, toy_records, tiny_model_di
               str(tiny_model_dir), "--output_dir", str(tmp_path / "o"), "--shard", "1/2", "--report_to", "none"])
 
 
+def test_train_actor_refuses_an_endpoint_without_candidates_from(tmp_path, toy_records, tiny_model_dir):
+    """``--candidates_base_url`` alone used to be ignored (the local policy sampled, the endpoint
+    was never asked); now it is a one-line error before any model loads."""
+    from sweet_agent.cli import main
+
+    data = tmp_path / "data.jsonl"
+    data.write_text("".join(json.dumps(r) + "\n" for r in toy_records[:1]))
+    argv = ["train-actor", "--data", str(data), "--critic", str(tmp_path), "--model_name_or_path",
+            str(tiny_model_dir), "--output_dir", str(tmp_path / "o"), "--only_pairs", "--report_to", "none",
+            "--candidates_base_url", "http://127.0.0.1:9/v1"]
+    with pytest.raises(SystemExit) as refused:
+        main(argv)
+    message = str(refused.value)
+    assert "\n" not in message and "--candidates_base_url http://127.0.0.1:9/v1" in message
+    assert "add --candidates_from openai:MODEL" in message
+    assert not (tmp_path / "o").exists()  # refused before any work
+    with pytest.raises(SystemExit, match="--candidates_from must be policy or openai:MODEL"):
+        main([*argv, "--candidates_from", "openai"])  # the endpoint with a source is read (and checked)
+
+
 @pytest.mark.slow
 def test_a_two_process_launch_builds_one_shard_each_and_merges_them(tmp_path, toy_records):
     """``torchrun --nproc_per_node 2 ... train-actor --only_pairs``: each process builds its shard
