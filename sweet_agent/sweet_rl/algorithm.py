@@ -6,7 +6,7 @@ turn t, of L_t tokens; τ⁺ / τ⁻ the preferred and the other trajectory of a
 
   1. trajectory pairs (τ⁺, τ⁻) per task      sweet_agent.training_data.pairs (shared with the baselines)
   2. the critic's view: c before o_t          with_privileged
-  3. per-turn advantage A(o_t, a_t, c)         token_logratios, aggregate_turns
+  3. per-turn advantage A(o_t, a_t, c)        token_logratios, aggregate_turns
   4. the critic's Bradley–Terry loss          bradley_terry_loss
   5. candidates per agent turn                turn_candidates
   6. step scores                              score_candidates
@@ -17,7 +17,8 @@ WHY one module: every function here is a step of the method and nothing else. Th
 that runs the steps at scale sits beside it and calls them: the critic's trainer
 (:mod:`sweet_agent.critic.trainer`, TRL style: batches of pairs through 3 and 4), the step-pair
 stage (:mod:`sweet_agent.actor.candidates`: which turns, sharding, journal, resume, progress bar,
-timings, endpoint prefetch, devices; 5-7 for each turn) and the actor's trainer
+timings, endpoint prefetch; 5-7 for each turn; :mod:`sweet_agent.actor.cli` places its models on
+their device and loads the critic) and the actor's trainer
 (:mod:`sweet_agent.actor.trainer`: TRL's ``DPOTrainer`` with 8). How token log-probabilities are
 computed fast and in bounded memory (the LM head in pieces, a turn's prompt computed once for
 all its candidates) is :mod:`sweet_agent.sweet_rl.logprobs`.
