@@ -21,17 +21,67 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")  # environment_factory is experimental in TRL 1.16
 
 
+#: Every agent turn is a tool call: it starts with these characters, then the name of one of the
+#: tool env's tools (the model picks which), then that tool's argument, which the model writes.
+#: WHY: the untrained 0.5B model answers in prose instead of calling a tool (issue 39: 0 tool calls,
+#: every reward 0, every group's reward std 0: no gradient); made to open a call, it names the
+#: task's function ("parking_fee") instead of a tool, or leaves out "arguments".
+TOOL_CALL_OPENER = '<tool_call>\n{"name": "'
+#: The backend tool env's tools and the one argument each takes (ColBenchToolEnv).
+TOOLS = {"ask_user": "question", "submit_answer": "code"}
+
+
+def tool_call_opener_bias(tokenizer, opener: str = TOOL_CALL_OPENER, tools: dict[str, str] | None = None,
+                          bias: float = 100.0) -> list:
+    """``sequence_bias`` for ``generate`` that makes every assistant turn a call of one of ``tools``.
+
+    Forced (``bias`` on the next token after the turn's header and what came so far): ``opener``;
+    then the first token of each tool's name gets the same bias, so the model's own preference
+    picks the tool; the rest of ``NAME", "arguments": {"ARG": "`` is forced; the argument's text is
+    the model's; after ``}}`` and a newline, ``</tool_call>`` is forced (the call is parsed only
+    when closed). The header is what the chat template's generation prompt adds (Qwen:
+    ``<|im_start|>assistant\n``). Forced tokens are sampled tokens as far as TRL is concerned:
+    they stay in ``completion_ids`` and in the loss, as the exploring policy's openers stay in its
+    records. The list form (not a dict with tuple keys) so that the config serialises."""
+    tools = TOOLS if tools is None else tools
+
+    def ids(text: str) -> list[int]:
+        return tokenizer(text, add_special_tokens=False)["input_ids"]
+
+    probe = [{"role": "user", "content": "x"}]
+    plain = tokenizer.apply_chat_template(probe, tokenize=False)
+    prompt = tokenizer.apply_chat_template(probe, tokenize=False, add_generation_prompt=True)
+    if not prompt.startswith(plain) or prompt == plain:
+        raise ValueError("tool call opener: the tokenizer's chat template adds no generation prompt to start a turn at")
+    header, forced = ids(prompt[len(plain):]), ids(opener)
+    out = [[header + forced[:k + 1], bias] for k in range(len(forced))]
+    for name, arg in tools.items():
+        call = ids(f'{opener}{name}", "arguments": {{"{arg}": "')
+        if call[:len(forced)] != forced:
+            raise ValueError(f"tool call opener: {opener!r} tokenizes differently before {name!r}; end it elsewhere")
+        out += [[header + call[:k + 1], bias] for k in range(len(forced), len(call))]
+    end, newline = ids("</tool_call>"), ids("\n")
+    for closer in ("}}", '"}}'):  # the call's JSON closed: a newline (alone or merged), then </tool_call>
+        last, merged = ids(closer)[-1:], ids(closer + "\n")[-1:]
+        starts = [last + newline] + ([merged] if merged != newline[-1:] else [])  # merged: one token for both
+        out += [[last + newline, bias]] + [[start + end[:k + 1], bias] for start in starts for k in range(len(end))]
+    return out
+
+
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--model", default="Qwen/Qwen2.5-Coder-0.5B-Instruct",
                     help="checkpoint dir, cached hub id, or the default model's name (found offline: `make setup`)")
     ap.add_argument("--tasks", default="collab:train", help="task source: every row carries it (default: %(default)s)")
-    ap.add_argument("--num-tasks", type=int, default=16, help="dataset rows, one task each")
+    ap.add_argument("--num-tasks", type=int, default=4, help="dataset rows, one task each")
     ap.add_argument("--max-steps", type=int, default=2)
     ap.add_argument("--num-generations", type=int, default=4, help="rollouts of one task per GRPO group")
-    ap.add_argument("--max-completion-length", type=int, default=384, help="tokens per whole episode")
+    ap.add_argument("--tasks-per-step", type=int, default=2, help="GRPO groups (tasks) in one step's batch")
+    ap.add_argument("--max-completion-length", type=int, default=256, help="tokens per whole episode")
     ap.add_argument("--reward-mode", choices=("fraction", "success"), default="fraction")
     ap.add_argument("--no-lora", action="store_true", help="train every weight instead of a LoRA adapter")
+    ap.add_argument("--tool-call-opener", default=TOOL_CALL_OPENER,
+                    help="forced start of every agent turn (a tool call whose tool the model picks); '' for none")
     ap.add_argument("--output-dir", default="runs/trl-grpo")
     return ap.parse_args(argv)
 
@@ -58,26 +108,30 @@ def main(argv: list[str] | None = None):
     factory = make_tool_env_factory("ColBench-Backend-v0", reward_mode=args.reward_mode)
 
     # 3. TRL's trainer, as TRL's docs show it: no reward_funcs, the environment owns the reward.
-    config = GRPOConfig(
+    path = resolve_model_path(args.model)
+    adapter = adapter_dir(path) is not None
+    tokenizer = AutoTokenizer.from_pretrained(tokenizer_dir(path))
+    #    Every turn opens with a tool call (the model picks which and writes it): see TOOL_CALL_OPENER.
+    opener = {"sequence_bias": tool_call_opener_bias(tokenizer, args.tool_call_opener)} if args.tool_call_opener else None
+    config = GRPOConfig(generation_kwargs=opener,
         output_dir=args.output_dir, max_steps=args.max_steps, num_generations=args.num_generations,
-        per_device_train_batch_size=args.num_generations, max_completion_length=args.max_completion_length,
+        per_device_train_batch_size=args.num_generations * args.tasks_per_step, max_completion_length=args.max_completion_length,
         max_tool_calling_iterations=10, learning_rate=1e-5, temperature=1.0, beta=0.0, use_cpu=True, bf16=False,
         gradient_checkpointing=False, save_strategy="no", report_to="none", logging_steps=1)
     #    The model by path; a LoRA adapter folder (a SWEET-RL or RFT run with --merge_adapter false)
     #    is merged into its base first, since TRL loads a path as a full model.
-    path = resolve_model_path(args.model)
-    adapter = adapter_dir(path) is not None
     trainer = GRPOTrainer(
         model=load_causal_lm(path, dtype="float32") if adapter else path, args=config, train_dataset=dataset,
-        processing_class=AutoTokenizer.from_pretrained(tokenizer_dir(path)) if adapter else None,
+        processing_class=tokenizer,
         environment_factory=factory,
         peft_config=None if args.no_lora else LoraConfig(r=16, lora_alpha=32, target_modules="all-linear",
                                                           task_type="CAUSAL_LM"))
     trainer.train()
     for log in trainer.state.log_history:
         if "reward" in log:
-            print(f"step {log.get('step')}: reward {log['reward']:.3f}, "
-                  f"tool calls per rollout {log.get('tools/call_frequency', 0):.2f}")
+            print(f"step {log.get('step')}: reward {log['reward']:.3f} (std {log.get('reward_std', 0):.3f}, "
+                  f"groups without variance {log.get('frac_reward_zero_std', 1):.2f}), "
+                  f"tool calls per rollout {log.get('tools/call_frequency', 0):.2f}, {log.get('step_time', 0):.0f} s")
     return trainer
 
 

@@ -210,3 +210,64 @@ def test_sampled_tokens_stay_as_sampled_and_tool_results_are_masked(tmp_path):
     person = twin.ask_user("What is the limit?")
     assert person in tok.decode(tool)  # the tool message is the simulated person's reply
     assert ids[start:start + len(answer)] == answer and mask[start:start + len(answer)] == [1] * len(answer)
+
+
+# ------------------------------------------------------------------------ the example's tool-call opener
+def _sample(model, tok, prefix_ids: list[int], bias: list, n: int, seed: int) -> str:
+    from transformers import GenerationConfig
+
+    torch.manual_seed(seed)
+    config = GenerationConfig(max_new_tokens=n, do_sample=True, temperature=1.0, sequence_bias=bias or None,
+                              pad_token_id=tok.pad_token_id, eos_token_id=None)
+    out = model.generate(torch.tensor([prefix_ids]), attention_mask=torch.ones(1, len(prefix_ids), dtype=torch.long),
+                         generation_config=config)
+    return tok.decode(out[0, len(prefix_ids):])
+
+
+def test_the_opener_makes_every_turn_a_call_of_a_tool_the_model_picks():
+    """A random model given the example's bias: each sampled turn opens a call of ask_user or
+    submit_answer with that tool's argument (which tool varies with the seed: the model picks),
+    and a call whose JSON closed is closed with </tool_call>. Without the bias, no turn does."""
+    from examples.trl_grpo import TOOL_CALL_OPENER, tool_call_opener_bias
+
+    tok = _qwen_tokenizer()
+    model = build_tiny_model(tok)
+    bias = tool_call_opener_bias(tok)
+    turn = tok.apply_chat_template([{"role": "user", "content": "hello"}], add_generation_prompt=True)
+    turn = turn["input_ids"] if isinstance(turn, dict) or hasattr(turn, "keys") else turn
+    starts = {f'{TOOL_CALL_OPENER}ask_user", "arguments": {{"question": "',
+              f'{TOOL_CALL_OPENER}submit_answer", "arguments": {{"code": "'}
+    picked = set()
+    for seed in range(6):
+        text = _sample(model, tok, list(turn), bias, 80, seed)
+        assert any(text.startswith(s) for s in starts), text
+        picked.add(text.split('"name": "')[1].split('"')[0])
+    assert picked == {"ask_user", "submit_answer"}
+    assert not any(_sample(model, tok, list(turn), [], 40, seed).startswith("<tool_call>") for seed in range(3))
+    call = list(turn) + tok(f'{TOOL_CALL_OPENER}ask_user", "arguments": {{"question": "Which unit?"}}',
+                            add_special_tokens=False)["input_ids"]
+    assert _sample(model, tok, call, bias, 12, 0).startswith("\n</tool_call>")
+
+
+def test_the_opener_refuses_a_template_without_a_turn_header():
+    from examples.trl_grpo import tool_call_opener_bias
+
+    tok = _qwen_tokenizer()
+    tok.chat_template = "{% for m in messages %}{{ m['content'] }}{% endfor %}"
+    with pytest.raises(ValueError, match="adds no generation prompt"):
+        tool_call_opener_bias(tok)
+
+
+@pytest.mark.slow
+@patch.dict(os.environ, {"TRL_EXPERIMENTAL_SILENCE": "1"})
+def test_the_example_on_the_default_model_calls_tools_and_gets_a_gradient(tmp_path, capsys):
+    """Issue 39: with its defaults the example's first step on the real 0.5B model calls tools and
+    has a group whose rewards differ (reward std > 0: GRPO has a gradient). Without the opener the
+    same step had no tool call and every reward 0."""
+    from examples.trl_grpo import main
+
+    trainer = main(["--max-steps", "1", "--output-dir", str(tmp_path / "out")])
+    [log] = [log for log in trainer.state.log_history if "reward" in log]
+    assert log["tools/call_frequency"] > 0
+    assert log["frac_reward_zero_std"] < 1 and log["reward_std"] > 0
+    assert "step 1: reward" in capsys.readouterr().out
