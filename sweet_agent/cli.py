@@ -25,6 +25,10 @@ COMMANDS: list[tuple[tuple[str, ...], str, str]] = [
     (("export",), "sweet_agent.interop.cli", "write trajectories in the paper release's shapes (--format release) or ours"),
     (("view",), "sweet_agent.viewer.build", "write a static trajectory viewer (transcripts, verdicts, critic credit)"),
     (("plot",), "sweet_agent.viewer.plots", "plot training curves from trainers' trainer_state.json"),
+    (("leaderboard",), "sweet_agent.leaderboard.cli",
+     "a results table from results files and submissions, beside the paper's published numbers"),
+    (("submission", "check"), "sweet_agent.leaderboard.submission",
+     "check a submission: recompute its results from its trajectories, its episodes against its task source"),
 ]
 
 
