@@ -93,9 +93,10 @@ def read_submission(folder: Path, problems: list[str]) -> Submission | None:
     try:
         docs = read_json_documents(path)
     except LeaderboardInputError as exc:
-        problems.append(f"{exc} (every submission has a {SUBMISSION_FILE}: docs/leaderboard.md)")
+        problems.append(f"{_relative(exc, folder)} (every submission has a {SUBMISSION_FILE}: docs/leaderboard.md)")
         return None
     doc = docs[0][1] if len(docs) == 1 else None
+    path = Path(SUBMISSION_FILE)  # problems name files relative to the folder
     if not isinstance(doc, Mapping):
         problems.append(f"{path}: expected one JSON object")
         return None
@@ -150,6 +151,11 @@ def expected_episodes(sub: Submission, where: str, problems: list[str]) -> tuple
                         f"({info.size} tasks)")
         return None
     return list(range(sub.task_start, sub.task_start + count)), info.kind
+
+
+def _relative(exc: Exception, folder: Path) -> str:
+    """An error's message with the folder's own path taken out of the file names it gives."""
+    return str(exc).replace(f"{folder.resolve()}/", "").replace(f"{folder}/", "")
 
 
 def _trajectory_file(folder: Path, name: str) -> Path | None:
@@ -226,9 +232,9 @@ def check_submission(folder: str | Path) -> Check:
     try:
         declared = [check_results_record(doc, where) for where, doc in read_json_documents(folder / RESULTS_FILE)]
     except LeaderboardInputError as exc:
-        problems.append(str(exc))
+        problems.append(_relative(exc, folder))
         declared = []
-    plan = expected_episodes(sub, str(folder / SUBMISSION_FILE), problems) if sub else None
+    plan = expected_episodes(sub, SUBMISSION_FILE, problems) if sub else None
     runs: dict[str, list[Record]] = {}
     for rec in declared:
         name = rec["file"]
@@ -243,7 +249,7 @@ def check_submission(folder: str | Path) -> Check:
         try:
             records = read_trajectories(path, require_reward=False)
         except (FileNotFoundError, TrajectoryFormatError) as exc:
-            problems.append(str(exc).replace(str(path), name))
+            problems.append(_relative(exc, folder))
             continue
         runs[name] = records
         if not records:
@@ -253,7 +259,7 @@ def check_submission(folder: str | Path) -> Check:
             _check_episodes(sub, *plan, name, records, problems)
         _compare(rec, results_record(summarize(records), name), name, problems)
     reported = {_trajectory_file(folder, r["file"]) for r in declared}
-    for path in sorted(folder.rglob("*.jsonl")):
+    for path in sorted(folder.rglob("*.jsonl")) if declared else ():  # (an unreadable results.json: said above)
         if path.resolve() not in reported:
             problems.append(f"{path.relative_to(folder)}: a trajectory file {RESULTS_FILE} does not report")
     if declared and not problems and sub is not None:
@@ -296,6 +302,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    missing = [f for f in args.folders if not Path(f).is_dir()]
+    if missing:  # refused before any work
+        print(f"error: {', '.join(missing)}: no such submission folder (a folder with {SUBMISSION_FILE}, "
+              f"{RESULTS_FILE} and its trajectory files: docs/leaderboard.md)", file=sys.stderr)
+        return 2
     status = 0
     for folder in args.folders:
         check = check_submission(folder)

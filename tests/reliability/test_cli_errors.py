@@ -93,6 +93,8 @@ BAD_ARGUMENTS: dict[tuple[str, tuple[str, ...]], tuple[list[str], int]] = {
     ("sweet-agent", ("export",)): (["MISSING", "--output", "OUT"], 2),
     ("sweet-agent", ("view",)): (["MISSING", "--output", "OUT"], 2),
     ("sweet-agent", ("plot",)): (["MISSING", "--output", "OUT"], 2),
+    ("sweet-agent", ("leaderboard",)): (["MISSING", "--out", "OUT"], 2),
+    ("sweet-agent", ("submission", "check")): (["MISSING"], 2),
 }
 
 
