@@ -27,6 +27,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from colbench_gym.jsonl import write_text_atomic  # noqa: E402
 from sweet_agent.leaderboard.rows import Row, rows_document, rows_from_document  # noqa: E402
 from sweet_agent.metrics import Estimate  # noqa: E402
 from sweet_agent.policies.default_model import DEFAULT_HUB_ID  # noqa: E402
@@ -76,11 +77,7 @@ def main(argv: list[str] | None = None) -> int:
     commit = commit_file.read_text().strip() if commit_file.is_file() else "unknown"
     doc = rows_document(protocol_rows(json.loads(results.read_text()), commit))
     rows_from_document(doc, args.out)  # the rows file it writes is one the leaderboard reads
-    out = Path(args.out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = out.with_name(f".{out.name}.tmp")
-    tmp.write_text(json.dumps(doc, indent=2) + "\n", encoding="utf-8")
-    tmp.replace(out)
+    out = write_text_atomic(args.out, json.dumps(doc, indent=2) + "\n")
     print(f"{len(doc['rows'])} rows -> {out}")
     return 0
 

@@ -29,13 +29,19 @@ def jsonl_line(record: Mapping[str, Any]) -> str:
 
 def write_jsonl_atomic(path: str | os.PathLike[str], records: Iterable[Mapping[str, Any]]) -> Path:
     """Write ``records`` as JSONL to ``path`` atomically (temp file, fsync, ``os.replace``)."""
+    return write_text_atomic(path, (jsonl_line(record) + "\n" for record in records))
+
+
+def write_text_atomic(path: str | os.PathLike[str], text: str | Iterable[str]) -> Path:
+    """Write ``text`` (one string, or pieces streamed in order) to ``path`` atomically: a
+    temporary file in the same folder, fsync'd, then renamed over ``path``."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            for record in records:
-                fh.write(jsonl_line(record) + "\n")
+            for piece in [text] if isinstance(text, str) else text:
+                fh.write(piece)
             fh.flush()
             os.fsync(fh.fileno())
         os.replace(tmp, path)

@@ -17,13 +17,12 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
-import tempfile
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from colbench_gym.jsonl import write_text_atomic
 from sweet_agent.leaderboard.reference import reference_rows
 from sweet_agent.leaderboard.results import check_results_record, read_json_documents
 from sweet_agent.leaderboard.rows import ROWS_SCHEMA, LeaderboardInputError, Row, rows_document, rows_from_document
@@ -68,20 +67,9 @@ def read_input(path: str) -> list[Row]:
 
 
 def _write_atomic(path: str, text: str, flag: str) -> None:
-    target = Path(path)
-    if target.is_dir():
+    if Path(path).is_dir():
         raise LeaderboardInputError(f"{flag} {path} is a folder; give a file name")
-    target.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, target)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    write_text_atomic(path, text)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
