@@ -1,5 +1,6 @@
 """SWEET-RL's privileged step-level critic (the trajectory pairs it learns from are in
-:mod:`sweet_agent.training_data`, shared with the other trainers).
+:mod:`sweet_agent.training_data`, shared with the other trainers; the critic's view, advantage and
+loss are steps 2-4 of :mod:`sweet_agent.sweet_rl.algorithm`).
 
 Heavy modules (torch, transformers, trl) load only when their names are used.
 """
@@ -10,10 +11,7 @@ from sweet_agent.lazy import lazy_exports
 
 __all__, __getattr__ = lazy_exports(__name__, {
     "turn_advantages": "sweet_agent.critic.advantages",
-    "with_privileged": "sweet_agent.sweet_rl.algorithm",
-    "NORMALIZATIONS": "sweet_agent.sweet_rl.algorithm",
     "CriticConfig": "sweet_agent.critic.config",
     "CriticTrainer": "sweet_agent.critic.trainer",
-    "bradley_terry_loss": "sweet_agent.sweet_rl.algorithm",
     "RegressionCritic": "sweet_agent.critic.regression",
 })
