@@ -25,14 +25,13 @@ summary.
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import nullcontext
 from typing import Any
 
-from colbench_gym.evaluation.records import INPUT_ERRORS, DamagedFileError, input_error, load_answer_records
+from colbench_gym.evaluation.records import INPUT_ERRORS, DamagedFileError, input_error, load_task_answers, no_episodes
 from colbench_gym.jsonl import check_output_writable, write_jsonl_atomic
 from colbench_gym.tasks import BackendTask, TaskFormatError
 from colbench_gym.tasks.accounting import (
@@ -66,13 +65,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--prices", metavar="FILE", default=None,
                         help='price table for the cost line: JSON {"MODEL": {"prompt": USD_PER_1M_TOKENS, '
                              '"completion": USD_PER_1M_TOKENS}}')
-
-
-def load_records(path: str | os.PathLike[str], skipped: list[str] | None = None
-                 ) -> list[tuple[dict[str, Any], BackendTask, str]]:
-    """Read and validate every record first, so a bad line fails before any work (with a
-    ``skipped`` list: invalid records are left out and listed there)."""
-    return load_answer_records(path, BackendTask, "final answer", skipped)
 
 
 def best_of_k(records: Iterable[tuple[str, float, bool]], k: int) -> tuple[float, float, int, int]:
@@ -126,7 +118,8 @@ def run(args: argparse.Namespace) -> int:
     skipped: list[str] | None = [] if args.skip_invalid else None
     try:
         prices = load_prices(args.prices) if args.prices else None
-        items = load_records(args.input, skipped)
+        # every record read and validated first, so a bad line fails before any work
+        items = load_task_answers(args.input, BackendTask, "final answer", skipped)
     except PriceTableError as exc:
         return input_error(exc)
     except INPUT_ERRORS as exc:
@@ -141,12 +134,9 @@ def run(args: argparse.Namespace) -> int:
     if skipped:
         print(f"skipped {len(skipped)} invalid record{'s' * (len(skipped) != 1)} (--skip-invalid); "
               f"grading the other {len(items)}", file=sys.stderr)
+    if not items:
+        return no_episodes(args.input, skipped)
     check_output_writable(args.output)  # before any grading: a bad --output must not cost the run
-    if not items:  # no rate of nothing: "success rate 0.0 %" would read as an agent that failed everything
-        write_jsonl_atomic(args.output, [])
-        print(f"no episodes: {args.input} holds no records to grade" + (" besides the skipped" if skipped else "")
-              + f" (wrote an empty {args.output})")
-        return 0
     from tqdm.auto import tqdm  # noqa: PLC0415 - only when grading
 
     from colbench_gym.grading import BackendGrader  # noqa: PLC0415 - starts sandboxes

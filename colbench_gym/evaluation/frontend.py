@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from colbench_gym.evaluation.metrics import win_value
-from colbench_gym.evaluation.records import INPUT_ERRORS, input_error, load_answer_records
+from colbench_gym.evaluation.records import INPUT_ERRORS, input_error, load_task_answers, no_episodes
 from colbench_gym.jsonl import check_output_writable, write_jsonl_atomic
 from colbench_gym.protocol import extract_answer_html, extract_html
 from colbench_gym.tasks import FrontendTask
@@ -45,6 +45,7 @@ from colbench_gym.tasks.accounting import (
     run_cost,
 )
 from colbench_gym.tasks.answer_images import agent_wrote, run_image
+from colbench_gym.verdicts.frontend import score_many
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -61,11 +62,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--prices", metavar="FILE", default=None,
                         help='price table for the cost line: JSON {"MODEL": {"prompt": USD_PER_1M_TOKENS, '
                              '"completion": USD_PER_1M_TOKENS}}')
-
-
-def load_records(path: str) -> list[tuple[dict[str, Any], FrontendTask, str]]:
-    """Read and validate every record first, so a bad line fails before any work."""
-    return load_answer_records(path, FrontendTask, "final page")
 
 
 def dialogue_html(record: dict[str, Any]) -> str | None:
@@ -102,42 +98,29 @@ def score_answers(items: list[tuple[dict[str, Any], FrontendTask, str]], rendere
     for start in range(0, len(items), batch_size):
         chunk = items[start:start + batch_size]
         refs = renderer.render_many([t.ground_truth for _, t, _ in chunk], cache=True)
-        ref_errors = [ref.error for ref in refs]
-        images = [None if err else run_image(a, record, base_dir) for (record, _, a), err in zip(chunk, ref_errors)]
-        htmls: list[str | None] = []
+        answers: list[str] = []
+        images: list[Any] = []
         sources: list[str | None] = []
-        for (record, _, a), img, err in zip(chunk, images, ref_errors):
-            if err:  # nothing is scored against a reference that did not render
-                htmls.append(None)
-                sources.append(None)
-                continue
-            html = None if img is not None else extract_answer_html(a)
-            source = "image" if img is not None else "answer" if html is not None else None
-            if img is None and html is None:
-                if agent_wrote(a, record):  # the agent's own text without a page: 0, as in the env
-                    source = "answer"
-                else:
-                    html = dialogue_html(record)
-                    source = "dialogue" if html is not None else None
-            htmls.append(html)
-            sources.append(source)
-        idx = [i for i, h in enumerate(htmls) if h is not None]
-        shots = renderer.render_many([htmls[i] for i in idx])  # answers are not worth a disk cache
-        by_shot = dict(zip(idx, shots))
-        # a shot the browser failed to take (dead or hung on every attempt) is a blank that says
-        # nothing of the answer: not scored, the record fails with rendering_error
-        broken = {i for i, shot in by_shot.items() if shot.infrastructure}
-        scored = [i for i in range(len(chunk)) if (i in by_shot and i not in broken) or images[i] is not None]
-        answer_imgs = [images[i] if images[i] is not None else by_shot[i].image() for i in scored]
-        sims = scorer.similarities(answer_imgs, [refs[i].image() for i in scored]) if scored else []
-        by_i = dict(zip(scored, sims))
-        for i in range(len(chunk)):
-            shot = by_shot.get(i)
-            # agent text without a page: 0
-            sim = float(by_i[i]) if i in by_i else 0.0 if sources[i] == "answer" and i not in broken else None
-            results.append({"similarity": sim, "html_found": htmls[i] is not None,
-                            "render_error": shot.error if shot is not None else None, "answer_source": sources[i],
-                            "reference_error": ref_errors[i], "browser_failed": i in broken})
+        for (record, _, a), ref in zip(chunk, refs):
+            img = run_image(a, record, base_dir) if ref.ok else None
+            text, source = ("", "image") if img is not None else (a, "answer")
+            if img is None and extract_answer_html(a) is None and not agent_wrote(a, record):
+                html = dialogue_html(record)  # the run wrote the answer: the last page the agent wrote
+                text, source = (html, "dialogue") if html is not None else ("", None)
+            answers.append(text)
+            images.append(img)
+            sources.append(source if ref.ok else None)  # nothing is scored against a reference that did not render
+        verdicts = score_many(answers, [t for _, t, _ in chunk], scorer=scorer, renderer=renderer,
+                              references=refs, images=images)
+        for ref, verdict, source in zip(refs, verdicts, sources):
+            # a shot the browser failed to take (dead or hung on every attempt) is a blank that says
+            # nothing of the answer: not scored, the record fails with rendering_error
+            failed = ref.ok and not verdict.scored
+            # nothing to score (no page, no screenshot, a run's answer): None, the caller keeps a stored reward
+            sim = verdict.reward if verdict.scored and source is not None else None
+            results.append({"similarity": sim, "html_found": ref.ok and verdict.evidence["html_found"],
+                            "render_error": verdict.evidence["render_error"], "answer_source": source,
+                            "reference_error": ref.error, "browser_failed": failed})
         if progress is not None:
             progress.update(len(chunk))
     return results
@@ -148,17 +131,16 @@ def run(args: argparse.Namespace) -> int:
         return input_error("--batch-size and --pool-size must be >= 1")
     try:
         prices = load_prices(args.prices) if args.prices else None
-        items = load_records(args.input)
-        ref_items = load_records(args.reference_run) if args.reference_run else []
+        # every record read and validated first, so a bad line fails before any work
+        items = load_task_answers(args.input, FrontendTask, "final page")
+        ref_items = load_task_answers(args.reference_run, FrontendTask, "final page") if args.reference_run else []
     except PriceTableError as exc:
         return input_error(exc)
     except INPUT_ERRORS as exc:
         return input_error(exc)
+    if not items:
+        return no_episodes(args.input)
     check_output_writable(args.output)  # before any grading: a bad --output must not cost the run
-    if not items:  # no mean of nothing: "mean similarity 0.0000" would read as pages that all missed
-        write_jsonl_atomic(args.output, [])
-        print(f"no episodes: {args.input} holds no records to score (wrote an empty {args.output})")
-        return 0
     from tqdm.auto import tqdm  # noqa: PLC0415
 
     from colbench_gym.rendering import Renderer, RendererError, WebAssetsMissing  # noqa: PLC0415

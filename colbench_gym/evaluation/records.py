@@ -1,9 +1,12 @@
-"""Reading offline trajectory records (``{"task": {...}, "answer": "...", ...}``) for evaluation."""
+"""Reading offline trajectory records (``{"task": {...}, "answer": "...", ...}``) for evaluation:
+:func:`load_task_answers` gives each record with its validated task and its answer, the triple every
+evaluator scores (``colbench evaluate KIND``; a kind made outside the package, too)."""
 
 from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -27,7 +30,15 @@ def input_error(problem: object) -> int:
     return 2
 
 
-def load_answer_records(path: str | os.PathLike[str], task_cls: type[T], answer_noun: str = "final answer",
+def no_episodes(path: str | os.PathLike[str], skipped: Sequence[str] | None = None) -> int:
+    """Refuse a file with no record to score (:func:`input_error`, status 2): no rate of nothing
+    (a success rate of 0.0 % would read as an agent that failed everything)."""
+    why = ("every record was invalid and skipped (listed above)" if skipped
+           else "pass a trajectory JSONL with one {task, answer} record per line")
+    return input_error(f"no episodes in {path}: {why}")
+
+
+def load_task_answers(path: str | os.PathLike[str], task_cls: type[T], answer_noun: str = "final answer",
                         skipped: list[str] | None = None) -> list[tuple[dict[str, Any], T, str]]:
     """Read and validate every record first, so a bad line fails before any grading/rendering.
 

@@ -29,12 +29,15 @@ def parse_jsonl_lines(lines: Iterable[str | bytes], where: str, *, torn_tail: bo
             except UnicodeDecodeError as exc:
                 if torn_tail and not complete:
                     return
-                raise error(f"{where}:{lineno}: not UTF-8 text (byte 0x{line[exc.start]:02x} at column {exc.start + 1}); "
+                column = len(line[:exc.start].decode("utf-8", "replace")) + 1  # in characters, as an editor counts
+                raise error(f"{where}:{lineno}: not UTF-8 text (byte 0x{line[exc.start]:02x} at column {column}); "
                             "save the file as UTF-8") from None
         if not line.strip():
             continue
         try:
-            record = json.loads(line)
+            # without its line end: an error at the end of the line (a record cut short) is then at
+            # this line's column, not at "line 2 column 1" of the one-line text json.loads saw
+            record = json.loads(line.rstrip("\r\n"))
         except json.JSONDecodeError as exc:
             if torn_tail and not complete:
                 return

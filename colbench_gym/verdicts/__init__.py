@@ -7,9 +7,10 @@ envs) — ask :func:`score_answer`, which calls the ``score`` entry of the task'
 (the sandboxed grader) and :func:`colbench_gym.verdicts.frontend.score` (render, then screenshot
 similarity). Each returns a :class:`Verdict`: the reward, the kind's evidence, and — decided on
 the host side only — the infrastructure failure that leaves the answer unscored. A new reward
-rule is one change here; a new kind is its own ``score`` module named in its table entry. Not
-yet through here: ``colbench evaluate frontend``, which renders and embeds pages in batches
-(``render_many``) and keeps its own copy of the frontend rule (a batched entry is the next step).
+rule is one change here; a new kind is its own ``score`` module named in its table entry.
+``colbench evaluate frontend`` scores a whole file through the frontend's batched entry,
+:func:`colbench_gym.verdicts.frontend.score_many` (pages rendered and embedded in batches), which
+decides each verdict with the same rule as its ``score``.
 
 Why a folder of its own: answer scoring sits above what it combines (grading, rendering,
 screenshot similarity in ``scoring/``) and below every consumer (envs, evaluation, integrations).

@@ -73,3 +73,35 @@ def test_failed_episodes_have_no_score_and_are_no_reference(browser_ready, tmp_p
     assert failed["win"] is None
     assert scored["reference_similarity"] == pytest.approx(scored["similarity"]) and scored["win"] == 0.5
     assert "50.0% over 1 answers" in capsys.readouterr().out  # the tie; the failed episode counts for nothing
+
+
+def test_evaluate_scores_through_the_kinds_verdict_entry(browser_ready, tmp_path, monkeypatch):
+    """`colbench evaluate frontend` has no rule of its own: every answer's reward is a verdict of
+    colbench_gym.verdicts.frontend (the batched entry, score_many), and equals what the single
+    entry the env and the harnesses call (score_answer) gives the same answer."""
+    import colbench_gym.verdicts.frontend as rule
+    from colbench_gym.rendering import Renderer
+    from colbench_gym.verdicts import score_answer
+
+    tasks = [t.to_record() for t in load_embedded("frontend", "test")[:2]]
+    answers = [tasks[0]["ground_truth"], "I WANT TO ANSWER: <html><body><h1>Hello</h1></body></html>",
+               "I WANT TO ANSWER: no page at all"]
+    records = [{"task": tasks[i % 2], "answer": a} for i, a in enumerate(answers)]
+    given = []
+    original = rule._verdict
+
+    def spy(*args, **kwargs):
+        verdict = original(*args, **kwargs)
+        given.append(verdict.reward)
+        return verdict
+
+    monkeypatch.setattr(rule, "_verdict", spy)
+    src, out = tmp_path / "in.jsonl", tmp_path / "out.jsonl"
+    _write(src, records)
+    assert main(["evaluate", "frontend", str(src), "--output", str(out), "--scorer", "fallback", "--no-progress"]) == 0
+    rewards = [json.loads(line)["reward"] for line in out.read_text().splitlines()]
+    assert given == rewards and len(rewards) == 3  # each reward is the entry's verdict, in order
+    with Renderer(pool_size=1) as renderer:
+        single = [score_answer(r["answer"], r["task"], scorer="fallback", renderer=renderer).reward for r in records]
+    assert rewards == pytest.approx(single, abs=1e-6)
+    assert rewards[0] == pytest.approx(1.0, abs=1e-6) and 0.0 < rewards[1] < 1.0 and rewards[2] == 0.0

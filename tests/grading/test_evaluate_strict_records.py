@@ -65,18 +65,48 @@ def test_a_damaged_line_does_not_suggest_skip_invalid(tmp_path, capsys, damage, 
 
 
 def test_an_empty_file_reports_no_episodes(tmp_path, capsys):
+    """No records is bad input, not a report: one error line naming the file, status 2, nothing
+    written and no rate (a 0.0 % would read as an agent that failed everything)."""
     src, out = _write(tmp_path / "in.jsonl", []), tmp_path / "o.jsonl"
-    assert main(["evaluate", "backend", str(src), "-o", str(out), "--no-progress"]) == 0
-    stdout = capsys.readouterr().out
-    assert "no episodes" in stdout and "0.0%" not in stdout and "success rate" not in stdout
-    assert out.read_text() == ""
+    assert main(["evaluate", "backend", str(src), "-o", str(out), "--no-progress"]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == "" and "%" not in captured.err
+    assert captured.err.strip() == (f"colbench evaluate backend: error: no episodes in {src}: pass a trajectory "
+                                    "JSONL with one {task, answer} record per line")
+    assert not out.exists()
 
 
 def test_a_file_of_skipped_records_only_reports_no_episodes(tmp_path, capsys):
     src, out = _write(tmp_path / "in.jsonl", [json.dumps(_rec(success="yes"))]), tmp_path / "o.jsonl"
-    assert main(["evaluate", "backend", str(src), "-o", str(out), "--no-progress", "--skip-invalid"]) == 0
-    stdout = capsys.readouterr().out
-    assert "no episodes" in stdout and "0.0%" not in stdout
+    assert main(["evaluate", "backend", str(src), "-o", str(out), "--no-progress", "--skip-invalid"]) == 2
+    captured = capsys.readouterr()
+    assert captured.err.splitlines()[-1] == (f"colbench evaluate backend: error: no episodes in {src}: every record "
+                                             "was invalid and skipped (listed above)")
+    assert "0.0%" not in captured.out and not out.exists()
+
+
+@pytest.mark.parametrize("line,where", [
+    ('{"task": {"problem_description": "x"}, "answer":', "Expecting value at column 49"),  # cut short at its end
+    ('{"task": {"problem_description": "é"}, "answer": x}', "Expecting value at column 50"),  # é: one character
+    ('{"task": 1,, "answer": "x"}', "Expecting property name enclosed in double quotes at column 12"),
+])
+def test_a_malformed_line_names_its_line_and_column(tmp_path, capsys, line, where):
+    """The column is where the line goes wrong, counted in characters from 1 (before, a line cut
+    short at its end was reported at column 1: json saw the line's newline as line 2)."""
+    out = tmp_path / "o.jsonl"
+    for kind, good in (("backend", _rec()), ("frontend", {"task": FRONT, "answer": "<html></html>"})):
+        src = _write(tmp_path / "in.jsonl", [json.dumps(good), line])
+        assert main(["evaluate", kind, str(src), "-o", str(out), "--no-progress"]) == 2
+        err = capsys.readouterr().err.strip()
+        assert len(err.splitlines()) == 1 and f"{src}:2: not valid JSON ({where})" in err, err
+
+
+def test_a_line_that_is_not_utf8_names_its_column_in_characters(tmp_path, capsys):
+    src, out = tmp_path / "in.jsonl", tmp_path / "o.jsonl"
+    src.write_bytes(b'{"task": "\xc3\xa9\xff"}\n')
+    assert main(["evaluate", "backend", str(src), "-o", str(out), "--no-progress"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert f"{src}:1: not UTF-8 text (byte 0xff at column 12)" in err, err  # é is one character, two bytes
 
 
 def test_only_infrastructure_failures_is_no_rate(tmp_path, capsys):
@@ -90,9 +120,11 @@ def test_only_infrastructure_failures_is_no_rate(tmp_path, capsys):
 
 def test_frontend_empty_file_reports_no_episodes(tmp_path, capsys):
     src, out = _write(tmp_path / "in.jsonl", []), tmp_path / "o.jsonl"
-    assert main(["evaluate", "frontend", str(src), "-o", str(out), "--no-progress", "--scorer", "fallback"]) == 0
-    stdout = capsys.readouterr().out
-    assert "no episodes" in stdout and "mean similarity" not in stdout
+    assert main(["evaluate", "frontend", str(src), "-o", str(out), "--no-progress", "--scorer", "fallback"]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == "" and not out.exists()
+    assert captured.err.strip() == (f"colbench evaluate frontend: error: no episodes in {src}: pass a trajectory "
+                                    "JSONL with one {task, answer} record per line")
 
 
 def test_frontend_reads_through_the_same_validator(tmp_path, capsys):

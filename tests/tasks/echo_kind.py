@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from colbench_gym.envs.base import ColBenchEnv
-from colbench_gym.evaluation.records import load_answer_records
+from colbench_gym.evaluation.records import load_task_answers
 from colbench_gym.jsonl import write_jsonl_atomic
 from colbench_gym.simulators import HumanSimulator
 from colbench_gym.tasks.identity import task_identity
@@ -66,7 +66,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     out = []
-    for record, task, answer in load_answer_records(args.input, EchoTask):
+    for record, task, answer in load_task_answers(args.input, EchoTask):
         verdict = score_answer(answer, task)
         out.append({**record, "reward": verdict.reward, "success": verdict.evidence["success"]})
     write_jsonl_atomic(args.output, out)
