@@ -104,7 +104,7 @@ def row_from_dict(d: Any, where: str) -> Row:
     for key in _TEXT:
         if not isinstance(d[key], str):
             raise LeaderboardInputError(f"{where}.{key}: expected a string, got {d[key]!r:.40}")
-    for key in ("method", "task_source"):
+    for key in ("method", "task_source", "kind"):
         if not d[key].strip():
             raise LeaderboardInputError(f"{where}.{key}: empty; every row names its {key.replace('_', ' ')}")
     for key in _COUNTS:

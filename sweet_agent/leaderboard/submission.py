@@ -146,8 +146,8 @@ def expected_episodes(sub: Submission, where: str, problems: list[str]) -> tuple
                             "with 'task_start' and 'task_count'")
             return None
         count = info.size - sub.task_start
-    if info.size is not None and sub.task_start + count > info.size:
-        problems.append(f"{where}: tasks {sub.task_start}..{sub.task_start + count - 1} exceed {sub.task_source} "
+    if count < 1 or (info.size is not None and sub.task_start + count > info.size):
+        problems.append(f"{where}: tasks from {sub.task_start} ({count}) are not in {sub.task_source} "
                         f"({info.size} tasks)")
         return None
     return list(range(sub.task_start, sub.task_start + count)), info.kind

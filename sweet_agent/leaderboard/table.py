@@ -51,7 +51,9 @@ def sections(rows: Sequence[Row]) -> list[tuple[str, tuple[str, ...], list[Row]]
     """(title, rates, rows) per kind that has rows: reference rows first, then by task source, in
     input order within a source."""
     out = []
-    for kind, title, rates in SECTIONS:
+    named = {kind for kind, _, _ in SECTIONS}
+    others = [(k, f"{k} runs", SECTIONS[-1][2]) for k in dict.fromkeys(r.kind for r in rows) if k not in named]
+    for kind, title, rates in (*SECTIONS, *others):  # a kind without a section of its own: every rate
         mine = [r for r in rows if r.kind == kind]
         if mine:
             sources = list(dict.fromkeys(r.task_source for r in mine))

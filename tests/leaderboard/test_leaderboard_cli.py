@@ -82,10 +82,13 @@ def test_rows_are_grouped_by_task_source(tmp_path, capsys):
 
     path = tmp_path / "rows.json"
     path.write_text(json.dumps(rows_document([row("a", "collab:test"), row("b", "embedded:test"),
-                                              row("c", "collab:test"), row("d", "generated:test", "frontend")])))
+                                              row("c", "collab:test"), row("d", "generated:test", "frontend"),
+                                              row("e", "echo:test", "echo")])))
     _, out, _ = _run(capsys, str(path), "--no-reference")
     assert [(r[0], r[2]) for r in _table_rows(out)] == [("a", "collab:test"), ("c", "collab:test"),
-                                                        ("b", "embedded:test"), ("d", "generated:test")]
+                                                        ("b", "embedded:test"), ("d", "generated:test"),
+                                                        ("e", "echo:test")]
+    assert "## echo runs" in out  # a kind of no section of its own still shows, with every rate
     assert _table_rows(out)[0][5] == "10.0 [0.0, 30.0]"
     assert out.index("## Backend") < out.index("| b |") < out.index("## Frontend") < out.index("| d |")
 

@@ -84,8 +84,8 @@ def test_duplicated_episodes_are_refused(submission, capsys, monkeypatch):
     evaluate_into(submission, "s0.jsonl", "s1.jsonl", capsys=capsys, monkeypatch=monkeypatch)  # results agree
     status, _, err = _check(submission, capsys)
     assert status == 1
-    assert [e.split(f"{submission}: ", 1)[1] for e in err] == ["s0.jsonl: episode 3:0 appears 2 times (one record per "
-                                                               "task and sample)"]
+    assert [e.split(f"{submission}: ", 1)[1] for e in err] == [f"s0.jsonl: episode {recs[3]['meta']['episode_id']} "
+                                                               "appears 2 times (one record per task and sample)"]
 
 
 def test_missing_and_extra_episodes_are_refused(submission, capsys, monkeypatch):
