@@ -206,6 +206,10 @@ def _order(eid: str) -> tuple[int, ...]:
 
 
 def _compare(declared: Mapping[str, Any], recomputed: Mapping[str, Any], name: str, problems: list[str]) -> None:
+    if declared["regraded"]:  # its rates are the sandbox's, not the records': nothing here recomputes those
+        problems.append(f"{RESULTS_FILE} ({name}): made with --regrade; grade the file first (`colbench evaluate "
+                        "backend IN --output OUT`), submit the graded file and its `sweet-agent evaluate --json`")
+        return
     if declared["infrastructure_failures"] < recomputed["infrastructure_failures"]:
         problems.append(f"{RESULTS_FILE} ({name}): counts {recomputed['infrastructure_failures'] - declared['infrastructure_failures']} "
                         "infrastructure failure(s) as scores (declared infrastructure_failures "

@@ -44,10 +44,14 @@ def test_results_that_disagree_with_the_trajectories_are_refused(submission, cap
     results = _results(submission)
     results[1]["success"] = 0.75
     results[1]["mean_turns"] = 1.0
+    results[0]["regraded"] = 6
     _write(submission / "results.json", results)
     status, _, err = _check(submission, capsys)
     assert status == 1
-    assert err == [f"sweet-agent submission check: error: {submission}: results.json (s1.jsonl): success is 0.75, "
+    assert err == [f"sweet-agent submission check: error: {submission}: results.json (s0.jsonl): made with --regrade; "
+                   "grade the file first (`colbench evaluate backend IN --output OUT`), submit the graded file and its "
+                   "`sweet-agent evaluate --json`",
+                   f"sweet-agent submission check: error: {submission}: results.json (s1.jsonl): success is 0.75, "
                    "the trajectories give 0.5",
                    f"sweet-agent submission check: error: {submission}: results.json (s1.jsonl): mean_turns is 1.0, "
                    "the trajectories give 2.0"]
