@@ -68,7 +68,7 @@ FACTORIES: dict[str, Any] = {
     "OfflineFrontendSimulator": lambda tmp: __import__(
         "colbench_gym.simulators.offline_frontend", fromlist=["x"]).OfflineFrontendSimulator(max_points=2),
     "OpenAIBackendSimulator": lambda tmp: __import__(
-        "colbench_gym.simulators.openai_simulator", fromlist=["x"]).OpenAIBackendSimulator(
+        "colbench_gym.simulators.openai_backend", fromlist=["x"]).OpenAIBackendSimulator(
         model="sim-model", base_url="http://127.0.0.1:9/v1", temperature=0.3, max_tokens=77, seed=5),
     "OpenAIFrontendSimulator": lambda tmp: __import__(
         "colbench_gym.simulators.openai_frontend", fromlist=["x"]).OpenAIFrontendSimulator(

@@ -16,7 +16,7 @@ from typing import Any
 
 from colbench_gym.simulators.base import Dialogue
 from colbench_gym.simulators.leak_guard import with_retry_note
-from colbench_gym.simulators.openai_simulator import OpenAIChatSimulator
+from colbench_gym.simulators.openai_chat import OpenAIChatSimulator
 from colbench_gym.simulators.prompts import person_reads
 
 FRONTEND_SYSTEM_PROMPT = """\

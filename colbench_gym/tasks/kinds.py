@@ -92,7 +92,7 @@ BACKEND = EnvKind(
                 "collab": "colbench_gym.tasks.collab_generator:generate_collab_task",
                 "collab-multi": "colbench_gym.tasks.collab_multi:generate_collab_multi_task"},
     simulators={"offline": "colbench_gym.simulators.offline_backend:OfflineBackendSimulator",
-                "openai": "colbench_gym.simulators.openai_simulator:OpenAIBackendSimulator",
+                "openai": "colbench_gym.simulators.openai_backend:OpenAIBackendSimulator",
                 "transformers": "colbench_gym.simulators.transformers_simulator:TransformersBackendSimulator"},
     evaluator="colbench_gym.evaluation.backend",
     evaluator_help="grade backend answers in a trajectory JSONL",

@@ -1,16 +1,15 @@
-"""A human simulator served by any OpenAI-compatible chat endpoint (vLLM, OpenAI, llama.cpp …)."""
+"""What every simulated person served by an OpenAI-compatible chat endpoint (vLLM, OpenAI, llama.cpp …)
+shares: the client, its retries and limits, the errors it raises. Each kind's person is its own module
+(``openai_backend.py``, ``openai_frontend.py``) holding only that kind's prompt."""
 
 from __future__ import annotations
 
 import os
 from typing import Any
 
-from colbench_gym.simulators.base import Dialogue, HumanSimulator, SimulatorError
-from colbench_gym.simulators.leak_guard import with_retry_note
+from colbench_gym.simulators.base import HumanSimulator, SimulatorError
 from colbench_gym.simulators.openai_resilience import GarbageResponse, call_sync, shared_limits, sync_http_client
-from colbench_gym.simulators.prompts import backend_messages
 from colbench_gym.spaces import encodable, encodable_data
-from colbench_gym.tasks.records import BackendTask
 
 
 class OpenAIChatSimulator(HumanSimulator):
@@ -125,14 +124,3 @@ class OpenAIChatSimulator(HumanSimulator):
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(model={self.model!r}, base_url={self.base_url!r})"
-
-
-class OpenAIBackendSimulator(OpenAIChatSimulator):
-    """Backend simulator: an LLM reading the hidden reference function answers the agent."""
-
-    kind = "backend"
-
-    def respond(self, task: BackendTask, dialogue: Dialogue, **context: Any) -> str:
-        # with the leak guard's instruction when it withheld the previous reply
-        messages = with_retry_note(backend_messages(task, dialogue), context, "backend")
-        return self._chat(messages, retry=int(context.get("leak_retry") or 0))
