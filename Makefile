@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 export HF_HUB_OFFLINE ?= 1
 export TOKENIZERS_PARALLELISM ?= false
 
-.PHONY: setup setup-base demo test test-fast bench bench-learning llama-cpp lint clean soak gpu-smoke
+.PHONY: setup setup-base demo test test-fast bench bench-learning llama-cpp lint clean soak soak-tasks gpu-smoke
 
 setup:
 	@bash scripts/setup.sh full
@@ -41,6 +41,10 @@ llama-cpp: setup
 # fault-injection soak of rollouts (>= 500 episodes, concurrency 32, SIGKILLs + resumes; see docs/agent.md)
 soak: setup
 	@$(PY) benchmarks/soak_rollouts.py
+
+# the generator's full audit over 1000 more tasks per split (rare parameter combinations; `make test` audits 250 more)
+soak-tasks: setup
+	@COLBENCH_TASK_SOAK=1000 $(PY) -m pytest -q -p no:cacheprovider tests/tasks/test_task_generator.py -k more_tasks_per_split
 
 # every training and evaluation command on the GPU with a tiny random model, each checked to have used it
 # (scripts/gpu_smoke.sh; without a GPU it says so and exits 0; the CPU counterpart runs in the tests)
