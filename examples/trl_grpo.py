@@ -2,9 +2,18 @@
 
 No ColBench trainer subclass, no ColBench command: TRL's trainer, a prompt dataset whose rows name
 their task, and a factory of tool environments whose reward is the environment's own
-(docs/trl.md). On a 2-core CPU with the default 0.5B model and LoRA, two steps take minutes::
+(docs/trl.md). The defaults are the small CPU setting: 4 collab:train tasks, 2 steps of 2 groups
+of 4 rollouts, 256 completion tokens an episode, LoRA, and every agent turn made a tool call
+(``--tool-call-opener``, below). Measured on this 2-core CPU while other jobs held it (load 5-16):
+without the opener, a step of 4 rollouts took 268 s and made no tool call (reward 0, std 0: no
+gradient; issue 39); with the opener up to the argument, 4 of 4 sampled first turns of the 0.5B
+model opened a call of ask_user or submit_answer with its argument (2 closed it themselves; the
+forced ``</tool_call>`` came after that probe), and a whole default step did not finish within 40 min
+of wall time at that load (11 CPU-minutes), so its seconds, tool-call frequency and reward std
+are still to be measured on a quiet machine (``pytest -m slow tests/grpo/test_trl_path.py``
+asserts the tool calls and a reward std above 0)::
 
-    python examples/trl_grpo.py                                   # collab:train, 2 steps, LoRA
+    python examples/trl_grpo.py                                   # the defaults above
     python examples/trl_grpo.py --tasks embedded:train --num-tasks 30 --max-steps 20
     python examples/trl_grpo.py --model path/to/checkpoint --no-lora
 
@@ -94,7 +103,8 @@ def main(argv: list[str] | None = None):
 
     from colbench_gym import make_tool_env_factory
     from sweet_agent.grpo import build_prompt_dataset
-    from sweet_agent.policies.checkpoints import adapter_dir, load_causal_lm, tokenizer_dir
+    from sweet_agent.policies.checkpoint_layout import adapter_dir
+    from sweet_agent.policies.checkpoints import load_causal_lm, tokenizer_dir
     from sweet_agent.policies.default_model import resolve_model_path
 
     # 1. The dataset: one row per task. Columns: prompt (the tool-use instructions as the system

@@ -24,27 +24,12 @@ import os
 from pathlib import Path
 from typing import Any
 
-#: Where a LoRA training run saves its adapter inside ``--output_dir``.
-ADAPTER_SUBDIR = "adapter"
-
-
-def adapter_dir(path: str | os.PathLike[str]) -> Path | None:
-    """The PEFT adapter folder ``path`` stands for, or ``None`` when ``path`` is a plain model
-    (or not a directory)."""
-    p = Path(path)
-    if not p.is_dir():
-        return None
-    if (p / "adapter_config.json").is_file():
-        return p
-    if not (p / "config.json").is_file() and (p / ADAPTER_SUBDIR / "adapter_config.json").is_file():
-        return p / ADAPTER_SUBDIR
-    return None
+from sweet_agent.policies.checkpoint_layout import adapter_dir
+from sweet_agent.policies.default_model import ALIASES, resolve_model_path
 
 
 def adapter_base(adapter: str | os.PathLike[str]) -> str:
     """The base model spec of an adapter folder, for :func:`resolve_model_path`."""
-    from sweet_agent.policies.default_model import ALIASES
-
     cfg = json.loads((Path(adapter) / "adapter_config.json").read_text(encoding="utf-8"))
     base = str(cfg.get("base_model_name_or_path") or "default")
     if Path(base).expanduser().exists() or base in ALIASES:
@@ -66,8 +51,6 @@ def load_causal_lm(path: str | os.PathLike[str], **kwargs: Any):
         return AutoModelForCausalLM.from_pretrained(path, **kwargs)
     import torch
     from peft import PeftModel
-
-    from sweet_agent.policies.default_model import resolve_model_path
 
     # merged in float32 then cast once, as a merged checkpoint is (merging in bf16 rounds twice)
     dtype = kwargs.get("dtype")
@@ -91,8 +74,6 @@ def tokenizer_dir(path: str | os.PathLike[str]) -> str:
     if adapter is not None and any((adapter / f).is_file() for f in ("tokenizer_config.json", "tokenizer.json")):
         return str(adapter)
     if adapter is not None:
-        from sweet_agent.policies.default_model import resolve_model_path
-
         return tokenizer_dir(resolve_model_path(adapter_base(adapter), quiet=True))  # its base may be an adapter
     return str(p)
 

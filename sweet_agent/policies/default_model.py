@@ -51,6 +51,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from sweet_agent.policies.checkpoint_layout import adapter_dir
+
 DEFAULT_HUB_ID = "Qwen/Qwen2.5-Coder-0.5B-Instruct"
 DEFAULT_NAME = "qwen2.5-coder-0.5b-instruct"
 
@@ -479,8 +481,6 @@ def _convert_local_gguf(path: Path, quiet: bool) -> Path:
 def resolve_model_path(spec: str | os.PathLike[str] | None = None, *, quiet: bool = False,
                        install: bool = False) -> str:
     """Turn a ``--policy`` spec into a local checkpoint directory (see the module docstring)."""
-    from sweet_agent.policies.checkpoints import adapter_dir
-
     text = "default" if spec is None else os.fspath(spec)
     path = Path(text).expanduser()
     if path.exists():

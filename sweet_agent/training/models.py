@@ -69,7 +69,8 @@ def initial_copy(model):
     if not getattr(model, "name_or_path", None):
         raise ValueError("under DeepSpeed ZeRO-3 the reference model cannot be copied from a partitioned model: "
                          "pass ref_model=AutoModelForCausalLM.from_pretrained(...)")
-    from sweet_agent.policies.checkpoints import adapter_dir, load_causal_lm
+    from sweet_agent.policies.checkpoint_layout import adapter_dir
+    from sweet_agent.policies.checkpoints import load_causal_lm
 
     if adapter_dir(model.name_or_path) is not None:
         return load_causal_lm(model.name_or_path, dtype=model.dtype,

@@ -50,7 +50,8 @@ def save_final(trainer, tokenizer, output_dir: str, model_args=None, merge: bool
     (in ``adapter/``), then the main process merges it into a fresh copy of the base model; with
     ``merge=False`` (``--merge_adapter false``) the adapter and the tokenizer are all it saves,
     which every loader accepts (:mod:`sweet_agent.policies.checkpoints`)."""
-    from sweet_agent.policies.checkpoints import ADAPTER_SUBDIR, load_causal_lm, remove_plain_model
+    from sweet_agent.policies.checkpoint_layout import ADAPTER_SUBDIR
+    from sweet_agent.policies.checkpoints import load_causal_lm, remove_plain_model
 
     summary = distributed_summary(trainer)
     if summary:

@@ -49,7 +49,7 @@ def test_train_grpo_one_step_with_the_default_model(tmp_path) -> None:
     # save_final, as every training command: the cpu preset's LoRA adapter alone (--merge_adapter false; the
     # merged default is every command's same save_final, tested there), which the next stage loads as a model
     assert (out / "adapter" / "adapter_config.json").is_file() and not (out / "config.json").exists()
-    from sweet_agent.policies.checkpoints import adapter_dir
+    from sweet_agent.policies.checkpoint_layout import adapter_dir
 
     assert adapter_dir(out) == out / "adapter"
     assert "[train-grpo] saved to" in proc.stdout

@@ -606,7 +606,7 @@ def test_export_adapter_writes_the_chosen_point_in_bf16_with_its_provenance(benc
     sys.path.insert(0, str(ROOT / "tests" / "training"))
     from tiny_model import build_tiny_model, build_tiny_tokenizer
 
-    from sweet_agent.policies.checkpoints import adapter_dir
+    from sweet_agent.policies.checkpoint_layout import adapter_dir
 
     run = tmp_path / "runs" / "proto"
     s = dict(bench.PROFILES["quick"], candidate_server="none")

@@ -11,7 +11,8 @@ import pytest
 import torch
 
 from sweet_agent.cli import main
-from sweet_agent.policies.checkpoints import adapter_base, adapter_dir, load_causal_lm
+from sweet_agent.policies.checkpoint_layout import adapter_dir
+from sweet_agent.policies.checkpoints import adapter_base, load_causal_lm
 
 LORA = ["--use_peft", "--lora_r", "2", "--max_steps", "1", "--per_device_train_batch_size", "2",
         "--max_length", "256", "--save_strategy", "no", "--report_to", "none", "--seed", "0"]
