@@ -56,7 +56,7 @@ RUN_LANGS = {"python", "bash", "sh"}
 DATA_LANGS = {"text", "json", "bibtex", "yaml"}
 #: Programs that are not this project's: a line running one is not checked further.
 EXTERNAL = {"pip", "vllm", "inspect", "vf-eval", "uvicorn", "twine", "git", "echo", "export", "cp", "cd", "wait",
-            "for", "done", "npm", "open", "kill", "mkdir", "trl"}
+            "for", "done", "npm", "kill", "mkdir", "trl"}
 FENCE = re.compile(r"^(\s*)(`{3,}|~{3,})(.*)$")
 MARKER = re.compile(r"^#\s*doc-test:\s*([\w-]+)")
 SEPARATORS = {";", "&&", "||", "|", "&"}
@@ -397,7 +397,6 @@ def test_marked_command_lines_name_flags_targets_and_files_that_exist():
 
 
 def test_a_wrong_flag_target_or_command_is_found():
-    assert "no such flags" not in str(check_command(["sweet-agent", "rollout", "--episodes", "2", "--output", "x"]))
     assert check_command(["sweet-agent", "rollout", "--episodes", "2", "--output", "x"]) is None
     assert "--no-such-flag" in check_command(["sweet-agent", "rollout", "--no-such-flag", "--output", "x"])
     assert "no such flags ['--no-such-flag']" in check_command(["sweet-agent", "train-actor", "...", "--no-such-flag"])
