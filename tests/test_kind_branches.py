@@ -21,7 +21,7 @@ OWN = ("colbench_gym/tasks/kinds.py", "colbench_gym/envs/", "colbench_gym/simula
 DEBT = {
     "sweet_agent/evaluation.py": 6,
     "sweet_agent/viewer/episodes.py": 6,
-    "colbench_gym/integrations/verifiers_env.py": 4,
+    "colbench_gym/integrations/verifiers_env.py": 1,
     "sweet_agent/rollout/collector.py": 1,
     "sweet_agent/metrics.py": 1,
     "sweet_agent/interop/release.py": 1,

@@ -11,11 +11,12 @@ the dialogue differs from ``gym.make``:
   as the answer, as in the paper); any other turn is stepped into the env, whose simulator
   answers (frontend drafts are rendered for it, replies cut to the paper's length).
   The final turn is never stepped into the env: the harness scores it with
-* :func:`grade_backend` — the sandboxed grader on the answer's code (success and % tests), and
-  :func:`score_frontend` — the renderer and the screenshot scorer (CLIP or the declared fallback).
+* :func:`score_final` — the kind's own score entry (:mod:`colbench_gym.verdicts`: the sandboxed
+  grader on the answer's code, or the renderer and the screenshot scorer), the same for every kind.
   A score that would measure nothing (the grader failed, no test of the task has a usable
-  reference result, the reference page did not render) is never returned as a number: both raise
+  reference result, the reference page did not render) is never returned as a number: it raises
   :class:`ScoreUnavailable`, which each harness records as its own kind of error.
+  (:func:`grade_backend` and :func:`score_frontend` give a verdict's evidence as a dict.)
 
 Both harnesses also build their dataset the same way: :func:`task_entries` lists the tasks of a
 source with what a sample keeps beside the request and the reference (index, identity, episode
@@ -188,23 +189,25 @@ class Conversation:
         self._env.close()
 
 
+def score_final(answer: str, task: Any, **parts: Any) -> Any:
+    """The final answer's :class:`~colbench_gym.verdicts.Verdict` from its kind's score entry
+    (:func:`colbench_gym.verdicts.score_answer`, the env's own scoring; ``parts``: the kind's
+    options, e.g. ``reward_mode``, ``scorer``, ``grader``, ``renderer``). Raises
+    :class:`ScoreUnavailable` when the score would not be the answer's own (``grading_error``,
+    ``task_error``, ``rendering_error``): a harness records an error, never that number."""
+    verdict = score_answer(answer, task, **parts)
+    if not verdict.scored:
+        raise ScoreUnavailable(verdict.end_reason, verdict.detail)
+    return verdict
+
+
 def grade_backend(answer: str, task: Any, grader: Any = None) -> dict[str, Any]:
-    """Grade a backend answer in the sandbox (:func:`colbench_gym.verdicts.score_answer`, the
-    env's own scoring): ``success``, ``fraction``, ``tests_passed`` … Raises
-    :class:`ScoreUnavailable` when the score would not be the answer's own (the env's
-    ``grading_error`` / ``task_error``)."""
-    return _scored(score_answer(answer, task, grader=grader))
+    """:func:`score_final`'s evidence for a backend answer: ``success``, ``fraction``,
+    ``tests_passed`` … (the sandboxed grader)."""
+    return dict(score_final(answer, task, grader=grader).evidence)
 
 
 def score_frontend(answer: str, task: Any, scorer: Any = "auto", renderer: Any = None) -> dict[str, Any]:
-    """Render a frontend answer and compare it with the reference page (the env's own scoring):
-    ``similarity`` and the scorer's name (CLIP, or the declared fallback — never silently called
-    CLIP). A reference page that does not render, or a browser that fails on the answer's page,
-    raises :class:`ScoreUnavailable` (``rendering_error``) instead of a score of a blank page."""
-    return _scored(score_answer(answer, task, scorer=scorer, renderer=renderer))
-
-
-def _scored(verdict: Any) -> dict[str, Any]:
-    if not verdict.scored:
-        raise ScoreUnavailable(verdict.end_reason, verdict.detail)
-    return dict(verdict.evidence)
+    """:func:`score_final`'s evidence for a frontend answer: ``similarity`` and the scorer's name
+    (CLIP, or the declared fallback — never silently called CLIP)."""
+    return dict(score_final(answer, task, scorer=scorer, renderer=renderer).evidence)

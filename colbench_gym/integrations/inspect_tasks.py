@@ -49,14 +49,7 @@ except ImportError as exc:  # pragma: no cover - the extra is missing
                       "pip install 'colbench-gym[inspect]'") from exc
 
 from colbench_gym.instructions import instructions
-from colbench_gym.integrations.conversation import (
-    Conversation,
-    check_kind,
-    entry_task,
-    grade_backend,
-    score_frontend,
-    task_entries,
-)
+from colbench_gym.integrations.conversation import Conversation, check_kind, entry_task, score_final, task_entries
 from colbench_gym.protocol import MAX_TURNS
 from colbench_gym.simulators import HumanSimulator, SimulatorError
 from colbench_gym.simulators.openai_frontend import OpenAIFrontendSimulator
@@ -205,7 +198,7 @@ def colbench_grader():
     async def score(state: TaskState, target: Target) -> Score:
         answer = state.store.get(ANSWER_KEY) or ""
         task_ = sample_task("backend", state.input_text, target.text, state.metadata)
-        result = await asyncio.to_thread(grade_backend, answer, task_)
+        result = (await asyncio.to_thread(score_final, answer, task_)).evidence
         explanation = f"{result['tests_passed']}/{result['tests_total']} hidden tests passed"
         if result["grade_error"]:
             explanation += f" ({result['grade_error']})"
@@ -225,7 +218,7 @@ def colbench_similarity(scorer_spec: str = "auto"):
     async def score(state: TaskState, target: Target) -> Score:
         answer = state.store.get(ANSWER_KEY) or ""
         task_ = sample_task("frontend", state.input_text, target.text, state.metadata)
-        result = await asyncio.to_thread(score_frontend, answer, task_, scorer_spec)
+        result = (await asyncio.to_thread(score_final, answer, task_, scorer=scorer_spec)).evidence
         return Score(value=result["similarity"], answer=answer, explanation=f"similarity by {result['scorer']}",
                      metadata={**result, "ended_by": state.store.get(ENDED_BY_KEY),
                                "turns": state.store.get(TURNS_KEY)})

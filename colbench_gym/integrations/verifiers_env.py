@@ -36,14 +36,7 @@ import json
 from typing import Any
 
 from colbench_gym.instructions import instructions
-from colbench_gym.integrations.conversation import (
-    Conversation,
-    check_kind,
-    entry_task,
-    grade_backend,
-    score_frontend,
-    task_entries,
-)
+from colbench_gym.integrations.conversation import Conversation, check_kind, entry_task, score_final, task_entries
 from colbench_gym.protocol import MAX_TURNS
 from colbench_gym.spaces import encodable_data
 from colbench_gym.tasks.accounting import end_reason_of, failure_message, is_infrastructure, named_reason
@@ -157,20 +150,20 @@ def environment_class() -> type:
 
 def _rubric(kind: str, reward_mode: str, scorer: str) -> Any:
     vf = _verifiers()
+    # the settings of how the kind's reward is computed, to the kinds that take them (the table's reward_options)
+    options = {name: value for name, value in (("reward_mode", reward_mode), ("scorer", scorer))
+               if name in env_kind(kind).reward_options}
 
     async def outcome(state: Any) -> dict[str, Any]:
         if "colbench_result" not in state:
             answer = (state.get("colbench") or {}).get("answer")
             info = state["info"]
             task = row_task(kind, _text(state["prompt"][-1]), state["answer"], info)
-            result = {"success": False, "fraction": 0.0, "similarity": 0.0}
+            result = {"reward": 0.0, "success": False, "fraction": 0.0, "similarity": 0.0}
             try:
-                if answer is None:  # no answer (the rollout failed or was cut): nothing to grade
-                    pass
-                elif kind == "backend":
-                    result = await asyncio.to_thread(grade_backend, answer, task)
-                else:
-                    result = await asyncio.to_thread(score_frontend, answer, task, scorer)
+                if answer is not None:  # else no answer (the rollout failed or was cut): nothing to grade
+                    verdict = await asyncio.to_thread(score_final, answer, task, **options)
+                    result = {**verdict.evidence, "reward": verdict.reward}
             except Exception as exc:  # ScoreUnavailable, a renderer or grader that failed: never the answer's
                 # Not the answer's score: the rollout carries verifiers' InfraError (retried with
                 # max_retries, listed under the outputs' errors); the rubric still wants a float.
@@ -183,10 +176,7 @@ def _rubric(kind: str, reward_mode: str, scorer: str) -> Any:
 
     async def reward(state: Any) -> float:
         """The env's reward: success (0/1), fraction of tests (``reward_mode="fraction"``) or similarity."""
-        result = await outcome(state)
-        if kind == "frontend":
-            return float(result["similarity"])
-        return float(result["fraction"] if reward_mode == "fraction" else result["success"])
+        return float((await outcome(state))["reward"])
 
     async def success(state: Any) -> float:
         return float((await outcome(state)).get("success", False))
@@ -229,7 +219,7 @@ def load_environment(kind: str = "backend", tasks: str = "embedded:test", num_ta
         raise ValueError(f"reward_mode must be 'success' or 'fraction', got {reward_mode!r}")
     if isinstance(simulator, str) and simulator not in entry.simulators:
         raise ValueError(f"simulator must be one of {sorted(entry.simulators)} for {kind}, got {simulator!r}")
-    if kind == "frontend":  # a scorer that cannot work fails here, not as an error of every rollout
+    if "scorer" in entry.reward_options:  # a scorer that cannot work fails here, not as an error of every rollout
         from colbench_gym.scoring import shared_scorer
 
         shared_scorer(scorer)
