@@ -32,17 +32,10 @@ from contextlib import nullcontext
 from typing import Any
 
 from colbench_gym.evaluation.records import INPUT_ERRORS, DamagedFileError, input_error, load_task_answers, no_episodes
+from colbench_gym.evaluation.report import cost_lines, end_reason_lines
 from colbench_gym.jsonl import check_output_writable, write_jsonl_atomic
 from colbench_gym.tasks import BackendTask, TaskFormatError
-from colbench_gym.tasks.accounting import (
-    PriceTableError,
-    count_end_reasons,
-    format_end_reasons,
-    is_infrastructure,
-    load_prices,
-    record_end_reason,
-    run_cost,
-)
+from colbench_gym.tasks.accounting import PriceTableError, is_infrastructure, load_prices, record_end_reason
 from colbench_gym.verdicts import score_answer
 
 
@@ -199,15 +192,13 @@ def run(args: argparse.Namespace) -> int:
               f"tests passed: {100 * tests:.1f}% [ours {100 * own_t:.1f}%]")
     else:
         print(f"success rate: {100 * succ:.1f}%   tests passed: {100 * tests:.1f}%")
-    counts = count_end_reasons(r["end_reason"] for r in out)
-    print(f"end reasons: {format_end_reasons(counts)}")
+    reasons, why = end_reason_lines(out)
+    print(reasons)
     infra = len(out) - n
     if infra:
-        why = ", ".join(f"{k} {v}" for k, v in counts.items() if is_infrastructure(k))
         print(f"infrastructure failures: {infra} of {len(out)} records ({why}), not the agent's: left out of the "
               f"rates above; counted as failures, success rate: {100 * succ * n / len(out):.1f}%")
-    spent = run_cost(r for r, _, _ in items)
-    for line in spent.lines(None if prices is None else spent.price(prices), colon=True):
+    for line in cost_lines(items, prices):
         print(line)
     for line in unpassable_report(items, results):
         print(line)

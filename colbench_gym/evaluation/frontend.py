@@ -31,18 +31,16 @@ from typing import Any
 
 from colbench_gym.evaluation.metrics import win_value
 from colbench_gym.evaluation.records import INPUT_ERRORS, input_error, load_task_answers, no_episodes
+from colbench_gym.evaluation.report import cost_lines, end_reason_lines
 from colbench_gym.jsonl import check_output_writable, write_jsonl_atomic
 from colbench_gym.protocol import extract_answer_html, extract_html
 from colbench_gym.tasks import FrontendTask
 from colbench_gym.tasks.accounting import (
     PriceTableError,
-    count_end_reasons,
-    format_end_reasons,
     is_infrastructure,
     is_infrastructure_failure,
     load_prices,
     record_end_reason,
-    run_cost,
 )
 from colbench_gym.tasks.answer_images import agent_wrote, run_image
 from colbench_gym.verdicts.frontend import score_many
@@ -223,14 +221,12 @@ def run(args: argparse.Namespace) -> int:
     if failed_refs:
         print(f"reference pages that did not render (also when retried): {failed_refs} records not scored "
               "(reward null, reference_error says why); rerun them, e.g. with a larger --timeout")
-    counts = count_end_reasons(r["end_reason"] for r in out)
-    print(f"end reasons: {format_end_reasons(counts)}")
+    reasons, why = end_reason_lines(out)
+    print(reasons)
     if len(out) > n:
-        why = ", ".join(f"{k} {v}" for k, v in counts.items() if is_infrastructure(k))
         print(f"infrastructure failures: {len(out) - n} of {len(out)} records ({why}), not the agent's: left out of "
               "the similarity and win rate")
-    spent = run_cost(r for r, _, _ in items)
-    for line in spent.lines(None if prices is None else spent.price(prices), colon=True):
+    for line in cost_lines(items, prices):
         print(line)
     if args.reference_run:
         rate = f"{100 * sum(wins) / len(wins):.1f}%" if wins else "n/a"
