@@ -21,15 +21,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
 
-from sweet_agent.policies.base import (
-    Generation,
-    Messages,
-    Policy,
-    PolicyError,
-    SamplingParams,
-    apply_stop,
-    check_batch,
-)
+from sweet_agent.policies.base import Generation, Messages, Policy, PolicyError, SamplingParams, apply_stop, check_batch
 
 DTYPES = ("bfloat16", "float32", "float16", "auto")
 
