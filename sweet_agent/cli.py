@@ -6,6 +6,10 @@ import sys
 
 from colbench_gym.cli import dispatch
 
+#: (command words, module, help). Modules by name, imported by ``dispatch`` only for the command
+#: that runs: several import torch/transformers/trl at module level (``sweet_agent.baselines.rft``
+#: took ~20 s on the loaded 2-core machine), which ``sweet-agent --help`` or ``sweet-agent evaluate``
+#: must not pay. tests/reliability/test_cli_errors.py runs every entry, so a wrong name fails there.
 COMMANDS: list[tuple[tuple[str, ...], str, str]] = [
     (("rollout",), "sweet_agent.rollout.cli", "play episodes with a policy and write trajectories"),
     (("evaluate",), "sweet_agent.rollout.evaluate",
