@@ -180,8 +180,8 @@ def test_offline_simulators_pass_the_guard_untouched():
 def test_every_simulator_kind_is_guarded_including_user_subclasses():
     from colbench_gym.simulators.offline_backend import OfflineBackendSimulator
     from colbench_gym.simulators.offline_frontend import OfflineFrontendSimulator
-    from colbench_gym.simulators.openai_frontend import OpenAIFrontendSimulator
     from colbench_gym.simulators.openai_backend import OpenAIBackendSimulator
+    from colbench_gym.simulators.openai_frontend import OpenAIFrontendSimulator
     from colbench_gym.simulators.transformers_simulator import TransformersBackendSimulator
 
     for cls in (OfflineBackendSimulator, OfflineFrontendSimulator, OpenAIBackendSimulator, OpenAIFrontendSimulator,
