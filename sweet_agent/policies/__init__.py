@@ -9,15 +9,7 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from sweet_agent.policies.base import (
-    EndpointError,
-    Generation,
-    Messages,
-    Policy,
-    PolicyError,
-    SamplingParams,
-    derive_seed,
-)
+from sweet_agent.policies.base import EndpointError, Generation, Messages, Policy, PolicyError, SamplingParams
 
 OPENAI_PREFIX = "openai:"
 
@@ -45,4 +37,5 @@ def load_policy(spec: str | os.PathLike[str] | Policy | None = None, *, base_url
                                               quiet=quiet, **kwargs)
 
 
-__all__ = ["EndpointError", "Generation", "Messages", "Policy", "PolicyError", "SamplingParams", "derive_seed", "load_policy"]
+# the interface and the loader; helpers such as derive_seed are imported from policies.base where used
+__all__ = ["EndpointError", "Generation", "Messages", "Policy", "PolicyError", "SamplingParams", "load_policy"]
