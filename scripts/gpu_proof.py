@@ -150,11 +150,13 @@ def run_stage(name: str, work: Path, dry: bool) -> dict:
     device = "cuda" if cuda else "cpu"
     py = sys.executable
     if name.startswith("critic-scaling"):
-        n, cand, prompt = (16, 256, 1500) if not dry else (4, 16, 200)
+        # the dry run proves the stage runs and reports both modes: the fewest candidates, tokens, turns
+        n, cand, prompt = (16, 256, 1500) if not dry else (2, 8, 64)
+        turns_n = 2 if not dry else 1
         if name.endswith("0.5b"):
             out = work / f"{name}.json"
             cmd = [py, str(ROOT / "benchmarks" / "bench_step_pairs.py"), "--critic-scaling", "--model",
-                   str(model_dir(work, dry)), "--records", str(RECORDS), "--turns", "2", "--num-candidates", str(n),
+                   str(model_dir(work, dry)), "--records", str(RECORDS), "--turns", str(turns_n), "--num-candidates", str(n),
                    "--candidate-tokens", str(cand), "--prompt-tokens", str(prompt), "--repeats", "3" if cuda else "1",
                    "--device", device, "--json-out", str(out)]
             subprocess.run(cmd, check=True)
@@ -173,7 +175,7 @@ def run_stage(name: str, work: Path, dry: bool) -> dict:
         model, tok = build_model("llama-8b", work, dry, device)
         built = time.perf_counter() - t0
         records = load_records(RECORDS)
-        turns = stage_turns(records, StepPairConfig(num_candidates=2))[:2]
+        turns = stage_turns(records, StepPairConfig(num_candidates=2))[:turns_n]
         critic = LoadedCritic(model, model, tok, {"normalize": "turn", "use_privileged_info": True})
         rows = critic_scaling(critic, tok, turns, records, n, cand, prompt, 3 if cuda else 1)
         params = sum(p.numel() for p in model.parameters())
@@ -208,9 +210,9 @@ def run_stage(name: str, work: Path, dry: bool) -> dict:
         return res
     if name == "step-pairs":
         out = work / "step-pairs.json"
-        n, tokens = (16, 256) if not dry else (2, 8)
+        n, tokens, turns_n = (16, 256, 2) if not dry else (2, 8, 1)
         cmd = [py, str(ROOT / "benchmarks" / "bench_step_pairs.py"), "--server", "none", "--model",
-               str(model_dir(work, dry)), "--records", str(RECORDS), "--turns", "2", "--num-candidates", str(n),
+               str(model_dir(work, dry)), "--records", str(RECORDS), "--turns", str(turns_n), "--num-candidates", str(n),
                "--max-new-tokens", str(tokens), "--device", device, "--json-out", str(out)]
         subprocess.run(cmd, check=True)
         res = json.loads(out.read_text())
