@@ -2,14 +2,14 @@
 
 No ColBench trainer subclass, no ColBench command: TRL's trainer, a prompt dataset whose rows name
 their task, and a factory of tool environments whose reward is the environment's own
-(docs/trl.md). The defaults are the small CPU setting: 4 collab:train tasks, 2 steps of 2 groups
+(docs/trl.md). The defaults are the small CPU setting: 4 collab:train tasks, 2 steps of one group
 of 4 rollouts, 256 completion tokens an episode, LoRA, and every agent turn made a tool call
 (``--tool-call-opener``, below). Measured on this 2-core CPU while other jobs held it (load 5-16):
 without the opener, a step of 4 rollouts took 268 s and made no tool call (reward 0, std 0: no
 gradient; issue 39); with the opener up to the argument, 4 of 4 sampled first turns of the 0.5B
 model opened a call of ask_user or submit_answer with its argument (2 closed it themselves; the
-forced ``</tool_call>`` came after that probe), and a whole default step did not finish within 40 min
-of wall time at that load (11 CPU-minutes), so its seconds, tool-call frequency and reward std
+forced ``</tool_call>`` came after that probe), and a step of 2 groups of 4 was killed after 51 min
+of wall time at that load (17 GB resident: the logits of 8 long episodes), so its seconds, tool-call frequency and reward std
 are still to be measured on a quiet machine (``pytest -m slow tests/grpo/test_trl_path.py``
 asserts the tool calls and a reward std above 0)::
 
@@ -85,7 +85,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     ap.add_argument("--num-tasks", type=int, default=4, help="dataset rows, one task each")
     ap.add_argument("--max-steps", type=int, default=2)
     ap.add_argument("--num-generations", type=int, default=4, help="rollouts of one task per GRPO group")
-    ap.add_argument("--tasks-per-step", type=int, default=2, help="GRPO groups (tasks) in one step's batch")
+    ap.add_argument("--tasks-per-step", type=int, default=1,
+                    help="GRPO groups (tasks) in one step's batch (2 groups of 4: 17 GB resident, killed here)")
     ap.add_argument("--max-completion-length", type=int, default=256, help="tokens per whole episode")
     ap.add_argument("--reward-mode", choices=("fraction", "success"), default="fraction")
     ap.add_argument("--no-lora", action="store_true", help="train every weight instead of a LoRA adapter")
