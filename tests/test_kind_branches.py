@@ -27,7 +27,6 @@ DEBT = {
     "sweet_agent/interop/release.py": 1,
     "colbench_gym/tasks/cli.py": 1,
     "colbench_gym/simulators/leak_guard.py": 1,
-    "colbench_gym/integrations/inspect_tasks.py": 1,
 }
 
 

@@ -52,9 +52,8 @@ from colbench_gym.instructions import instructions
 from colbench_gym.integrations.conversation import Conversation, check_kind, entry_task, score_final, task_entries
 from colbench_gym.protocol import MAX_TURNS
 from colbench_gym.simulators import HumanSimulator, SimulatorError
-from colbench_gym.simulators.openai_frontend import OpenAIFrontendSimulator
-from colbench_gym.simulators.prompts import backend_messages
 from colbench_gym.spaces import encodable, encodable_data
+from colbench_gym.tasks.kinds import env_kind, load
 
 #: Where the solver leaves the dialogue's outcome for the scorers (``state.store``).
 ANSWER_KEY, ENDED_BY_KEY, TURNS_KEY = "colbench:answer", "colbench:ended_by", "colbench:turns"
@@ -78,14 +77,6 @@ def sample_task(kind: str, problem: str, reference: str, metadata: dict[str, Any
 
 
 # --------------------------------------------------------------------------- the person as a role
-class _FrontendPrompt:
-    """The frontend simulator's request (text + both screenshots), shared with the OpenAI simulator."""
-
-    max_image_width, max_image_height, image_detail = 1024, 2048, None
-    _image_part = OpenAIFrontendSimulator._image_part
-    build_messages = OpenAIFrontendSimulator.build_messages
-
-
 def _inspect_messages(messages: list[dict[str, Any]]) -> list[ChatMessage]:
     """OpenAI-style chat messages (our simulator prompts) as Inspect messages."""
     out: list[ChatMessage] = []
@@ -102,6 +93,11 @@ def _inspect_messages(messages: list[dict[str, Any]]) -> list[ChatMessage]:
 class InspectRoleSimulator(HumanSimulator):
     """The simulated person played by an Inspect model (the ``user`` role).
 
+    WHY it wraps the kind's chat-model person (the kinds table's ``"openai"`` simulator): that
+    class owns the kind's prompt (the hidden reference for backend, both screenshots for frontend,
+    the leak guard's retry note); only where its request goes changes, to the role's model. So a
+    new kind with a chat-model person is playable here without a line of this module.
+
     The environment calls :meth:`respond` from a worker thread (``asyncio.to_thread``); the
     generation runs on the eval's event loop, so it is logged in the sample's transcript like
     any other model call.
@@ -109,12 +105,17 @@ class InspectRoleSimulator(HumanSimulator):
 
     def __init__(self, kind: str, model: Model, loop: asyncio.AbstractEventLoop, timeout: float = 900.0) -> None:
         self.kind, self.model, self.loop, self.timeout = check_kind(kind), model, loop, timeout
+        person_cls = env_kind(self.kind).simulators.get("openai")
+        if person_cls is None:
+            raise ValueError(f"the {self.kind} kind has no chat-model person (no 'openai' simulator in the kinds "
+                             "table), so an Inspect user role cannot play it; run without --model-role user")
+        self.person = load(person_cls)(model=str(model))
+        self.person._chat = self._chat  # the person's prompt, the role's model
 
     def respond(self, task: Any, dialogue: list[dict[str, str]], **context: Any) -> str:
-        if self.kind == "backend":
-            messages = backend_messages(task, dialogue)
-        else:
-            messages = _FrontendPrompt().build_messages(task, dialogue, **context)
+        return self.person.respond(task, dialogue, **context)
+
+    def _chat(self, messages: list[dict[str, Any]], retry: int = 0) -> str:
         # the provider's request is UTF-8 JSON: any str of the dialogue goes, a lone surrogate as U+FFFD
         messages = encodable_data(messages)
         future = asyncio.run_coroutine_threadsafe(self.model.generate(_inspect_messages(messages)), self.loop)

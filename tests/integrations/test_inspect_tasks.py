@@ -185,3 +185,54 @@ def test_any_string_is_a_turn_and_the_sample_is_scored(tmp_path: Path) -> None:
         [sample] = log.samples
         assert sample.error is None and sample.scores["colbench_grader"].value == {"success": 1.0, "tests": 1.0}
         assert sample.scores["colbench_grader"].metadata["ended_by"] == "answer"
+
+
+def test_the_user_role_plays_the_frontend_person_with_the_kinds_own_prompt() -> None:
+    """The role's model gets the kind's chat-model person's request (both screenshots as images,
+    the leak guard's retry note): the integration holds no prompt of its own per kind."""
+    import asyncio
+    import threading
+
+    from PIL import Image
+
+    from colbench_gym.integrations.inspect_tasks import InspectRoleSimulator
+    from colbench_gym.tasks.records import FrontendTask
+
+    seen: list = []
+
+    def person(messages, tools, tool_choice, config) -> ModelOutput:
+        seen.append(messages)
+        return _output("Make the header blue.", "mockllm/person")
+
+    loop = asyncio.new_event_loop()
+    thread = threading.Thread(target=loop.run_forever, daemon=True)
+    thread.start()
+    try:
+        role = InspectRoleSimulator("frontend", get_model("mockllm/person", custom_outputs=person, memoize=False), loop)
+        task = FrontendTask("A page about tea.", "<html><body><h1>Tea</h1></body></html>")
+        dialogue = [{"role": "user", "content": task.problem_description},
+                    {"role": "assistant", "content": "Here is my draft."}]
+        images = {"agent_image": Image.new("RGB", (32, 32), "red"), "reference_image": Image.new("RGB", (32, 32), "blue")}
+        assert role.respond(task, dialogue, **images) == "Make the header blue."
+        assert role.respond(task, dialogue, leak_retry=1, **images) == "Make the header blue."
+    finally:
+        loop.call_soon_threadsafe(loop.stop)
+        thread.join(5)
+    first, retried = seen
+    assert "A page about tea." in first[0].text  # the frontend person's system prompt
+    images_sent = [part for part in first[-1].content if getattr(part, "type", "") == "image"]
+    assert len(images_sent) == 2  # the agent's page and the page the person wants
+    assert len(retried) == len(first) + 1 and retried[-1].role == "system"  # the leak guard's retry note
+
+
+def test_a_kind_without_a_chat_model_person_cannot_be_the_user_role(monkeypatch: pytest.MonkeyPatch) -> None:
+    import dataclasses
+
+    from colbench_gym.integrations import inspect_tasks
+    from colbench_gym.tasks import kinds
+
+    third = dataclasses.replace(kinds.BACKEND, name="silent", simulators={})
+    monkeypatch.setattr(inspect_tasks, "env_kind", lambda name: third)
+    monkeypatch.setattr(inspect_tasks, "check_kind", lambda kind: kind)
+    with pytest.raises(ValueError, match="silent kind has no chat-model person"):
+        inspect_tasks.InspectRoleSimulator("silent", get_model("mockllm/model"), None)
