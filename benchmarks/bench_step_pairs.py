@@ -295,7 +295,8 @@ def main(argv=None) -> int:
 
     import torch
 
-    from sweet_agent.actor.candidates import StepPairConfig, stage_turns
+    from sweet_agent.actor.candidates import stage_turns
+    from sweet_agent.actor.config import StepPairConfig
     from sweet_agent.critic.loading import LoadedCritic
     from sweet_agent.devices import resolve_device
     from sweet_agent.policies.default_model import gguf_path, resolve_model_path

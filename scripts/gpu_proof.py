@@ -165,7 +165,8 @@ def run_stage(name: str, work: Path, dry: bool) -> dict:
                     "candidate_tokens": cand, "model": "Qwen2.5-0.5B shape, random weights, bf16"}
         from bench_step_pairs import critic_scaling
 
-        from sweet_agent.actor.candidates import StepPairConfig, stage_turns
+        from sweet_agent.actor.candidates import stage_turns
+        from sweet_agent.actor.config import StepPairConfig
         from sweet_agent.critic.loading import LoadedCritic
         from sweet_agent.training_data.records import load_records
 

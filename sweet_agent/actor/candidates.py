@@ -14,15 +14,14 @@ from __future__ import annotations
 
 import random
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from colbench_gym.protocol import Messages
+from sweet_agent.actor.config import StepPairConfig
 from sweet_agent.policies.exploration import ExplorationConfig
 from sweet_agent.sweet_rl.algorithm import (
     agent_turns_in,
-    check_step_score,
     pair_rows,
     question_count,
     score_candidates,
@@ -95,73 +94,6 @@ def _sampling(max_new_tokens: int, temperature: float, top_p: float):
     from sweet_agent.policies.base import SamplingParams
 
     return SamplingParams(max_new_tokens=max_new_tokens, temperature=temperature, top_p=top_p, top_k=0)
-
-
-@dataclass
-class StepPairConfig:
-    """How :func:`build_step_pairs` samples, scores and pairs candidates (the paper's defaults).
-    :class:`~sweet_agent.actor.config.ActorConfig` is this plus TRL's ``DPOConfig``, so every
-    field is a ``train-actor`` flag; tests and scripts build this one alone (no trl needed)."""
-
-    num_candidates: int = field(default=16, metadata={"help": "candidate actions sampled per agent turn"})
-    pairs_per_turn: int = field(default=4, metadata={
-        "help": "(chosen, rejected) pairs drawn per agent turn, each a random top-half candidate against a random "
-                "bottom-half one, no pair twice (the release's --num_pairs 4)"})
-    turn_fraction: float = field(default=1.0, metadata={"help": "fraction of the offline agent turns to use"})
-    first_turns: int = field(default=0, metadata={
-        "help": "use only each trajectory's first N agent turns (0 = all, the paper's); applied before turn_fraction"})
-    skip_turns: int = field(default=0, metadata={
-        "help": "leave out each trajectory's first N agent turns (with first_turns: a window of turns)"})
-    max_new_tokens: int = field(default=256, metadata={"help": "length cap of a sampled candidate"})
-    temperature: float = field(default=1.0, metadata={"help": "sampling temperature of candidates"})
-    top_p: float = field(default=1.0, metadata={"help": "nucleus sampling of candidates"})
-    sampling_batch_size: int | None = field(default=None, metadata={"help": "candidates per generate call (default: all of a turn's in one call)"})
-    score_batch_size: int = field(default=16, metadata={
-        "help": "candidates per critic forward pass (each model's; a turn's candidates are scored in "
-                "ceil(num_candidates / this) batched forwards on the critic's device)"})
-    explore_candidates: float = field(default=0.0, metadata={
-        "help": "fraction of a turn's num_candidates started with a question opener that the policy completes "
-                "(at least one when > 0; 0 = off, the paper's): a policy that never asks gives the critic no "
-                "question to prefer, so step-level DPO cannot teach asking (docs/training.md)"})
-    explore_turns: int = field(default=0, metadata={
-        "help": "question candidates only at the first N agent turns (0 = at every agent turn: 'ask again' against "
-                "'answer' wherever that decision exists)"})
-    candidate_seed: int | None = field(default=None, metadata={
-        "help": "seed of the candidates' sampling and of turn_fraction's choice of turns (default: --seed). Give "
-                "every training seed the same one, with --candidates_file, to score one set of base-policy samples "
-                "with each seed's critic (a seed changes the critic and the pair draws, not the samples)"})
-    score_shared_prefix: bool = field(default=True, metadata={
-        "help": "the critic and its reference compute a turn's prompt once and score every candidate from its "
-                "key/value cache (same scores to float round-off; false: each candidate's whole sequence)"})
-    step_score: str = field(default="critic-ref", metadata={
-        "help": "what a candidate's critic log-probability is compared with: critic-ref (ours: the critic's "
-                "reference model on the same privileged sequence) or release (the paper release's: the sampling "
-                "policy's token-mean log-probability on its own prompt, without the privileged info)"})
-
-    def __post_init__(self):
-        self.check_step_pairs()
-
-    def check_step_pairs(self) -> None:
-        """One-line errors for settings no sampling can use (before any model is loaded)."""
-        if self.num_candidates < 2:
-            raise ValueError(f"num_candidates must be >= 2 to form a top/bottom split, got {self.num_candidates}")
-        if self.pairs_per_turn < 1:
-            raise ValueError(f"pairs_per_turn must be >= 1, got {self.pairs_per_turn}")
-        if self.sampling_batch_size is not None and self.sampling_batch_size < 1:
-            raise ValueError(f"sampling_batch_size must be >= 1, got {self.sampling_batch_size}")
-        if self.score_batch_size < 1:
-            raise ValueError(f"score_batch_size must be >= 1, got {self.score_batch_size}")
-        if not 0 < self.turn_fraction <= 1:
-            raise ValueError(f"turn_fraction must be in (0, 1], got {self.turn_fraction}")
-        if self.first_turns < 0:
-            raise ValueError(f"first_turns must be >= 0 (0 = every agent turn), got {self.first_turns}")
-        if self.skip_turns < 0:
-            raise ValueError(f"skip_turns must be >= 0, got {self.skip_turns}")
-        if not 0 <= self.explore_candidates <= 1:
-            raise ValueError(f"explore_candidates must be in [0, 1], got {self.explore_candidates}")
-        if self.explore_turns < 0:
-            raise ValueError(f"explore_turns must be >= 0 (0 = every agent turn), got {self.explore_turns}")
-        check_step_score(self.step_score)
 
 
 def stage_turns(records: Sequence[dict[str, Any]], config: StepPairConfig, seed: int = 0,

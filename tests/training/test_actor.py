@@ -8,8 +8,8 @@ import random
 import pytest
 import torch
 
-from sweet_agent.actor.candidates import StepPairConfig, build_step_pairs, sample_candidates
-from sweet_agent.actor.config import ActorConfig
+from sweet_agent.actor.candidates import build_step_pairs, sample_candidates
+from sweet_agent.actor.config import ActorConfig, StepPairConfig
 from sweet_agent.actor.trainer import make_dpo_trainer
 from sweet_agent.critic.advantages import turn_advantages
 from sweet_agent.sweet_rl.algorithm import score_candidates, select_pairs

@@ -12,7 +12,8 @@ import random
 import pytest
 
 from sweet_agent.actor import pair_files as PF
-from sweet_agent.actor.candidates import StepPairConfig, build_step_pairs, local_policy, stage_turns
+from sweet_agent.actor.candidates import build_step_pairs, local_policy, stage_turns
+from sweet_agent.actor.config import StepPairConfig
 from sweet_agent.sweet_rl.algorithm import select_pairs
 
 

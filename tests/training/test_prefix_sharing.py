@@ -114,7 +114,8 @@ def test_shared_length_by_hand():
 
 
 def test_the_flag_reaches_the_stage(tiny_critic, tiny_model, tiny_tokenizer, monkeypatch):
-    from sweet_agent.actor.candidates import StepPairConfig, build_step_pairs
+    from sweet_agent.actor.candidates import build_step_pairs
+    from sweet_agent.actor.config import StepPairConfig
 
     seen = []
     orig = C.score_candidates

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import pytest
 
-from sweet_agent.actor.candidates import StepPairConfig, build_step_pairs, sample_candidates
-from sweet_agent.actor.config import ActorConfig
+from sweet_agent.actor.candidates import build_step_pairs, sample_candidates
+from sweet_agent.actor.config import ActorConfig, StepPairConfig
 from sweet_agent.policies.exploration import DEFAULT_LATER_OPENERS, DEFAULT_OPENERS, ExplorationConfig
 from sweet_agent.sweet_rl.algorithm import question_count
 

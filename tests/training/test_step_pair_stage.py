@@ -12,7 +12,8 @@ from pathlib import Path
 import pytest
 
 from sweet_agent.actor import pair_files as PF
-from sweet_agent.actor.candidates import StepPairConfig, build_step_pairs, local_policy, stage_turns
+from sweet_agent.actor.candidates import build_step_pairs, local_policy, stage_turns
+from sweet_agent.actor.config import StepPairConfig
 from sweet_agent.policies.openai_policy import OpenAIPolicy
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))

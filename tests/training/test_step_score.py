@@ -10,8 +10,8 @@ import pytest
 import torch
 import yaml
 
-from sweet_agent.actor.candidates import StepPairConfig, build_step_pairs
-from sweet_agent.actor.config import ActorConfig
+from sweet_agent.actor.candidates import build_step_pairs
+from sweet_agent.actor.config import ActorConfig, StepPairConfig
 from sweet_agent.cli import main
 from sweet_agent.sweet_rl.algorithm import STEP_SCORES, score_candidates, with_privileged
 
