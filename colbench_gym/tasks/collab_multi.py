@@ -50,7 +50,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from colbench_gym.tasks.generator import SPLITS as HASHED_SPLITS
-from colbench_gym.tasks.generator import split_of_key, structural_key
+from colbench_gym.tasks.generator import BackendSpec, split_of_key, structural_key
 from colbench_gym.tasks.generator_kit import REQUEST_TEMPLATES, call_text, describe
 from colbench_gym.tasks.records import BackendTask
 
@@ -96,17 +96,9 @@ class Detail:
 
 
 @dataclass(frozen=True)
-class MultiSpec:
+class MultiSpec(BackendSpec):
     """A ``collab-multi`` task with its details (for tests and analysis); :meth:`to_task` gives the record."""
 
-    family: str
-    variant: str
-    split: str
-    index: int
-    function_name: str
-    description: str
-    source: str
-    tests: tuple[str, ...]
     details: tuple[Detail, ...]
     render: Callable[[Sequence[Any]], str] = field(repr=False, compare=False)
     generator_version: int = COLLAB_MULTI_GENERATOR_VERSION
@@ -139,18 +131,7 @@ class MultiSpec:
         return self.render(values)
 
     def to_task(self) -> BackendTask:
-        record = {
-            "problem_description": self.description,
-            "ground_truth": self.source,
-            "test_cases": {f"test{i + 1}": call for i, call in enumerate(self.tests)},
-            "source": f"{TASK_SOURCE}:{self.split}",
-            "index": self.index,
-            "family": self.family,
-            "generator_version": self.generator_version,
-            "details": len(self.details),
-            "stated_details": len(self.stated),
-        }
-        return BackendTask.from_record(record, where=f"{TASK_SOURCE}:{self.split}[{self.index}]")
+        return self.task(TASK_SOURCE, details=len(self.details), stated_details=len(self.stated))
 
 
 #: Values the offline simulator says in words ("half of count"), kept out of the dispatch families.

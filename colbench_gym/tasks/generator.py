@@ -52,13 +52,10 @@ _MAX_ATTEMPTS = 256
 
 
 @dataclass(frozen=True)
-class GeneratedSpec:
-    """A generated task with its provenance and the hidden details (for tests and analysis).
-
-    ``hidden`` holds the personal details the request does not reveal; ``hidden_strings`` the
-    hidden words (labels, messages, separators) that must not appear in the request either;
-    ``task_source`` and ``generator_version`` say which family set made it.
-    """
+class BackendSpec:
+    """What every procedurally generated backend task is made of (``generated``, ``collab-multi``):
+    its family and variant, where it sits (split, index), the request, the reference and the
+    hidden test calls. :meth:`task` is the one place such a spec becomes a task record."""
 
     family: str
     variant: str
@@ -68,6 +65,32 @@ class GeneratedSpec:
     description: str
     source: str
     tests: tuple[str, ...]
+
+    def task(self, task_source: str, **extra: Any) -> BackendTask:
+        """The task record, from ``task_source`` (``generated``, ``collab-multi``, ...), with the
+        subclass's ``generator_version`` and any ``extra`` fields."""
+        record = {
+            "problem_description": self.description,
+            "ground_truth": self.source,
+            "test_cases": {f"test{i + 1}": call for i, call in enumerate(self.tests)},
+            "source": f"{task_source}:{self.split}",
+            "index": self.index,
+            "family": self.family,
+            "generator_version": self.generator_version,  # type: ignore[attr-defined] - every subclass's field
+            **extra,
+        }
+        return BackendTask.from_record(record, where=f"{task_source}:{self.split}[{self.index}]")
+
+
+@dataclass(frozen=True)
+class GeneratedSpec(BackendSpec):
+    """A generated task with its provenance and the hidden details (for tests and analysis).
+
+    ``hidden`` holds the personal details the request does not reveal; ``hidden_strings`` the
+    hidden words (labels, messages, separators) that must not appear in the request either;
+    ``task_source`` and ``generator_version`` say which family set made it.
+    """
+
     hidden: dict[str, Any] = field(default_factory=dict)
     hidden_strings: tuple[str, ...] = ()
     task_source: str = "generated"
@@ -78,16 +101,7 @@ class GeneratedSpec:
         return structural_key(self.family, self.variant, self.hidden)
 
     def to_task(self) -> BackendTask:
-        record = {
-            "problem_description": self.description,
-            "ground_truth": self.source,
-            "test_cases": {f"test{i + 1}": call for i, call in enumerate(self.tests)},
-            "source": f"{self.task_source}:{self.split}",
-            "index": self.index,
-            "family": self.family,
-            "generator_version": self.generator_version,
-        }
-        return BackendTask.from_record(record, where=f"{self.task_source}:{self.split}[{self.index}]")
+        return self.task(self.task_source)
 
 
 def structural_key(family: str, variant: str, hidden: dict[str, Any]) -> str:
