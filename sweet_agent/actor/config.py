@@ -94,10 +94,10 @@ def _define_actor_config() -> type:
     from trl import DPOConfig  # noqa: PLC0415 - see the module docstring
 
     from sweet_agent.sweet_rl.algorithm import ACTOR_BETA, ACTOR_LOSS_TYPE, ACTOR_LOSS_WEIGHTS  # noqa: PLC0415
-    from sweet_agent.training.machine import resolve_machine_defaults  # noqa: PLC0415
+    from sweet_agent.training.machine import MachineDefaults  # noqa: PLC0415
 
     @dataclass
-    class ActorConfig(StepPairConfig, DPOConfig):
+    class ActorConfig(StepPairConfig, MachineDefaults, DPOConfig):
         """:class:`trl.DPOConfig` with the paper's actor defaults and the step-pair settings
         (:class:`StepPairConfig`: ``build_step_pairs`` reads them from this config).
 
@@ -117,14 +117,10 @@ def _define_actor_config() -> type:
         # sweet_agent/configs/actor/paper.yaml.
         learning_rate: float = 5e-5
         per_device_train_batch_size: int = 8
-        # TRL turns activation checkpointing on by default; at CPU scale it only costs time (the
-        # paper preset turns it on with activation_checkpointing: true).
-        gradient_checkpointing: bool | None = None
 
         def __post_init__(self):
             self.check_step_pairs()  # before the trainer's own set-up: a typo costs no compute
-            resolve_machine_defaults(self)
-            DPOConfig.__post_init__(self)
+            MachineDefaults.__post_init__(self)  # the machine's defaults, then DPOConfig's own
 
     ActorConfig.__module__, ActorConfig.__qualname__ = __name__, "ActorConfig"
     return ActorConfig

@@ -24,7 +24,7 @@ from trl.trainer.utils import pad
 
 from sweet_agent.training.arguments import PreferenceDataArguments
 from sweet_agent.training.command import TrainingCommand, check_run, no_rows_advice, nothing_to_train
-from sweet_agent.training.machine import resolve_machine_defaults
+from sweet_agent.training.machine import MachineDefaults
 from sweet_agent.training.models import initial_copy
 from sweet_agent.training_data import records as R
 from sweet_agent.training_data.pairs import build_trajectory_pairs
@@ -35,7 +35,7 @@ PRESETS = "mtdpo"
 
 
 @dataclass
-class MTDPOConfig(DPOConfig):
+class MTDPOConfig(MachineDefaults, DPOConfig):
     """``DPOConfig`` of the multi-turn DPO baseline: the actor's loss (sigmoid + 0.01 NLL, beta
     0.1) on whole trajectories. The learning rate suits LoRA on a small model (CPU scale)."""
 
@@ -43,13 +43,6 @@ class MTDPOConfig(DPOConfig):
     loss_type: list[str] = field(default_factory=lambda: ["sigmoid", "sft"])
     loss_weights: list[float] | None = field(default_factory=lambda: [1.0, 0.01])
     learning_rate: float = 5e-5
-    # TRL turns activation checkpointing on by default; at CPU scale it only costs time (the
-    # paper preset turns it on with activation_checkpointing: true).
-    gradient_checkpointing: bool | None = None
-
-    def __post_init__(self):
-        resolve_machine_defaults(self)
-        super().__post_init__()
 
 
 def mtdpo_rows(records: list[dict[str, Any]], success_threshold: float | None = None,

@@ -17,7 +17,7 @@ from trl import SFTConfig
 
 from sweet_agent.training.arguments import PreferenceDataArguments
 from sweet_agent.training.command import TrainingCommand, check_run, no_rows_advice, nothing_to_train
-from sweet_agent.training.machine import resolve_machine_defaults
+from sweet_agent.training.machine import MachineDefaults
 from sweet_agent.training_data import records as R
 
 PROG = "sweet-agent train-rft"
@@ -25,19 +25,12 @@ PRESETS = "rft"
 
 
 @dataclass
-class RFTConfig(SFTConfig):
+class RFTConfig(MachineDefaults, SFTConfig):
     """``SFTConfig`` for rejection fine-tuning: loss on the agent's turns only. The learning rate
     suits LoRA on a small model (CPU scale); the paper preset has the paper's 2e-7."""
 
     assistant_only_loss: bool = True
     learning_rate: float = 5e-5
-    # TRL turns activation checkpointing on by default; at CPU scale it only costs time (the
-    # paper preset turns it on with activation_checkpointing: true).
-    gradient_checkpointing: bool | None = None
-
-    def __post_init__(self):
-        resolve_machine_defaults(self)
-        super().__post_init__()
 
 
 def rft_rows(records: list[dict[str, Any]], success_threshold: float | None = None,

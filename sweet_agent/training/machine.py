@@ -10,6 +10,7 @@ workaround is written down once, here.
 from __future__ import annotations
 
 import os
+from dataclasses import dataclass
 
 
 def resolve_machine_defaults(cfg) -> None:
@@ -19,6 +20,20 @@ def resolve_machine_defaults(cfg) -> None:
     config (critic, actor, RFT, multi-turn DPO, GRPO) calls this one function."""
     resolve_precision(cfg)
     resolve_ddp_backend(cfg)
+
+
+@dataclass
+class MachineDefaults:
+    """Mixed in before a TRL config (``class RFTConfig(MachineDefaults, SFTConfig)``): runs
+    :func:`resolve_machine_defaults` before the TRL config's own ``__post_init__``, and leaves
+    activation checkpointing off unless asked (TRL turns it on by default; at CPU scale it only
+    costs time; the paper presets turn it on with ``activation_checkpointing: true``)."""
+
+    gradient_checkpointing: bool | None = None
+
+    def __post_init__(self):
+        resolve_machine_defaults(self)
+        super().__post_init__()
 
 
 def resolve_precision(cfg) -> None:
