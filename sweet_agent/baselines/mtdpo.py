@@ -23,7 +23,7 @@ from trl.trainer.dpo_trainer import DataCollatorForPreference
 from trl.trainer.utils import pad
 
 from sweet_agent.training.arguments import PreferenceDataArguments
-from sweet_agent.training.command import TrainingCommand, check_run, no_rows_advice, nothing_to_train
+from sweet_agent.training.command import TrainingCommand, no_rows_advice, nothing_to_train
 from sweet_agent.training.machine import MachineDefaults
 from sweet_agent.training.models import initial_copy
 from sweet_agent.training_data import records as R
@@ -145,9 +145,7 @@ dataclass_types, parse_args = COMMAND.dataclass_types, COMMAND.parse_args
 
 
 def run(args: SimpleNamespace) -> int:
-    data, cfg, model_args = args.script, args.training, args.model
-    check_run(PROG, cfg)
-    records = COMMAND.read_records(data)
+    data, cfg, model_args, records = COMMAND.start(args)
     rows = mtdpo_rows(records, data.success_threshold, data.system_prompt, data.pair_rule)
     if not rows:
         nothing_to_train(PROG, f"no trajectory pairs under --pair_rule {data.pair_rule} in {len(records)} trajectories "

@@ -16,7 +16,7 @@ from typing import Any
 from trl import SFTConfig
 
 from sweet_agent.training.arguments import PreferenceDataArguments
-from sweet_agent.training.command import TrainingCommand, check_run, no_rows_advice, nothing_to_train
+from sweet_agent.training.command import TrainingCommand, no_rows_advice, nothing_to_train
 from sweet_agent.training.machine import MachineDefaults
 from sweet_agent.training_data import records as R
 
@@ -72,9 +72,7 @@ dataclass_types, parse_args = COMMAND.dataclass_types, COMMAND.parse_args
 
 
 def run(args: SimpleNamespace) -> int:
-    data, cfg, model_args = args.script, args.training, args.model
-    check_run(PROG, cfg)
-    records = COMMAND.read_records(data)
+    data, cfg, model_args, records = COMMAND.start(args)
     rows = rft_rows(records, data.success_threshold, data.system_prompt, data.pair_rule)
     if not rows:
         nothing_to_train(PROG, f"no trajectory of {len(records)} is kept under --pair_rule {data.pair_rule}",

@@ -38,17 +38,15 @@ dataclass_types, parse_args = COMMAND.dataclass_types, COMMAND.parse_args
 
 
 def run(args: SimpleNamespace) -> int:
-    data_args, cfg, model_args = args.script, args.training, args.model
     from sweet_agent.critic.trainer import NEAR_ZERO_MARGIN, CriticTrainer
     from sweet_agent.training.budget import record_budget
-    from sweet_agent.training.command import check_run, no_rows_advice, nothing_to_train
+    from sweet_agent.training.command import no_rows_advice, nothing_to_train
     from sweet_agent.training.files import write_json
     from sweet_agent.training.models import load_model, peft_config, resolve_model
     from sweet_agent.training.saving import resume_checkpoint, save_final
     from sweet_agent.training_data.pairs import build_trajectory_pairs, pairs_to_rows, split_by_task
 
-    check_run(PROG, cfg)
-    records = COMMAND.read_records(data_args)
+    data_args, cfg, model_args, records = COMMAND.start(args)
     pairs = build_trajectory_pairs(records, data_args.success_threshold, data_args.max_pairs_per_task, cfg.seed,
                                    rule=data_args.pair_rule)
     if not pairs:

@@ -74,6 +74,13 @@ class TrainingCommand:
                                                 description or self.description, self.require_output_dir)
         return SimpleNamespace(script=script, training=training, model=model)
 
+    def start(self, args) -> tuple[Any, Any, Any, list[dict[str, Any]]]:
+        """What a trainer's ``run`` begins with: its parsed ``(script, training, model)`` arguments,
+        the settings every command needs checked (:func:`check_run`), and the validated
+        trajectories of ``--data``."""
+        check_run(self.prog, args.training)
+        return args.script, args.training, args.model, self.read_records(args.script)
+
     def read_records(self, data_args) -> list[dict[str, Any]]:
         """The validated trajectories of ``--data`` (required)."""
         from sweet_agent.training_data.records import load_records
