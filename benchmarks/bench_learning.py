@@ -23,10 +23,10 @@ log of docs/results/learning-v1.md, not code here.
   here (highest mean fraction of tests passed; ties: higher success; then the earlier, more
   conservative setting) and reads validation files only (a record of any other split is an
   error). The chosen setting is trained again with the other seeds.
-- **Statistics** (:mod:`sweet_agent.metrics`, the one implementation): success, % tests, turns
+- **Statistics** (:mod:`sweet_agent.evaluation.metrics`, the one implementation): success, % tests, turns
   and questions per episode, the mean over training seeds with a hierarchical bootstrap interval
   (seeds, then tasks); paired differences of every method against zero-shot and of SWEET-RL
-  against each baseline (:func:`sweet_agent.metrics.hierarchical_difference`).
+  against each baseline (:func:`sweet_agent.evaluation.metrics.hierarchical_difference`).
 - **Stages** (a small DAG, ``--jobs`` at a time): each writes its output atomically (rollouts to a
   ``.partial`` file resumed on restart then renamed; trainers into ``<dir>.tmp`` renamed at the
   end; selections and reports through a temporary file) and is skipped when its output exists,
@@ -66,7 +66,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from sweet_agent.metrics import (  # noqa: E402 - after the sys.path set-up above
+from sweet_agent.evaluation.metrics import (  # noqa: E402 - after the sys.path set-up above
     EpisodeMetrics,
     agent_turn_kinds,
     episode_metrics,
@@ -1042,7 +1042,7 @@ def run_all(stages: dict[str, Stage], run: Path, jobs: int, only: set[str] | Non
 
 # ------------------------------------------------------------------------------ report
 #: The report's columns (the keys of results.json) -> the field of
-#: :class:`sweet_agent.metrics.EpisodeMetrics` each one averages.
+#: :class:`sweet_agent.evaluation.metrics.EpisodeMetrics` each one averages.
 COLUMNS = {"success": "success", "tests": "tests_passed", "turns": "turns", "questions": "questions"}
 FRONTEND_COLUMNS = {"similarity": "similarity", "turns": "turns", "questions": "questions"}
 
@@ -1082,7 +1082,7 @@ def _cell(est: Any) -> dict[str, Any]:
 def method_table(run: Path, split: str = "test", methods: Sequence[str] = METHODS,
                  columns: Mapping[str, str] = COLUMNS) -> list[dict[str, Any]]:
     """Per method: the mean over its training seeds with a hierarchical interval, the paired
-    difference to zero-shot, and (SWEET-RL) to each baseline; all from :mod:`sweet_agent.metrics`."""
+    difference to zero-shot, and (SWEET-RL) to each baseline; all from :mod:`sweet_agent.evaluation.metrics`."""
     all_runs = {m: runs_of(run, split, m) for m in methods}
     rows = []
     for m in methods:

@@ -10,7 +10,7 @@ writes one row per method and task source to ``benchmarks/results/leaderboard/pr
 
 WHY rows and not results records: the run's trajectories were not kept, and a ``colbench-results``
 record holds neither intervals nor training seeds; the benchmark's report has both (each rate the
-mean over seeds with the hierarchical bootstrap interval of ``sweet_agent.metrics``, computed when
+mean over seeds with the hierarchical bootstrap interval of ``sweet_agent.evaluation.metrics``, computed when
 it ran), and the rows keep them as they are. Nothing is recomputed or rounded here.
 
 Usage: python benchmarks/leaderboard_protocol_v1.py [--results FILE] [--out FILE]
@@ -28,8 +28,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from colbench_gym.jsonl import write_text_atomic  # noqa: E402
+from sweet_agent.evaluation.metrics import Estimate  # noqa: E402
 from sweet_agent.leaderboard.rows import Row, rows_document, rows_from_document  # noqa: E402
-from sweet_agent.metrics import Estimate  # noqa: E402
 from sweet_agent.policies.default_model import DEFAULT_HUB_ID  # noqa: E402
 
 RESULTS = ROOT / "benchmarks" / "results" / "learning" / "results.json"

@@ -72,7 +72,7 @@ def main(argv: list[str] | None = None) -> int:
 
     from transformers.utils import logging as hf_logging
 
-    from sweet_agent.evaluation import format_summary, summarize
+    from sweet_agent.evaluation.report import format_summary, summarize
     from sweet_agent.policies import SamplingParams, load_policy
     from sweet_agent.policies.default_model import ModelNotAvailableError
     from sweet_agent.rollout.collector import RolloutConfig, collect
@@ -133,7 +133,7 @@ def compare_trained(args: argparse.Namespace, out_dir: Path, untrained=None) -> 
     with the learning benchmark's episode settings (3 agent turns of up to 128 tokens, seed 1000).
     ``untrained``: an already loaded policy of ``args.policy`` to play the untrained side (the
     caller closes it)."""
-    from sweet_agent.metrics import episode_metrics
+    from sweet_agent.evaluation.metrics import episode_metrics
     from sweet_agent.policies import SamplingParams, load_policy
     from sweet_agent.policies.default_model import ModelNotAvailableError
     from sweet_agent.rollout.collector import RolloutConfig, collect

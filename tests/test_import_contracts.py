@@ -64,10 +64,11 @@ def test_contributing_maps_every_layer() -> None:
     text = (ROOT / "CONTRIBUTING.md").read_text()
     for contract in _contracts():
         for container in contract.get("containers", []) if contract["type"] == "layers" else []:
+            base = container.replace(".", "/")  # a container may be a subpackage (sweet_agent.evaluation)
             for layer in contract["layers"]:
                 for name in (part.strip().strip("()") for part in layer.split("|")):
-                    folder = ROOT / container / name
-                    shown = f"`{container}/{name}/`" if folder.is_dir() else f"`{container}/{name}.py`"
+                    folder = ROOT / base / name
+                    shown = f"`{base}/{name}/`" if folder.is_dir() else f"`{base}/{name}.py`"
                     assert shown in text, f"CONTRIBUTING.md's dependency map does not name {shown}"
 
 
@@ -92,6 +93,8 @@ def _tree_with(tmp_path: Path, path: str, line: str) -> Path:
     ("sweet_agent/critic/trainer.py", "from sweet_agent.actor import config", "sweet_agent is layered"),
     ("sweet_agent/training_data/pairs.py", "import sweet_agent.training.command", "sweet_agent is layered"),
     ("sweet_agent/trajectories.py", "import sweet_agent.rollout", "sweet_agent is layered"),
+    ("sweet_agent/trajectories.py", "import sweet_agent.evaluation.metrics", "sweet_agent is layered"),
+    ("sweet_agent/evaluation/metrics.py", "from sweet_agent.evaluation import report", "the report is built on"),
     ("sweet_agent/brand_new.py", "X = 1", "sweet_agent is layered"),  # exhaustive too
 ])
 def test_a_forbidden_import_breaks_its_contract(tmp_path: Path, path: str, line: str, contract: str) -> None:

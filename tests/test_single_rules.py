@@ -13,7 +13,7 @@ BACKEND = {"problem_description": "Fee for a gym member.", "ground_truth": "def 
 
 
 def test_every_task_key_is_the_canonical_identity():
-    from sweet_agent.evaluation import task_key as eval_key
+    from sweet_agent.evaluation.report import task_key as eval_key
     from sweet_agent.training_data.records import task_key as critic_key
 
     reordered = {**BACKEND, "test_cases": {"b": "fee(False)", "a": "fee(True)"}}
@@ -46,7 +46,7 @@ def test_win_rule(ours, theirs, value):
 
 def test_both_evaluators_use_the_same_win_rule():
     from colbench_gym.evaluation import frontend as colbench_frontend
-    from sweet_agent.evaluation import win_rate
+    from sweet_agent.evaluation.report import win_rate
 
     task = {"problem_description": "A page.", "ground_truth": "<html></html>"}
     near_tie = metrics.TIE_TOLERANCE / 10
@@ -66,7 +66,7 @@ def test_answer_html_extraction_lives_in_the_protocol():
 
 def test_one_success_rule_for_backend_records():
     from colbench_gym.tasks.records import record_success
-    from sweet_agent.evaluation import summarize
+    from sweet_agent.evaluation.report import summarize
     from sweet_agent.trajectories import clean_paper_record
 
     assert record_success({"success": False, "reward": 1.0}) is False  # a stored verdict wins

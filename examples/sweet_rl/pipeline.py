@@ -211,7 +211,7 @@ def sweet(s: dict, data: Path, ablation: str | None = None) -> Path | None:
 
 def evaluate(s: dict, method: str, policy: str | Path) -> dict:
     """Roll the policy out on held-out tasks and summarise (success, % tests passed)."""
-    from sweet_agent.evaluation import summarize
+    from sweet_agent.evaluation.report import summarize
     from sweet_agent.trajectories import read_trajectories
 
     out = s["workdir"] / f"eval-{method}.jsonl"

@@ -23,12 +23,12 @@ from pathlib import Path
 from typing import Any
 
 from colbench_gym.jsonl import write_text_atomic
+from sweet_agent.evaluation.metrics import Estimate
 from sweet_agent.leaderboard.reference import reference_rows
 from sweet_agent.leaderboard.results import check_results_record, read_json_documents
 from sweet_agent.leaderboard.rows import ROWS_SCHEMA, LeaderboardInputError, Row, rows_document, rows_from_document
 from sweet_agent.leaderboard.submission import check_submission
 from sweet_agent.leaderboard.table import html_page, markdown
-from sweet_agent.metrics import Estimate
 
 
 def results_row(rec: Mapping[str, Any]) -> Row:

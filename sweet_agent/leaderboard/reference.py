@@ -14,8 +14,8 @@ same conditions.
 
 from __future__ import annotations
 
+from sweet_agent.evaluation.metrics import Estimate
 from sweet_agent.leaderboard.rows import Row
-from sweet_agent.metrics import Estimate
 
 CITATION = "Zhou et al. 2025, SWEET-RL, arXiv:2503.15478"
 PAPER_MODEL = "Llama-3.1-8B-Instruct"

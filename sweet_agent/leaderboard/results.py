@@ -1,6 +1,6 @@
 """Reading ``colbench-results`` records (what ``sweet-agent evaluate --json`` prints) strictly.
 
-The schema's one description is :func:`sweet_agent.evaluation.results_features` (every key with
+The schema's one description is :func:`sweet_agent.evaluation.report.results_features` (every key with
 its type, docs/trajectory-format.md "Results records"); this module checks a record against it
 key for key, so a leaderboard never shows a number from a record that is not one: a missing or
 unknown key, a rate that is a string, a count that is a float is refused, naming the file and
@@ -17,7 +17,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from sweet_agent.evaluation import RESULTS_SCHEMA, RESULTS_SCHEMA_VERSION, results_features
+from sweet_agent.evaluation.report import RESULTS_SCHEMA, RESULTS_SCHEMA_VERSION, results_features
 from sweet_agent.leaderboard.rows import ROWS_SCHEMA, LeaderboardInputError
 
 

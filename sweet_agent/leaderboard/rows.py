@@ -2,7 +2,7 @@
 
 WHY a rows file besides the results record: a ``colbench-results`` record reports one trajectory
 file and holds no interval; a row is one method × model × task source, possibly over several
-training seeds, with its 95 % intervals (:class:`sweet_agent.metrics.Estimate`). The rows file is
+training seeds, with its 95 % intervals (:class:`sweet_agent.evaluation.metrics.Estimate`). The rows file is
 what ``sweet-agent leaderboard --json`` writes and what it reads back, so a table built from
 submissions (or from a benchmark's report, ``benchmarks/leaderboard_protocol_v1.py``) can be
 published and merged with others without its trajectories.
@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from sweet_agent.metrics import Estimate
+from sweet_agent.evaluation.metrics import Estimate
 
 ROWS_SCHEMA = "colbench-leaderboard"
 ROWS_SCHEMA_VERSION = 1

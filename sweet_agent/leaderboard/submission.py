@@ -9,8 +9,8 @@ A submission is a folder::
 
 WHY a check that recomputes: a number on the table is only as good as the episodes behind it.
 The check reads every trajectory file with the strict record validator, recomputes each results
-record with the one report (:func:`sweet_agent.evaluation.summarize`, its numbers measured by
-:mod:`sweet_agent.metrics`) and compares; it also holds the episodes to the declared task source
+record with the one report (:func:`sweet_agent.evaluation.report.summarize`, its numbers measured by
+:mod:`sweet_agent.evaluation.metrics`) and compares; it also holds the episodes to the declared task source
 (every declared task × sample once, each record's task the source's task of that index) and
 to the reporting rule (an infrastructure failure has no score). Each problem is one line; any
 problem fails the check (exit status 1), so a table never shows a run it could not reproduce.
@@ -34,10 +34,10 @@ from typing import Any
 from colbench_gym.tasks.accounting import is_infrastructure_failure, record_end_reason
 from colbench_gym.tasks.identity import task_identity
 from colbench_gym.tasks.sources import available_sources, resolve_task_source
-from sweet_agent.evaluation import results_record, summarize
+from sweet_agent.evaluation.metrics import Estimate, episode_metrics, hierarchical_bootstrap, seed_values
+from sweet_agent.evaluation.report import results_record, summarize
 from sweet_agent.leaderboard.results import check_results_record, read_json_documents
 from sweet_agent.leaderboard.rows import LeaderboardInputError, Row
-from sweet_agent.metrics import Estimate, episode_metrics, hierarchical_bootstrap, seed_values
 from sweet_agent.trajectories import Record, TrajectoryFormatError, read_trajectories, record_episode_id
 
 SUBMISSION_FILE = "submission.json"
@@ -275,7 +275,7 @@ def submission_row(sub: Submission, declared: list[dict[str, Any]], runs: Mappin
                    folder: Path) -> Row:
     """The table's row of a checked submission: each rate the mean over its trajectory files
     (training seeds) of their means over tasks, with the hierarchical bootstrap interval of
-    :mod:`sweet_agent.metrics` (seeds, then tasks; one file: the plain bootstrap)."""
+    :mod:`sweet_agent.evaluation.metrics` (seeds, then tasks; one file: the plain bootstrap)."""
     episodes = {name: {(e.task_id, e.sample): e for e in (episode_metrics(r, i) for i, r in enumerate(recs))}
                 for name, recs in runs.items()}
 

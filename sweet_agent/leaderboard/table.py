@@ -10,9 +10,9 @@ from __future__ import annotations
 import html
 from collections.abc import Sequence
 
+from sweet_agent.evaluation.metrics import Estimate
 from sweet_agent.leaderboard.reference import CITATION
 from sweet_agent.leaderboard.rows import Row
-from sweet_agent.metrics import Estimate
 
 #: (kind, title, rates shown) in table order.
 SECTIONS = (
@@ -80,8 +80,8 @@ def markdown(rows: Sequence[Row], inputs: Sequence[str] = ()) -> str:
         lines += ["| " + " | ".join(_md_cell(c) for c in cells(r, rates)) + " |" for r in mine]
         lines.append("")
     lines += ["Rates are means over training seeds of each seed's mean over tasks; intervals are 95 % bootstrap "
-              "intervals (seeds, then tasks) from `sweet_agent.metrics`; infrastructure failures are left out of "
-              "the rates (docs/grading.md)."]
+              "intervals (seeds, then tasks) from `sweet_agent.evaluation.metrics`; infrastructure failures are "
+              "left out of the rates (docs/grading.md)."]
     return "\n".join(lines) + "\n"
 
 

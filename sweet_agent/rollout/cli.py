@@ -122,7 +122,7 @@ def _parse_indices(text: str | None) -> list[int] | None:
 
 def run(args: argparse.Namespace) -> int:
     """Errors propagate to the CLI's one error boundary (colbench_gym.cli.dispatch): one line each."""
-    from sweet_agent.evaluation import format_summary, summarize
+    from sweet_agent.evaluation.report import format_summary, summarize
     from sweet_agent.trajectories import read_trajectories
 
     play(args)

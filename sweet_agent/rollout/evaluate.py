@@ -5,11 +5,14 @@
     sweet-agent evaluate --best-of 4 --critic out/critic-noref --tasks collab:test --episodes 40 \\
         --policy default --temperature 0.7 --output runs/best-of-4.jsonl
 
-WHY it lives beside the rollout: evaluating a decoding method means playing episodes with it.
-The episodes are played by exactly the code of ``sweet-agent rollout --best-of N --critic DIR``
-(:func:`sweet_agent.rollout.cli.play`, every rollout option), written to ``--output`` (resumable
-with ``--resume``), and reported by exactly the code that reports on files
-(:func:`sweet_agent.evaluation.run`, with ``--reference``, ``--regrade``, ``--json``).
+WHY it lives beside the rollout and not in :mod:`sweet_agent.evaluation`: evaluating a decoding
+method means playing episodes with it. The episodes are played by exactly the code of
+``sweet-agent rollout --best-of N --critic DIR`` (:func:`sweet_agent.rollout.cli.play`, every
+rollout option), written to ``--output`` (resumable with ``--resume``), and reported by exactly the
+code that reports on files (:func:`sweet_agent.evaluation.report.run`, with ``--reference``,
+``--regrade``, ``--json``; its numbers measured by :mod:`sweet_agent.evaluation.metrics`). The
+rollout sits in a higher import layer than the evaluation package (which must not play episodes:
+the viewer and the leaderboard read it), so the command that does both is here.
 """
 
 from __future__ import annotations
@@ -18,7 +21,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from sweet_agent import evaluation
+from sweet_agent.evaluation import report
 from sweet_agent.rollout import cli as rollout_cli
 
 
@@ -29,7 +32,7 @@ def _rollout_defaults() -> dict[str, object]:
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    evaluation.add_arguments(parser, files_required=False)
+    report.add_arguments(parser, files_required=False)
     rollout_cli.add_arguments(parser, output_required=False)
     parser.description = ((parser.description or "") + ". With --best-of N --critic DIR, first play best-of-N "
                           "episodes with the rollout options below (written to --output), then report on them.")
@@ -60,4 +63,4 @@ def run(args: argparse.Namespace) -> int:
                          "to report on existing trajectories pass only FILE(s)")
         if not args.files:
             return usage("pass trajectory FILE(s) to report on, or --best-of N --critic DIR to play episodes first")
-    return evaluation.run(args)
+    return report.run(args)

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
-from sweet_agent.metrics import episode_metrics, paired_comparison, summarize_episodes
+from sweet_agent.evaluation.metrics import episode_metrics, paired_comparison, summarize_episodes
 from sweet_agent.viewer.episodes import ViewOptions, build_episodes, task_title
 from sweet_agent.viewer.site import write_site
 

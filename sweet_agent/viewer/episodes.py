@@ -19,7 +19,7 @@ from colbench_gym.protocol import extract_answer_html, extract_html, parse_actio
 from colbench_gym.tasks.accounting import END_REASONS, is_infrastructure
 from colbench_gym.tasks.kinds import BACKEND, FRONTEND, kind_of_task
 from colbench_gym.verdicts import score_answer
-from sweet_agent.metrics import agent_turn_kinds, episode_metrics
+from sweet_agent.evaluation.metrics import agent_turn_kinds, episode_metrics
 
 #: Text fields longer than this are cut in the page (the full text stays in the JSONL file).
 MAX_TEXT = 20_000

@@ -159,7 +159,7 @@ class _BrokenPolicy(Policy):
 
 
 def test_an_agent_error_is_the_agents_failure_and_counts_in_its_rates(tmp_path):
-    from sweet_agent.evaluation import summarize
+    from sweet_agent.evaluation.report import summarize
 
     res = collect(_BrokenPolicy(), RolloutConfig(num_tasks=2, max_turns=2, max_consecutive_failures=0), tmp_path / "a.jsonl",
                   progress=False)
@@ -224,7 +224,7 @@ def test_a_score_that_measures_nothing_is_no_score_and_training_skips_it(tmp_pat
     """An answer graded against a task no test can measure (the reference cannot run: task_error)
     gets the env's number, but that number measures nothing: the record has no reward, says
     why, counts as an infrastructure failure, and training never learns from it."""
-    from sweet_agent.evaluation import summarize
+    from sweet_agent.evaluation.report import summarize
     from sweet_agent.training_data.records import load_records
 
     broken = {"problem_description": "Write f(x).", "ground_truth": "import numpy_is_not_here\n\ndef f(x):\n    return x\n",

@@ -133,7 +133,7 @@ def _results(path, capsys) -> dict:
 
 
 def test_results_records_of_different_runs_load_together_with_datasets(runs, tmp_path, capsys):
-    from sweet_agent.evaluation import RESULTS_SCHEMA_VERSION, results_features
+    from sweet_agent.evaluation.report import RESULTS_SCHEMA_VERSION, results_features
 
     results = []
     for spec, path in runs.items():
@@ -171,7 +171,7 @@ def _documented_fields() -> set[str]:
 
 
 def test_the_dataset_card_documents_every_field_of_both_schemas(runs, capsys):
-    from sweet_agent.evaluation import RESULTS_SCHEMA_VERSION
+    from sweet_agent.evaluation.report import RESULTS_SCHEMA_VERSION
 
     card = CARD.read_text()
     documented = _documented_fields()

@@ -228,7 +228,7 @@ def test_frontend_rollout_records_similarity(tmp_path, monkeypatch):
         assert "test_cases" not in rec["task"] and rec["success"] is None
         assert 0.0 <= rec["reward"] <= 1.0 and rec["answer"].strip().startswith("<html>")
         assert rec["meta"]["turns"] == 2 and rec["dialogue_history"][1]["content"].startswith("Is this close?")
-    from sweet_agent.evaluation import summarize
+    from sweet_agent.evaluation.report import summarize
 
     s = summarize(recs, reference=recs)
     assert s.kind == "frontend" and s.win_rate == 0.5 and s.similarity == pytest.approx(sum(r["reward"] for r in recs) / 2)

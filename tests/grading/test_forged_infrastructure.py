@@ -171,7 +171,7 @@ def test_the_harnesses_score_a_forged_failure_instead_of_refusing_to(grader):
 def test_sweet_agent_regrade_scores_a_forged_failure():
     """``sweet-agent evaluate --regrade``: the forged record is regraded to 0, not counted with
     the infrastructure failures (which would drop it from the rates)."""
-    from sweet_agent.evaluation import summarize
+    from sweet_agent.evaluation.report import summarize
 
     good = {"task": _task_record(), "answer": CORRECT, "reward": 1.0,
             "dialogue_history": [{"role": "user", "content": "Write f(x, y)."}]}
@@ -308,7 +308,7 @@ def test_every_consumer_asks_the_one_rule():
     assert not prefix_users, f"reads the catch-all's text: {prefix_users}"
     assert calls == [("colbench_gym/verdicts/backend.py", 1)], calls
     assert {"colbench_gym/envs/backend.py", "colbench_gym/evaluation/backend.py",
-            "colbench_gym/integrations/conversation.py", "sweet_agent/evaluation.py",
+            "colbench_gym/integrations/conversation.py", "sweet_agent/evaluation/report.py",
             "sweet_agent/viewer/episodes.py"} <= scorers
     # the task audit grades references and oracle answers (task checks, not an agent's score)
     assert set(direct) <= {"colbench_gym/evaluation/task_audit.py"}, direct

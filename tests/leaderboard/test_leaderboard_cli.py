@@ -6,9 +6,9 @@ from __future__ import annotations
 import json
 
 from sweet_agent.cli import main
+from sweet_agent.evaluation.metrics import Estimate, episode_metrics, hierarchical_bootstrap, seed_values
 from sweet_agent.leaderboard.reference import PAPER_RESULTS
 from sweet_agent.leaderboard.rows import Row, rows_document
-from sweet_agent.metrics import Estimate, episode_metrics, hierarchical_bootstrap, seed_values
 from sweet_agent.trajectories import read_trajectories
 
 

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from sweet_agent.metrics import bootstrap_ci, hierarchical_bootstrap, hierarchical_difference
+from sweet_agent.evaluation.metrics import bootstrap_ci, hierarchical_bootstrap, hierarchical_difference
 
 ROOT = Path(__file__).resolve().parents[2]
 

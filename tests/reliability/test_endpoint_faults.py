@@ -14,7 +14,7 @@ import pytest
 from colbench_gym.simulators import make_simulator
 from colbench_gym.simulators.base import SimulatorError
 from colbench_gym.tasks.sources import resolve_task_source
-from sweet_agent.evaluation import format_summary, summarize
+from sweet_agent.evaluation.report import format_summary, summarize
 from sweet_agent.policies.base import PolicyError, SamplingParams
 from sweet_agent.policies.openai_policy import OpenAIPolicy
 from sweet_agent.rollout.collector import RolloutConfig, collect

@@ -124,7 +124,7 @@ def test_an_empty_file_is_refused_not_zero_percent(tmp_path, capsys):
 def test_a_record_built_in_memory_is_checked_by_the_metrics_too():
     """Code that measures records without reading a file (the learning benchmark, the viewer's
     summaries) gets the same refusal, never a coerced number."""
-    from sweet_agent.metrics import episode_metrics
+    from sweet_agent.evaluation.metrics import episode_metrics
     from sweet_agent.trajectories import TrajectoryFormatError
 
     with pytest.raises(ValueError, match="'success' must be true or false"):

@@ -1,6 +1,6 @@
 """One measurement of an episode: the viewer, `sweet-agent evaluate` and the learning benchmark agree.
 
-The definitions live in :mod:`sweet_agent.metrics` (questions, turns, failed episodes) and
+The definitions live in :mod:`sweet_agent.evaluation.metrics` (questions, turns, failed episodes) and
 :func:`colbench_gym.tasks.records.record_success` (success); these tests pin them and check that
 each report reads its numbers from there.
 """
@@ -15,8 +15,7 @@ from pathlib import Path
 import pytest
 
 from colbench_gym.tasks.records import record_success
-from sweet_agent.evaluation import summarize
-from sweet_agent.metrics import (
+from sweet_agent.evaluation.metrics import (
     agent_turn_kinds,
     bootstrap_ci,
     episode_metrics,
@@ -24,6 +23,7 @@ from sweet_agent.metrics import (
     paired_difference,
     summarize_episodes,
 )
+from sweet_agent.evaluation.report import summarize
 
 ROOT = Path(__file__).resolve().parents[2]
 TASK = {"problem_description": "Write fee(x) for my shop.", "ground_truth": "def fee(x):\n    return x + 1\n",
@@ -68,7 +68,7 @@ def test_one_success_rule_with_an_optional_threshold():
 
 def test_a_record_of_no_kind_is_an_error_never_a_frontend_episode():
     from colbench_gym.tasks import TaskFormatError
-    from sweet_agent.metrics import record_kind
+    from sweet_agent.evaluation.metrics import record_kind
 
     page = {"problem_description": "A page.", "ground_truth": "<html><body>Hi</body></html>"}
     assert record_kind({"task": TASK}) == "backend" and record_kind({"task": page}) == "frontend"

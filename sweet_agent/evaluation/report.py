@@ -12,7 +12,7 @@ again in the sandbox (:mod:`colbench_gym.grading`) and reports any record whose 
 differs, so a file can be checked independently of the run that wrote it.
 
 Every per-episode number (success, tests passed, similarity, agent turns, whether the episode
-failed) is measured by :func:`sweet_agent.metrics.episode_metrics`, the one implementation the
+failed) is measured by :func:`sweet_agent.evaluation.metrics.episode_metrics`, the one implementation the
 viewer and the learning benchmark use too; this module only adds the file-level report.
 
 The report also says why the episodes ended and what they cost
@@ -54,7 +54,7 @@ from colbench_gym.tasks.accounting import (
     usage,
 )
 from colbench_gym.tasks.identity import task_identity
-from sweet_agent.metrics import episode_metrics, mean, metric_values
+from sweet_agent.evaluation.metrics import episode_metrics, mean, metric_values
 from sweet_agent.trajectories import Record, read_trajectories
 
 #: Identity of a task across files: the one rule of :mod:`colbench_gym.tasks.identity`.

@@ -1,7 +1,7 @@
 """Per-episode measurements and their confidence intervals: the one implementation behind every report.
 
 WHY one module: the viewer (:mod:`sweet_agent.viewer`), ``sweet-agent evaluate``
-(:mod:`sweet_agent.evaluation`) and the learning benchmark (``benchmarks/bench_learning.py``) all
+(:mod:`sweet_agent.evaluation.report`) and the learning benchmark (``benchmarks/bench_learning.py``) all
 report the same numbers (success, % tests, similarity, turns, questions per episode), the first and
 the last with the same bootstrap intervals and paired differences; measured once, a table in one
 place and a plot in another can never disagree about what "a question" or "a success" is.
