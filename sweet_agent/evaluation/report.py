@@ -378,8 +378,3 @@ def _refuse(problem: str) -> int:
     print(f"error: {problem}", file=sys.stderr)
     return 2
 
-
-if __name__ == "__main__":  # pragma: no cover
-    p = argparse.ArgumentParser(prog="sweet-agent evaluate")
-    add_arguments(p)
-    sys.exit(run(p.parse_args()))

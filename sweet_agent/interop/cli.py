@@ -112,8 +112,3 @@ def run(args: argparse.Namespace) -> int:
         return 1
     return 0
 
-
-if __name__ == "__main__":  # pragma: no cover
-    p = argparse.ArgumentParser(prog="sweet-agent export")
-    add_arguments(p)
-    sys.exit(run(p.parse_args()))

@@ -102,8 +102,3 @@ def run(args: argparse.Namespace) -> int:
         return 2
     return 0
 
-
-if __name__ == "__main__":  # pragma: no cover
-    p = argparse.ArgumentParser(prog="sweet-agent leaderboard")
-    add_arguments(p)
-    sys.exit(run(p.parse_args()))

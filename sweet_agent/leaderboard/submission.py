@@ -323,8 +323,3 @@ def run(args: argparse.Namespace) -> int:
                 print(f"error: {folder}: {problem}", file=sys.stderr)
     return status
 
-
-if __name__ == "__main__":  # pragma: no cover
-    p = argparse.ArgumentParser(prog="sweet-agent submission check")
-    add_arguments(p)
-    sys.exit(run(p.parse_args()))
