@@ -367,14 +367,17 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    rows, meta = read_values_file(args.values)
-    if not (args.critic or args.release or args.scores):
-        raise ValueError("name at least one step score: --critic DIR, --release DIR or --scores NAME=FILE")
-    scorers: list[Scorer] = []
-    for spec in args.scores:
-        name, path = _named(spec)
-        scorers.append(Scorer(name or Path(path).stem, "file", read_scores_file(path), source=path,
-                              notes=["precomputed scores: every pair used"]))
+    try:  # the command line and its input, refused before any work: exit 2 (CONTRIBUTING, "Errors and exit statuses")
+        if not (args.critic or args.release or args.scores):
+            raise ValueError("name at least one step score: --critic DIR, --release DIR or --scores NAME=FILE")
+        rows, meta = read_values_file(args.values)
+        scorers: list[Scorer] = []
+        for spec in args.scores:
+            name, path = _named(spec)
+            scorers.append(Scorer(name or Path(path).stem, "file", read_scores_file(path), source=path,
+                                  notes=["precomputed scores: every pair used"]))
+    except (ValueError, OSError) as exc:
+        raise SystemExit(str(exc)) from None
     for kind, specs in (("critic-ref", args.critic), ("release", args.release)):
         for spec in specs:
             scorers.append(_critic_scorer(rows, spec, kind, args))

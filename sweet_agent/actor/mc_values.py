@@ -654,9 +654,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     _flag(g, "no_progress", action="store_true", help="no progress bar")
 
 
-def run(args: argparse.Namespace) -> int:
-    from sweet_agent.policies import load_policy
-
+def _settings_and_records(args: argparse.Namespace) -> tuple[MCConfig, list[dict[str, Any]]]:
+    """The run's settings and trajectories; every refusal is a ValueError / OSError naming the flag or file."""
     check_output_writable(args.output)
     try:
         sim_kwargs = json.loads(args.simulator_kwargs) if args.simulator_kwargs else None
@@ -672,6 +671,19 @@ def run(args: argparse.Namespace) -> int:
     records = R.load_records([p for spec in args.data for p in spec.split(",") if p])
     if not records:
         raise ValueError(f"no usable trajectories in {', '.join(args.data)}")
+    if args.question_policy and args.explore_candidates > 0 and args.question_policy.startswith("openai:"):
+        raise ValueError("--question_policy must be a local model (it continues a forced start of a turn), got "
+                         f"{args.question_policy!r}")
+    return config, records
+
+
+def run(args: argparse.Namespace) -> int:
+    from sweet_agent.policies import load_policy
+
+    try:  # the command line and its input, refused before any work: exit 2 (CONTRIBUTING, "Errors and exit statuses")
+        config, records = _settings_and_records(args)
+    except (ValueError, OSError) as exc:
+        raise SystemExit(str(exc)) from None
     endpoint = args.policy.startswith("openai:")
     from sweet_agent.devices import resolve_device
 
@@ -680,9 +692,6 @@ def run(args: argparse.Namespace) -> int:
                          **({} if endpoint else {"quiet": True}))
     qpolicy = None
     if args.question_policy and args.explore_candidates > 0:  # openers continued locally, the rest from --policy
-        if args.question_policy.startswith("openai:"):
-            raise ValueError("--question_policy must be a local model (it continues a forced start of a turn), got "
-                             f"{args.question_policy!r}")
         qpolicy = load_policy(args.question_policy, dtype=args.dtype, device=resolve_device(args.device),
                               max_batch_size=args.concurrency, quiet=True)
     stats: dict[str, Any] = {}

@@ -371,7 +371,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """``sweet-agent merge-pairs SHARD... -o OUT``."""
-    rows, meta = merge_pair_files(args.shards)
+    try:  # shards refused before any work: exit 2 (CONTRIBUTING, "Errors and exit statuses")
+        rows, meta = merge_pair_files(args.shards)
+    except (ValueError, OSError) as exc:
+        raise SystemExit(str(exc)) from None
     write_pair_file(args.output, rows, meta)
     c = meta["counts"]
     print(f"[merge-pairs] {len(rows)} step pairs from {c['turns']} agent turns in {len(args.shards)} shards "

@@ -107,9 +107,13 @@ def test_critic_report_command_prints_and_writes_the_hand_count(tmp_path, capsys
     assert col["by_agent_turn"]["all"]["ci"] == pytest.approx([0.3000, 0.9032], abs=5e-4)
     assert report["values_by_agent_turn"]["2"] == {"turns": 2, "pairs": 3, "mc_ties": 1, "unmeasured": 2}
     # nothing to report on, and a values file that is not one: one line each
-    assert main(["critic-report", "--values", str(values)]) == 1
+    with pytest.raises(SystemExit) as refused:  # refused before any work: exit 2
+        main(["critic-report", "--values", str(values)])
+    assert refused.value.code == 2
     assert "name at least one step score" in capsys.readouterr().err
-    assert main(["critic-report", "--values", str(scores), "--scores", f"hand={scores}"]) == 1
+    with pytest.raises(SystemExit) as refused:
+        main(["critic-report", "--values", str(scores), "--scores", f"hand={scores}"])
+    assert refused.value.code == 2
     assert "not written by `sweet-agent mc-values`" in capsys.readouterr().err
 
 

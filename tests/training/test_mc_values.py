@@ -176,7 +176,9 @@ def test_mc_values_command_end_to_end(record, tmp_path, tiny_model_dir, capsys):
     assert meta["settings"]["max_turns"] == 3  # from the record's meta
     assert "[mc-values] 1 agent turns of 1 trajectories: 2 candidates" in capsys.readouterr().out
     assert main([*argv, "--resume"]) == 0
-    assert main(["mc-values", "--data", str(data), "--output", str(out), "--rollouts_per_candidate", "0"]) == 1
+    with pytest.raises(SystemExit) as refused:  # refused before any work: exit 2
+        main(["mc-values", "--data", str(data), "--output", str(out), "--rollouts_per_candidate", "0"])
+    assert refused.value.code == 2
     assert "rollouts_per_candidate must be >= 1" in capsys.readouterr().err
 
 

@@ -205,7 +205,9 @@ def test_resume_and_merge_refuse_other_settings(tiny_critic, tiny_tokenizer, pol
     with pytest.raises(PF.PairFileError, match="--resume: .* other settings .*num_candidates: 4 vs 3"):
         build_step_pairs(recs, policy, tiny_tokenizer, tiny_critic, _config(num_candidates=3), seed=0, shard="0/2",
                          pairs_out=a, resume=True)
-    assert main(["merge-pairs", str(a), str(b), "-o", str(tmp_path / "merged.jsonl")]) == 1
+    with pytest.raises(SystemExit) as refused:  # refused before any work: exit 2
+        main(["merge-pairs", str(a), str(b), "-o", str(tmp_path / "merged.jsonl")])
+    assert refused.value.code == 2
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and "built with different settings (step_pairs.num_candidates: 4 vs 3)" in err
     assert not (tmp_path / "merged.jsonl").exists()
