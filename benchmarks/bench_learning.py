@@ -431,7 +431,10 @@ def build_stages(s: dict[str, Any], run: Path) -> dict[str, Stage]:
             # Frontend rows are long HTML (1,536 tokens): without activation checkpointing the
             # critic's step took 24 GB and was killed on a 23 GB machine (docs/training.md).
             # The budget is epochs over the stage's own data (training_budget.json records what it saw).
-            return _sa(command, "--config", "cpu", "--output_dir", tmp, "--num_train_epochs", epochs, "--max_steps", -1,
+            # the preset names the default model: --model_name_or_path makes --model the base of every trainer
+            # (a critic's reference model and the step-pair stage's sampling policy are that base too)
+            return _sa(command, "--config", "cpu", "--model_name_or_path", s["model"], "--output_dir", tmp,
+                       "--num_train_epochs", epochs, "--max_steps", -1,
                        "--max_length", s["frontend_max_length"] if frontend else s["max_length"],
                        *(["--gradient_checkpointing", "true"] if frontend else []),
                        "--save_strategy", "no", "--report_to", "none", "--seed", seed, "--merge_adapter", "false",
@@ -454,7 +457,8 @@ def build_stages(s: dict[str, Any], run: Path) -> dict[str, Stage]:
             frm = ["--candidates_from", CANDIDATE_MODEL if CANDIDATE_SERVER is not None else s["candidates_from"]]
             frm = (frm if frm[1] else []) + (["--candidates_base_url", url] if url else [])
             # --resume: an interrupted stage (or one whose turns failed) samples only the turns its journal lacks
-            return _sa("train-actor", "--config", "cpu", "--only_pairs", "--data", data, "--critic", critic,
+            return _sa("train-actor", "--config", "cpu", "--model_name_or_path", s["model"], "--only_pairs",
+                       "--data", data, "--critic", critic,
                        "--pairs_out", tmp, "--output_dir", out.with_name(out.name + ".scratch"),
                        "--num_candidates", s["num_candidates"], "--pairs_per_turn", s["pairs_per_turn"],
                        "--temperature", s["candidate_temperature"], "--max_new_tokens", tokens,
@@ -1451,6 +1455,9 @@ def main(argv: list[str] | None = None) -> int:
     s = dict(PROFILES[args.profile])
     s.update({k: getattr(args, k) for k in s if k != "profile" and getattr(args, k, None) is not None})
     check_grid(s)
+    if s["model"] != "default" and Path(s["model"]).expanduser().exists():
+        # every stage runs from the repository root: a local model is named by its absolute path
+        s["model"] = str(Path(s["model"]).expanduser().resolve())
     own = set(departures(PROFILES[args.profile]))
     if set(departures(s)) - own:  # a flag made this run depart: its name says so
         s["profile"] = f"{args.profile}-departs"
