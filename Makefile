@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 export HF_HUB_OFFLINE ?= 1
 export TOKENIZERS_PARALLELISM ?= false
 
-.PHONY: setup setup-base demo test test-fast bench bench-learning llama-cpp lint clean soak soak-tasks gpu-smoke grpo-example-check
+.PHONY: setup setup-base demo test test-fast test-protocol bench bench-learning llama-cpp lint clean soak soak-tasks gpu-smoke grpo-example-check
 
 setup:
 	@bash scripts/setup.sh full
@@ -17,10 +17,15 @@ demo: setup
 	@$(PY) -m examples.demo
 
 test: setup
-	@$(PY) -m pytest -q -ra
+	@$(PY) -m pytest -q -ra -m "not protocol"
 
 test-fast: setup
-	@$(PY) -m pytest -q -ra -m "not slow"
+	@$(PY) -m pytest -q -ra -m "not slow and not protocol"
+
+# the learning protocol's quick profile, every stage (77 subprocesses, each importing torch/trl: ~20 min on 2 cores;
+# tests/learning/test_bench_quick_run.py): a bug in a late stage shows here instead of hours into a run
+test-protocol: setup
+	@$(PY) -m pytest -q -ra -m protocol
 
 bench: setup
 	@for b in benchmarks/bench_*.py; do [ "$$b" = benchmarks/bench_learning.py ] && continue; echo "== $$b"; $(PY) $$b || exit 1; done

@@ -29,9 +29,9 @@ from pathlib import Path
 
 import pytest
 
-#: ~77 stage subprocesses, each loading torch (~15-20 s on 2 loaded cores): 17 min at load 5-7, past the suite's
-#: 900 s default timeout
-pytestmark = [pytest.mark.slow, pytest.mark.timeout(2400)]
+#: ~77 stage subprocesses, each loading torch (~15-20 s on 2 loaded cores): 17-20 min at load 5-7, past the suite's
+#: 900 s default timeout and the 20 minutes `make test` must stay well under: `make test-protocol` runs it
+pytestmark = [pytest.mark.slow, pytest.mark.protocol, pytest.mark.timeout(2400)]
 
 ROOT = Path(__file__).resolve().parents[2]
 ANSWER = "I WANT TO ANSWER: def f(x): return x+1"
