@@ -425,6 +425,11 @@ def build_stages(s: dict[str, Any], run: Path) -> dict[str, Stage]:
     def train(name: str, command: str, out: Path, deps: tuple[str, ...], priority: int, seed: int,
               args: Callable[[], list[Any]] | list[Any], *, epochs: float, frontend: bool = False) -> None:
         tmp = out.with_name(out.name + ".tmp")
+        # Rows over 1,024 tokens train with activation checkpointing, and their critic / actor stages
+        # one at a time: protocol v2's backend critic (1,536 tokens, 6-turn dialogues) held 16 GB a
+        # step without it and was OOM-killed beside other stages on this 23 GB machine (a memory
+        # setting: the same gradients, more compute; with it the critic held ~4 GB).
+        long_rows = frontend or s["max_length"] > 1024
 
         def cmd() -> list[str]:
             # the LoRA adapter alone (~17 MB): ~27 merged 0.5B copies would take ~60 GB of disk.
@@ -436,13 +441,13 @@ def build_stages(s: dict[str, Any], run: Path) -> dict[str, Stage]:
             return _sa(command, "--config", "cpu", "--model_name_or_path", s["model"], "--output_dir", tmp,
                        "--num_train_epochs", epochs, "--max_steps", -1,
                        "--max_length", s["frontend_max_length"] if frontend else s["max_length"],
-                       *(["--gradient_checkpointing", "true"] if frontend else []),
+                       *(["--gradient_checkpointing", "true"] if long_rows else []),
                        "--save_strategy", "no", "--report_to", "none", "--seed", seed, "--merge_adapter", "false",
                        *(args() if callable(args) else args))
         # ~11 GB each even so: two at once took all 23 GB of this machine (ONE_AT_A_TIME)
-        big = frontend and command in ("train-critic", "train-actor")
+        big = long_rows and command in ("train-critic", "train-actor")
         stages[name] = Stage(name, out, deps, cmd, tmp=tmp, priority=priority,
-                             extra={ONE_AT_A_TIME: "frontend-training"} if big else {})
+                             extra={ONE_AT_A_TIME: "long-row-training"} if big else {})
 
     def pairs(name: str, out: Path, deps: tuple[str, ...], priority: int, seed: int, data: Path, critic: Path,
               extra: list[Any], *, tokens: int, candidates: Path) -> None:

@@ -188,6 +188,22 @@ def test_frontend_trainers_checkpoint_activations_and_backend_ones_do_not(bench,
                 assert "--gradient_checkpointing" not in [str(x) for x in stages[name].command()], name
 
 
+def test_long_backend_rows_checkpoint_activations_and_train_critics_one_at_a_time(bench, tmp_path):
+    """Protocol v2's backend rows are 1,536 tokens: its critic held 16 GB a step without activation
+    checkpointing and was OOM-killed beside other stages; rows up to 1,024 tokens (the quick
+    profile) keep the setting they ran with."""
+    full = bench.build_stages(dict(bench.PROFILES["full"], candidate_server="none"), tmp_path / "full")
+    quick = bench.build_stages(dict(bench.PROFILES["quick"], candidate_server="none"), tmp_path / "quick")
+    for name in ("train-critic-s0", "train-critic-noref-s0", "train-rft-g0-s0", "train-mtdpo-g0-s0"):
+        cmd = [str(x) for x in full[name].command()]
+        assert cmd[cmd.index("--gradient_checkpointing") + 1] == "true", name
+        assert "--gradient_checkpointing" not in [str(x) for x in quick[name].command()], name
+    groups = {n: st.extra.get(bench.ONE_AT_A_TIME) for n, st in full.items()}
+    assert groups["train-critic-s0"] == groups["train-critic-s1"] == groups["train-critic-noref-s0"] is not None
+    assert groups["train-rft-g0-s0"] is None and groups["collect"] is None
+    assert all(st.extra.get(bench.ONE_AT_A_TIME) is None for st in quick.values())
+
+
 def test_selection_reads_validation_results_only(bench, tmp_path):
     val0 = _write(tmp_path / "val" / "rft-g0.jsonl", [_rec("collab:val", 0.5, "0:0"), _rec("collab:val", 0.5, "1:0")])
     val1 = _write(tmp_path / "val" / "rft-g1.jsonl", [_rec("collab:val", 1.0, "0:0"), _rec("collab:val", 0.0, "1:0")])
