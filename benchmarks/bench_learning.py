@@ -76,6 +76,7 @@ from sweet_agent.evaluation.metrics import (  # noqa: E402 - after the sys.path 
     metric_values,
     seed_values,
 )
+from sweet_agent.training.command import NOTHING_TO_TRAIN  # noqa: E402
 from sweet_agent.trajectories import record_prefilled_turns  # noqa: E402
 
 # ------------------------------------------------------------------------------ the protocol
@@ -931,6 +932,23 @@ def code_commit() -> str | None:
     return head + ("+dirty" if dirty else "")
 
 
+def _last_line(log: Path) -> str:
+    """The last non-empty line a stage wrote (a trainer's one-line reason for stopping)."""
+    lines = [ln.strip() for ln in log.read_text(encoding="utf-8", errors="replace").splitlines() if ln.strip()]
+    return lines[-1] if lines else "no message"
+
+
+def nothing_to_train(run: Path, done: set[str]) -> dict[str, str]:
+    """``{stage: why}`` of the training stages that stopped because their data gave them no rows
+    (exit ``NOTHING_TO_TRAIN``) and are not in ``done`` since: their method's rows are missing from
+    the tables, and the report must say why rather than leave them out silently."""
+    path = run / "nothing-to-train.jsonl"
+    if not path.exists():
+        return {}
+    out = {d["stage"]: d["why"] for d in map(json.loads, path.read_text(encoding="utf-8").splitlines()) if d}
+    return {k: v for k, v in out.items() if k not in done}
+
+
 def _log_timing(run: Path, name: str, seconds: float) -> None:
     with (run / "timings.jsonl").open("a", encoding="utf-8") as fh:
         fh.write(json.dumps({"stage": name, "seconds": round(seconds, 1), "finished": time.strftime("%Y-%m-%dT%H:%M:%S"),
@@ -985,6 +1003,12 @@ def run_stage(st: Stage, run: Path) -> bool:
                     _running.pop(proc.pid, None)
         if proc.returncode != 0 and STOP.is_set():
             say(f"~ {st.name} stopped after {time.time() - t0:.0f} s (the next run continues it)")
+            return False
+        if proc.returncode == NOTHING_TO_TRAIN:  # the data gave this trainer no rows: the report says so
+            why = _last_line(log)
+            with (run / "nothing-to-train.jsonl").open("a", encoding="utf-8") as fh:
+                fh.write(json.dumps({"stage": st.name, "why": why, "finished": time.strftime("%Y-%m-%dT%H:%M:%S")}) + "\n")
+            say(f"! {st.name}: nothing to train on ({why}); the stages after it do not run and the report names it")
             return False
         if proc.returncode != 0:
             say(f"! {st.name} failed (exit {proc.returncode}) after {time.time() - t0:.0f} s; see {log}")
@@ -1369,6 +1393,10 @@ def write_report(run: Path, settings: dict) -> dict[str, Any]:
             if offline[name]["episodes"]) + " (explored = some agent turn prefilled with a question opener); "
             "episodes by prefilled agent turns: " + ", ".join(
                 f"{k or 'none'}: {n}" for k, n in sorted(offline.get("prefilled_agent_turns", {}).items())) + ".")
+    stopped = nothing_to_train(run, {t["stage"] for t in timings})  # a stage done later has its timing
+    if stopped:
+        md.append("**Stages that found nothing to train on** (their method's rows are missing above, and the stages "
+                  "after them did not run): " + "; ".join(f"{k}: {v}" for k, v in sorted(stopped.items())) + ".")
     md.append("Stage times (s): " + ", ".join(f"{t['stage']} {t['seconds']:.0f}" for t in timings))
     md.append(f"Load average when written: {load[0]:.1f} / {load[1]:.1f} / {load[2]:.1f} ({os.cpu_count()} cores).")
     _write_atomic(run / "results.md", "\n\n".join(md) + "\n")

@@ -204,6 +204,28 @@ def test_long_backend_rows_checkpoint_activations_and_train_critics_one_at_a_tim
     assert all(st.extra.get(bench.ONE_AT_A_TIME) is None for st in quick.values())
 
 
+def test_a_trainer_with_nothing_to_train_on_is_named_in_the_report(bench, tmp_path):
+    """A training stage whose data gives it no rows exits NOTHING_TO_TRAIN after one line: the
+    stage does not count as done, and the report names it with that line (its method's rows are
+    missing from the tables), until a later run of the stage succeeds."""
+    run = tmp_path / "run"
+    run.mkdir()
+    why = "sweet-agent train-mtdpo: nothing to train on: no trajectory pairs under --pair_rule reward"
+    script = f"import sys; print('loading'); print({why!r}, file=sys.stderr); sys.exit({bench.NOTHING_TO_TRAIN})"
+    stage = bench.Stage("train-mtdpo-g0-s0", run / "models" / "mtdpo" / "g0-s0", (), [sys.executable, "-c", script],
+                        tmp=run / "models" / "mtdpo" / "g0-s0.tmp")
+    assert bench.run_stage(stage, run) is False and not stage.done()
+    assert bench.nothing_to_train(run, set()) == {"train-mtdpo-g0-s0": why}
+    s = dict(bench.PROFILES["quick"], candidate_server="none")
+    bench.write_report(run, s)
+    md = (run / "results.md").read_text()
+    assert "**Stages that found nothing to train on** (their method's rows are missing above" in md
+    assert f"train-mtdpo-g0-s0: {why}." in md
+    bench._log_timing(run, "train-mtdpo-g0-s0", 1.0)  # a later run of the stage succeeded
+    bench.write_report(run, s)
+    assert "nothing to train on" not in (run / "results.md").read_text()
+
+
 def test_selection_reads_validation_results_only(bench, tmp_path):
     val0 = _write(tmp_path / "val" / "rft-g0.jsonl", [_rec("collab:val", 0.5, "0:0"), _rec("collab:val", 0.5, "1:0")])
     val1 = _write(tmp_path / "val" / "rft-g1.jsonl", [_rec("collab:val", 1.0, "0:0"), _rec("collab:val", 0.0, "1:0")])
