@@ -443,11 +443,15 @@ def build_stages(s: dict[str, Any], run: Path) -> dict[str, Stage]:
                        "--num_train_epochs", epochs, "--max_steps", -1,
                        "--max_length", s["frontend_max_length"] if frontend else s["max_length"],
                        *(["--gradient_checkpointing", "true"] if long_rows else []),
-                       "--save_strategy", "no", "--report_to", "none", "--seed", seed, "--merge_adapter", "false",
+                       # long rows: a checkpoint every 2 steps, and a restart (a sitting's end) resumes from the
+                       # newest complete one instead of starting a 2-hour stage over
+                       *(["--save_strategy", "steps", "--save_steps", 2, "--save_total_limit", 1,
+                          "--resume_from_checkpoint", "last"] if long_rows else ["--save_strategy", "no"]),
+                       "--report_to", "none", "--seed", seed, "--merge_adapter", "false",
                        *(args() if callable(args) else args))
         # ~11 GB each even so: two at once took all 23 GB of this machine (ONE_AT_A_TIME)
         big = long_rows and command in ("train-critic", "train-actor")
-        stages[name] = Stage(name, out, deps, cmd, tmp=tmp, priority=priority,
+        stages[name] = Stage(name, out, deps, cmd, tmp=tmp, priority=priority, resumable=long_rows,
                              extra={ONE_AT_A_TIME: "long-row-training"} if big else {})
 
     def pairs(name: str, out: Path, deps: tuple[str, ...], priority: int, seed: int, data: Path, critic: Path,

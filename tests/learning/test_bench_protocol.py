@@ -197,7 +197,11 @@ def test_long_backend_rows_checkpoint_activations_and_train_critics_one_at_a_tim
     for name in ("train-critic-s0", "train-critic-noref-s0", "train-rft-g0-s0", "train-mtdpo-g0-s0"):
         cmd = [str(x) for x in full[name].command()]
         assert cmd[cmd.index("--gradient_checkpointing") + 1] == "true", name
-        assert "--gradient_checkpointing" not in [str(x) for x in quick[name].command()], name
+        # a ~2 h stage checkpoints and resumes after a sitting's end instead of starting over
+        assert cmd[cmd.index("--save_strategy") + 1] == "steps" and cmd[cmd.index("--resume_from_checkpoint") + 1] == "last"
+        assert full[name].resumable and not quick[name].resumable, name
+        short = [str(x) for x in quick[name].command()]
+        assert "--gradient_checkpointing" not in short and short[short.index("--save_strategy") + 1] == "no", name
     groups = {n: st.extra.get(bench.ONE_AT_A_TIME) for n, st in full.items()}
     assert groups["train-critic-s0"] == groups["train-critic-s1"] == groups["train-critic-noref-s0"] is not None
     assert groups["train-rft-g0-s0"] is None and groups["collect"] is None
