@@ -447,6 +447,9 @@ def build_stages(s: dict[str, Any], run: Path) -> dict[str, Stage]:
                        # newest complete one instead of starting a 2-hour stage over
                        *(["--save_strategy", "steps", "--save_steps", 2, "--save_total_limit", 1,
                           "--resume_from_checkpoint", "last"] if long_rows else ["--save_strategy", "no"]),
+                       # the critic's held-out evaluation follows its save strategy unless named: once, at the end
+                       # (every 2 steps it would cost more than the training itself)
+                       *(["--eval_strategy", "epoch"] if long_rows and command == "train-critic" else []),
                        "--report_to", "none", "--seed", seed, "--merge_adapter", "false",
                        *(args() if callable(args) else args))
         # ~11 GB each even so: two at once took all 23 GB of this machine (ONE_AT_A_TIME)

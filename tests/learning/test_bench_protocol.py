@@ -200,6 +200,8 @@ def test_long_backend_rows_checkpoint_activations_and_train_critics_one_at_a_tim
         # a ~2 h stage checkpoints and resumes after a sitting's end instead of starting over
         assert cmd[cmd.index("--save_strategy") + 1] == "steps" and cmd[cmd.index("--resume_from_checkpoint") + 1] == "last"
         assert full[name].resumable and not quick[name].resumable, name
+        # the critic's held-out evaluation once at the end, not at every checkpoint (it followed the save strategy)
+        assert ("--eval_strategy" in cmd and cmd[cmd.index("--eval_strategy") + 1] == "epoch") == ("critic" in name), name
         short = [str(x) for x in quick[name].command()]
         assert "--gradient_checkpointing" not in short and short[short.index("--save_strategy") + 1] == "no", name
     groups = {n: st.extra.get(bench.ONE_AT_A_TIME) for n, st in full.items()}
