@@ -7,9 +7,7 @@ each report reads its numbers from there.
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import sys
 from pathlib import Path
 
 import pytest
@@ -24,6 +22,7 @@ from sweet_agent.evaluation.metrics import (
     summarize_episodes,
 )
 from sweet_agent.evaluation.report import summarize
+from tests.benchmark_modules import load_benchmark
 
 ROOT = Path(__file__).resolve().parents[2]
 TASK = {"problem_description": "Write fee(x) for my shop.", "ground_truth": "def fee(x):\n    return x + 1\n",
@@ -90,11 +89,7 @@ def test_failed_episodes_are_left_out_of_every_metric():
 
 
 def _load_bench():
-    spec = importlib.util.spec_from_file_location("bench_learning", ROOT / "benchmarks" / "bench_learning.py")
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules["bench_learning"] = mod  # its dataclasses look their module up
-    spec.loader.exec_module(mod)
-    return mod
+    return load_benchmark("bench_learning")
 
 
 def test_evaluate_viewer_and_learning_benchmark_report_the_same_numbers(tmp_path):

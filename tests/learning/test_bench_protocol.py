@@ -4,7 +4,6 @@ validation results only; the seed-aware statistics equal a hand computation."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import sys
 from pathlib import Path
@@ -12,17 +11,14 @@ from pathlib import Path
 import pytest
 
 from sweet_agent.evaluation.metrics import bootstrap_ci, hierarchical_bootstrap, hierarchical_difference
+from tests.benchmark_modules import load_benchmark
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture(scope="module")
 def bench():
-    spec = importlib.util.spec_from_file_location("bench_learning", ROOT / "benchmarks" / "bench_learning.py")
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules["bench_learning"] = mod  # its dataclasses look their module up
-    spec.loader.exec_module(mod)
-    return mod
+    return load_benchmark("bench_learning")
 
 
 def _rec(split: str, reward: float, eid: str, *, meta_tasks: str | None = None) -> dict:
