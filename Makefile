@@ -43,8 +43,8 @@ llama-cpp: setup
 	  echo "llama-cpp-python: installing llama-cpp-python==0.3.36 once (compiles llama.cpp: 20-35 min on 2 cores)"; \
 	  $(VENV)/bin/pip install -q "llama-cpp-python==0.3.36"; fi
 
-# the GRPO example on the real 0.5B model on a CPU: does its first step call tools and get a gradient? (issue 39; not yet
-# passing on 2 cores, so not part of make test; benchmarks/check_grpo_example.py)
+# the GRPO example on the real 0.5B model on a CPU: does its first step call tools and get a gradient? (issue 39;
+# ~4 min on 2 idle cores, ~16 GB; make test runs it too: tests/grpo/test_trl_example_gradient.py)
 grpo-example-check: setup
 	@$(PY) benchmarks/check_grpo_example.py
 

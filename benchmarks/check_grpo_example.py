@@ -2,13 +2,14 @@
 
     make grpo-example-check        # = python benchmarks/check_grpo_example.py (minutes to tens of minutes on 2 cores)
 
-With its defaults (the tool-call opener, one GRPO group of 4 rollouts a step, 256 completion
-tokens), the example's first step should call tools and have a group whose rewards differ
-(reward std > 0, frac_reward_zero_std < 1: GRPO has a gradient). Without the opener the same
-step had no tool call and every reward 0. This is a check on the real model, not a unit test:
-it has not passed yet on this machine (docs/trl.md says what was measured), so it is kept out of
-`make test` until it does; the opener's mechanism is tested on a tiny model in
-tests/grpo/test_trl_path.py. Exit 0 when the step calls tools and has reward variance, 1 otherwise.
+With its defaults (``collab-multi:train``, the tool-call opener, one GRPO group of 4 rollouts a
+step, 256 completion tokens, temperature 0.7), the example's first step should call tools and
+have a group whose rewards differ (reward std > 0, frac_reward_zero_std < 1: GRPO has a
+gradient). Without the opener the same step had no tool call and every reward 0. Measured on
+2 idle cores (2026-11-27): 165-210 s for the step, 0.5-1.0 tool calls per rollout, reward std
+0.167 (docs/trl.md). `make test` runs this through tests/grpo/test_trl_example_gradient.py; the
+opener's rules are tested on a tiny model in tests/grpo/test_trl_path.py. Exit 0 when the step
+calls tools and has reward variance, 1 otherwise.
 """
 
 from __future__ import annotations

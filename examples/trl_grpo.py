@@ -2,18 +2,20 @@
 
 No ColBench trainer subclass, no ColBench command: TRL's trainer, a prompt dataset whose rows name
 their task, and a factory of tool environments whose reward is the environment's own
-(docs/trl.md). The defaults are the small CPU setting: 4 collab:train tasks, 2 steps of one group
-of 4 rollouts, 256 completion tokens an episode, LoRA, and every agent turn made a tool call
-(``--tool-call-opener``, below). Measured on this 2-core CPU while other jobs held it (load 5-16):
-without the opener, a step of 4 rollouts took 268 s and made no tool call (reward 0, std 0: no
-gradient; issue 39); with the opener up to the argument, 4 of 4 sampled first turns of the 0.5B
-model opened a call of ask_user or submit_answer with its argument (2 closed it themselves; the
-forced ``</tool_call>`` came after that probe), and a step of 2 groups of 4 was killed after 51 min
-of wall time at that load (17 GB resident: the logits of 8 long episodes), so its seconds, tool-call frequency and reward std
-are still to be measured on a quiet machine (``make grpo-example-check`` checks the tool calls and a
-reward std above 0 in the first step; it has not passed yet on 2 cores)::
+(docs/trl.md). The defaults are the small CPU setting: 4 ``collab-multi:train`` tasks (details
+the request states give a first answer partial credit), 2 steps of one group of 4 rollouts,
+256 completion tokens an episode, temperature 0.7, LoRA, and every agent turn made one
+well-formed tool call (``--tool-call-opener``, below). Without the opener the untrained 0.5B
+model answers in prose: a step of 4 rollouts made no tool call, every reward 0, std 0, no
+gradient (issue 39). With it, measured on these 2 cores (other jobs paused, 2026-11-27): the
+first step took 165-210 s, its rollouts called tools (0.5-1.0 calls each), rewards 0 to 1/3
+of the tests, reward std 0.167, grad norm 1.0-1.3: a gradient; the second step's rollouts ran
+past the 256-token episode budget (3 or 4 of 4 clipped) and had none; both steps 5.8-6.5 min,
+~16 GB resident at the peak. ``make grpo-example-check`` (run by ``make test``) checks the first
+step's tool calls and reward std::
 
     python examples/trl_grpo.py                                   # the defaults above
+    python examples/trl_grpo.py --max-completion-length 512       # room for long answers (slower steps)
     python examples/trl_grpo.py --tasks embedded:train --num-tasks 30 --max-steps 20
     python examples/trl_grpo.py --model path/to/checkpoint --no-lora
 
@@ -42,16 +44,24 @@ TOOLS = {"ask_user": "question", "submit_answer": "code"}
 
 def tool_call_opener_bias(tokenizer, opener: str = TOOL_CALL_OPENER, tools: dict[str, str] | None = None,
                           bias: float = 100.0) -> list:
-    """``sequence_bias`` for ``generate`` that makes every assistant turn a call of one of ``tools``.
+    """``sequence_bias`` for ``generate`` that makes every assistant turn one well-formed call of one of ``tools``.
 
     Forced (``bias`` on the next token after the turn's header and what came so far): ``opener``;
     then the first token of each tool's name gets the same bias, so the model's own preference
     picks the tool; the rest of ``NAME", "arguments": {"ARG": "`` is forced; the argument's text is
-    the model's; after ``}}`` and a newline, ``</tool_call>`` is forced (the call is parsed only
-    when closed). The header is what the chat template's generation prompt adds (Qwen:
-    ``<|im_start|>assistant\n``). Forced tokens are sampled tokens as far as TRL is concerned:
-    they stay in ``completion_ids`` and in the loss, as the exploring policy's openers stay in its
-    records. The list form (not a dict with tuple keys) so that the config serialises."""
+    the model's. The call is closed the one way the parser reads: the JSON's ``}}`` (alone or after
+    the argument's closing quote, as one token) is followed by a forced newline, ``</tool_call>``
+    and the end of the turn; every other token with ``}}`` in it (``}},``, ``"}}>`` ...) is banned,
+    and so is ending the turn anywhere else. WHY each rule (issue 39, Qwen2.5-Coder-0.5B on
+    ``collab-multi:train``, 16 sampled first turns): without the closing rules 3 of 8 well-begun
+    calls ran on with ``}},`` into a second call or ended the turn before ``}}``, and the parser
+    then reads the turn as plain text (no call, reward 0). The header is what the chat template's
+    generation prompt adds (Qwen: ``<|im_start|>assistant\n``). Forced tokens are sampled tokens as
+    far as TRL is concerned: they stay in ``completion_ids`` and in the loss, as the exploring
+    policy's openers stay in its records. A ``}}`` inside the argument (a nested dict literal in
+    the code) also closes the call: rare in these tasks, and the call then fails as the model's
+    own malformed call would. The list form (not a dict with tuple keys) so that the config
+    serialises."""
     tools = TOOLS if tools is None else tools
 
     def ids(text: str) -> list[int]:
@@ -70,24 +80,60 @@ def tool_call_opener_bias(tokenizer, opener: str = TOOL_CALL_OPENER, tools: dict
             raise ValueError(f"tool call opener: {opener!r} tokenizes differently before {name!r}; end it elsewhere")
         out += [[header + call[:k + 1], bias] for k in range(len(forced), len(call))]
     end, newline = ids("</tool_call>"), ids("\n")
-    for closer in ("}}", '"}}'):  # the call's JSON closed: a newline (alone or merged), then </tool_call>
+    closers = {ids(text)[-1] for text in ('"}}', '"}}\n')}  # every argument is a string: it ends in a quote
+    for closer in ('"}}',):  # the call's JSON closed: a newline (alone or merged), then </tool_call>
         last, merged = ids(closer)[-1:], ids(closer + "\n")[-1:]
         starts = [last + newline] + ([merged] if merged != newline[-1:] else [])  # merged: one token for both
         out += [[last + newline, bias]] + [[start + end[:k + 1], bias] for start in starts for k in range(len(end))]
+    vocab = tokenizer.get_vocab()
+    for token in vocab.values():  # any other way to write "}}" would leave the call unclosed
+        if "}}" in tokenizer.decode([token]) and token not in closers:
+            out.append([[token], -bias])
+    if "<|im_start|>" in vocab:  # a new turn's header inside this turn
+        out.append([[vocab["<|im_start|>"]], -bias])
+    for key in ("required", "return", "type", "description"):  # the tool schema's keys copied after the argument
+        out.append([ids(f'", "{key}'), -bias])
+    stops = {t for t in (tokenizer.eos_token_id, tokenizer.pad_token_id, vocab.get("<|im_end|>"))
+             if isinstance(t, int) and t >= 0}
+    over = _after_the_end(tokenizer)
+    for stop in sorted(stops):  # the turn ends right after </tool_call>, and at once after the episode's end
+        out += [[[stop], -bias], [end + [stop], 2 * bias], [over + [stop], 3 * bias]]
     return out
+
+
+def _after_the_end(tokenizer) -> list[int]:
+    """The tokens a prompt ends with after the tool result that ends the episode (``... is over.``,
+    the template's close of the tool message and the next assistant header), as TRL renders it.
+
+    WHY: with every turn forced to open a call, the model went on calling tools after its answer
+    was submitted (each refused: "the conversation is over") until the episode's token budget ran
+    out; the turn after that result must end the completion instead."""
+    from colbench_gym.online import CONVERSATION_OVER
+
+    call = {"type": "function", "function": {"name": "submit_answer", "arguments": {"code": "x"}}}
+    messages = [{"role": "user", "content": "x"}, {"role": "assistant", "content": "", "tool_calls": [call]},
+                {"role": "tool", "name": "submit_answer", "content": f"Answer submitted. {CONVERSATION_OVER}"}]
+    text = tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
+    start = text.rindex(CONVERSATION_OVER) + CONVERSATION_OVER.index(" is over")
+    encoded = tokenizer(text, add_special_tokens=False, return_offsets_mapping=True)
+    return [token for token, (begin, _) in zip(encoded["input_ids"], encoded["offset_mapping"]) if begin >= start]
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--model", default="Qwen/Qwen2.5-Coder-0.5B-Instruct",
                     help="checkpoint dir, cached hub id, or the default model's name (found offline: `make setup`)")
-    ap.add_argument("--tasks", default="collab:train", help="task source: every row carries it (default: %(default)s)")
+    ap.add_argument("--tasks", default="collab-multi:train",
+                    help="task source: every row carries it (default: %(default)s, where details the request states "
+                         "give a first answer partial credit, so a group's rewards can differ before the model asks well)")
     ap.add_argument("--num-tasks", type=int, default=4, help="dataset rows, one task each")
     ap.add_argument("--max-steps", type=int, default=2)
     ap.add_argument("--num-generations", type=int, default=4, help="rollouts of one task per GRPO group")
     ap.add_argument("--tasks-per-step", type=int, default=1,
                     help="GRPO groups (tasks) in one step's batch (2 groups of 4: 17 GB resident, killed here)")
     ap.add_argument("--max-completion-length", type=int, default=256, help="tokens per whole episode")
+    ap.add_argument("--temperature", type=float, default=0.7,
+                    help="sampling temperature (default: %(default)s; at 1.0 the 0.5B model's code drifts off the call)")
     ap.add_argument("--reward-mode", choices=("fraction", "success"), default="fraction")
     ap.add_argument("--no-lora", action="store_true", help="train every weight instead of a LoRA adapter")
     ap.add_argument("--tool-call-opener", default=TOOL_CALL_OPENER,
@@ -127,7 +173,7 @@ def main(argv: list[str] | None = None):
     config = GRPOConfig(generation_kwargs=opener,
         output_dir=args.output_dir, max_steps=args.max_steps, num_generations=args.num_generations,
         per_device_train_batch_size=args.num_generations * args.tasks_per_step, max_completion_length=args.max_completion_length,
-        max_tool_calling_iterations=10, learning_rate=1e-5, temperature=1.0, beta=0.0, use_cpu=True, bf16=False,
+        max_tool_calling_iterations=10, learning_rate=1e-5, temperature=args.temperature, beta=0.0, use_cpu=True, bf16=False,
         gradient_checkpointing=False, save_strategy="no", report_to="none", logging_steps=1)
     #    The model by path; a LoRA adapter folder (a SWEET-RL or RFT run with --merge_adapter false)
     #    is merged into its base first, since TRL loads a path as a full model.

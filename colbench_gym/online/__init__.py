@@ -9,6 +9,7 @@
 from __future__ import annotations
 
 from colbench_gym.online.tool_env import (
+    CONVERSATION_OVER,
     ColBenchFrontendToolEnv,
     ColBenchToolEnv,
     ToolEnvError,
@@ -18,6 +19,7 @@ from colbench_gym.online.tool_env import (
 )
 
 __all__ = [
+    "CONVERSATION_OVER",
     "ColBenchFrontendToolEnv",
     "ColBenchToolEnv",
     "ToolEnvError",

@@ -4,7 +4,11 @@ TRL turns every public method of an environment *class* (except ``reset`` and ``
 into a tool whose JSON schema comes from the type hints and the Google-style ``Args:`` docstring
 (``transformers.utils.get_json_schema``). That is why the adapter *holds* a Gymnasium env
 instead of subclassing it: a subclass would also expose ``step``, ``render``, ``close`` and the
-wrapper methods as tools. The only public methods here are the ColBench actions:
+wrapper methods as tools. The tools have no return type hint and no ``Returns:`` docstring section
+on purpose: either becomes a ``"return"`` entry beside ``"parameters"`` in the schema the model
+reads, and a small model copies it into its call's arguments (Qwen2.5-Coder-0.5B did in 3 of 24
+sampled first turns, each call then refused for an unexpected argument); what a tool returns is
+said in its first line. The only public methods here are the ColBench actions:
 
 * backend (:class:`ColBenchToolEnv`): ``ask_user(question)`` and ``submit_answer(code)``;
 * frontend (:class:`ColBenchFrontendToolEnv`): the same plus ``show_draft(html)``.
@@ -30,6 +34,12 @@ from colbench_gym.tasks.accounting import end_reason_of, is_infrastructure
 from colbench_gym.tasks.kinds import KINDS, env_kind, load
 
 _log = logging.getLogger(__name__)
+
+
+#: The last sentence of the tool result that ends an episode (an answer submitted, the turn limit
+#: reached): a fixed text, so a client can recognise the end without parsing prose (the TRL example's
+#: tool-call opener ends the model's turn there instead of forcing another call; examples/trl_grpo.py).
+CONVERSATION_OVER = "The conversation is over."
 
 
 class ToolEnvError(RuntimeError):
@@ -143,32 +153,26 @@ class ColBenchToolEnv:
         return self._infra
 
     # ------------------------------------------------------------------ tools
-    def ask_user(self, question: str) -> str:
-        """Ask the person one clarifying question about what they want.
+    def ask_user(self, question: str):  # no return hint (module docstring)
+        """Ask the person one clarifying question about what they want; you get their reply.
 
         Args:
             question: One short, concrete question for the person.
-
-        Returns:
-            The person's reply.
         """
         if ANSWER_MARKER in question:
             raise ToolEnvError(f"a question must not contain {ANSWER_MARKER!r}; call submit_answer to answer")
         self._questions += 1
         return self._step(question)
 
-    def submit_answer(self, code: str) -> str:
+    def submit_answer(self, code: str):  # no return hint (module docstring)
         """Submit the final answer: the complete Python function. This ends the conversation.
 
         Args:
             code: The complete Python function, with any imports it needs.
-
-        Returns:
-            A confirmation that the answer was received.
         """
         self._submitted = True
         self._step(f"{ANSWER_MARKER}\n{code}")
-        return "Answer submitted. The conversation is over."
+        return f"Answer submitted. {CONVERSATION_OVER}"
 
     # ------------------------------------------------------------------ bookkeeping
     def _step(self, action: str) -> str:
@@ -197,8 +201,8 @@ class ColBenchToolEnv:
             if is_infrastructure(info.get("end_reason")):
                 self._infra = info["end_reason"]
             if info.get("ended_by") == "turn_limit":
-                return (f"That was your last turn ({info.get('turn')} of {info.get('max_turns')}): the conversation "
-                        "is over and that turn was taken as your final answer.")
+                return (f"That was your last turn ({info.get('turn')} of {info.get('max_turns')}), taken as your "
+                        f"final answer. {CONVERSATION_OVER}")
         return obs
 
     @property
@@ -267,14 +271,12 @@ class ColBenchFrontendToolEnv(ColBenchToolEnv):
 
     kind = "frontend"
 
-    def show_draft(self, html: str) -> str:
-        """Show the person a draft of the page; they see it rendered next to the page they imagine.
+    def show_draft(self, html: str):  # no return hint (module docstring)
+        """Show the person a draft of the page; they see it rendered next to the page they imagine and
+        reply how it differs from what they want.
 
         Args:
             html: The draft page as HTML (from <html> to </html>), styled with Tailwind CSS classes.
-
-        Returns:
-            The person's description of how the draft differs from what they want.
         """
         if ANSWER_MARKER in html:
             raise ToolEnvError(f"a draft must not contain {ANSWER_MARKER!r}; call submit_answer to answer")
@@ -283,14 +285,11 @@ class ColBenchFrontendToolEnv(ColBenchToolEnv):
         self._drafts += 1
         return self._step(html)
 
-    def submit_answer(self, code: str) -> str:
+    def submit_answer(self, code: str):  # no return hint (module docstring)
         """Submit the final page. This ends the conversation.
 
         Args:
             code: The complete HTML page, from <html> to </html>, styled with Tailwind CSS classes.
-
-        Returns:
-            A confirmation that the page was received.
         """
         return super().submit_answer(code)
 

@@ -244,9 +244,59 @@ def test_the_opener_makes_every_turn_a_call_of_a_tool_the_model_picks():
         picked.add(text.split('"name": "')[1].split('"')[0])
     assert picked == {"ask_user", "submit_answer"}
     assert not any(_sample(model, tok, list(turn), [], 40, seed).startswith("<tool_call>") for seed in range(3))
-    call = list(turn) + tok(f'{TOOL_CALL_OPENER}ask_user", "arguments": {{"question": "Which unit?"}}',
-                            add_special_tokens=False)["input_ids"]
-    assert _sample(model, tok, call, bias, 12, 0).startswith("\n</tool_call>")
+    call = list(turn) + tok(f'{TOOL_CALL_OPENER}ask_user", "arguments": {{"question": "Which unit?',
+                            add_special_tokens=False)["input_ids"] + tok('"}}', add_special_tokens=False)["input_ids"]
+    assert _sample(model, tok, call, bias, 16, 0).startswith("\n</tool_call><|im_end|>")  # closed, and the turn ends
+
+
+def test_the_opener_closes_a_call_only_the_way_the_parser_reads_it():
+    """Every other token with "}}" in it (which closed 3 of 8 real calls wrongly: ``}},`` into a
+    second call), a new turn's header inside the turn, and ending the turn before
+    ``</tool_call>`` are never sampled under the bias; without it the random model samples them."""
+    from examples.trl_grpo import tool_call_opener_bias
+
+    tok = _qwen_tokenizer()
+    model = build_tiny_model(tok)
+    bias = tool_call_opener_bias(tok)
+    banned = {t[0] for t, b in bias if len(t) == 1 and b < 0}
+    stops = {tok.convert_tokens_to_ids("<|im_end|>"), tok.eos_token_id}
+    assert tok.convert_tokens_to_ids("<|im_start|>") in banned and stops <= banned
+    wrong_closes = {t for t in tok.get_vocab().values() if "}}" in tok.decode([t])} - {tok('"}}')["input_ids"][-1]}
+    assert wrong_closes <= banned and tok('"}}')["input_ids"][-1] not in banned
+    turn = tok.apply_chat_template([{"role": "user", "content": "hello"}], add_generation_prompt=True)
+    turn = list(turn["input_ids"] if isinstance(turn, dict) or hasattr(turn, "keys") else turn)
+    end = tok.convert_tokens_to_ids("</tool_call>")
+
+    def prefer_banned(input_ids, scores):  # a model that likes the banned tokens (+8 on each)
+        scores[:, sorted(banned)] += 8.0
+        return scores
+
+    def sampled(b, seed):
+        from transformers import GenerationConfig, LogitsProcessorList
+
+        torch.manual_seed(seed)
+        config = GenerationConfig(max_new_tokens=60, do_sample=True, temperature=1.0, sequence_bias=b or None,
+                                  pad_token_id=tok.pad_token_id, eos_token_id=None)
+        out = model.generate(torch.tensor([turn]), attention_mask=torch.ones(1, len(turn), dtype=torch.long),
+                             generation_config=config, logits_processor=LogitsProcessorList([prefer_banned]))
+        return out[0, len(turn):].tolist()
+
+    assert all(set(sampled([], seed)) & banned for seed in range(2))  # without the bias: sampled at once
+    # after the tool result that ends the episode, the turn ends at once instead of opening another call
+    from colbench_gym.online import CONVERSATION_OVER
+
+    call = {"type": "function", "function": {"name": "submit_answer", "arguments": {"code": "def f(): pass"}}}
+    over = tok.apply_chat_template(
+        [{"role": "user", "content": "hello"}, {"role": "assistant", "content": "", "tool_calls": [call]},
+         {"role": "tool", "name": "submit_answer", "content": f"Answer submitted. {CONVERSATION_OVER}"}],
+        add_generation_prompt=True, tokenize=False)
+    assert _sample(model, tok, tok(over, add_special_tokens=False)["input_ids"], bias, 4, 0).startswith("<|im_end|>")
+    asked = over.replace(f"Answer submitted. {CONVERSATION_OVER}", "In metres.")  # an episode that goes on
+    assert _sample(model, tok, tok(asked, add_special_tokens=False)["input_ids"], bias, 16, 0).startswith("<tool_call>")
+    for seed in range(4):
+        ids = sampled(bias, seed)
+        assert not set(ids) & (banned - stops), tok.decode(ids)
+        assert all(ids[i - 1] == end for i, t in enumerate(ids) if t in stops), tok.decode(ids)
 
 
 def test_the_opener_refuses_a_template_without_a_turn_header():
@@ -256,3 +306,24 @@ def test_the_opener_refuses_a_template_without_a_turn_header():
     tok.chat_template = "{% for m in messages %}{{ m['content'] }}{% endfor %}"
     with pytest.raises(ValueError, match="adds no generation prompt"):
         tool_call_opener_bias(tok)
+
+
+@pytest.mark.slow
+def test_the_opener_on_the_default_models_tokenizer():
+    """The real vocabulary has the merged closers the 0.5B model used wrongly (``}},``, ``}},\n``, a
+    bare ``}}`` after an unclosed string): each is banned; the closing quote-and-braces is not."""
+    from transformers import AutoTokenizer
+
+    from examples.trl_grpo import tool_call_opener_bias
+    from sweet_agent.policies.checkpoints import tokenizer_dir
+    from sweet_agent.policies.default_model import default_model_status, resolve_model_path
+
+    if not default_model_status().get("ready"):
+        pytest.skip("default model not prepared (sweet-agent fetch-model)")
+    tok = AutoTokenizer.from_pretrained(tokenizer_dir(resolve_model_path("Qwen/Qwen2.5-Coder-0.5B-Instruct")))
+    bias = tool_call_opener_bias(tok)
+    banned = {t[0] for t, b in bias if len(t) == 1 and b < 0}
+    vocab = tok.get_vocab()
+    assert {vocab[tok.tokenize(x)[0]] for x in ("}},", "}},\n", "}}", "}}\n")} <= banned
+    assert tok('"}}', add_special_tokens=False)["input_ids"] == [vocab[tok.tokenize('"}}')[0]]]
+    assert vocab[tok.tokenize('"}}')[0]] not in banned and len(banned) > 40

@@ -12,7 +12,13 @@ import gymnasium as gym
 import pytest
 
 import colbench_gym
-from colbench_gym.online import ColBenchFrontendToolEnv, ColBenchToolEnv, ToolEnvError, make_tool_env_factory
+from colbench_gym.online import (
+    CONVERSATION_OVER,
+    ColBenchFrontendToolEnv,
+    ColBenchToolEnv,
+    ToolEnvError,
+    make_tool_env_factory,
+)
 from colbench_gym.protocol import ANSWER_MARKER, MAX_TURNS
 
 
@@ -44,6 +50,8 @@ def test_tool_schemas_from_transformers() -> None:
         for p in params:
             assert fn["parameters"]["properties"][p]["type"] == "string"
             assert fn["parameters"]["properties"][p]["description"]
+        # no "return" entry: small models copy it into the call's arguments, which then fails (issue 39)
+        assert set(fn) == {"name", "description", "parameters"}
     frontend_submit = get_json_schema(ColBenchFrontendToolEnv.submit_answer)["function"]
     assert "HTML" in frontend_submit["parameters"]["properties"]["code"]["description"]
 
@@ -90,7 +98,7 @@ def test_reward_through_tools_equals_reward_through_gym(answer: str) -> None:
     code = {"reference": reference, "wrong": _wrong_by_one(reference), "empty": ""}[answer]
     replies = [tool_env.ask_user(q) for q in questions]
     assert tool_env.get_reward() == 0.0  # nothing submitted yet
-    tool_env.submit_answer(code)
+    assert tool_env.submit_answer(code).endswith(CONVERSATION_OVER)
 
     env = gym.make("ColBench-Backend-v0", **kw)
     obs, _ = env.reset(seed=7, options={"task_index": 3})
@@ -113,7 +121,7 @@ def test_ten_turn_rule_and_calls_after_the_end() -> None:
     tool_env = make_tool_env_factory("ColBench-Backend-v0")()
     tool_env.reset(task_index=0, seed=0)
     replies = [tool_env.ask_user(f"Question number {i}?") for i in range(MAX_TURNS)]
-    assert "last turn" in replies[-1] and tool_env.ended
+    assert "last turn" in replies[-1] and replies[-1].endswith(CONVERSATION_OVER) and tool_env.ended
     assert tool_env.info["ended_by"] == "turn_limit" and tool_env.turns == MAX_TURNS
     assert tool_env.get_reward() == 0.0 and not tool_env.submitted
     with pytest.raises(ToolEnvError, match="conversation is over"):
