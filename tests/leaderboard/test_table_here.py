@@ -4,11 +4,11 @@ report (benchmarks/leaderboard_protocol_v1.py) and benchmarks/results/leaderboar
 
 from __future__ import annotations
 
-import importlib.util
 import json
 from pathlib import Path
 
 from sweet_agent.cli import main
+from tests.benchmark_modules import load_benchmark
 
 ROOT = Path(__file__).resolve().parents[2]
 ROWS = "benchmarks/results/leaderboard/protocol-v1.json"
@@ -18,10 +18,7 @@ REPORT = ROOT / "benchmarks" / "results" / "learning" / "results.json"
 
 def convert(argv: list[str]) -> int:
     """benchmarks/leaderboard_protocol_v1.py's main (a script, not a package module)."""
-    spec = importlib.util.spec_from_file_location("leaderboard_protocol_v1", ROOT / "benchmarks" / "leaderboard_protocol_v1.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module.main(argv)
+    return load_benchmark("leaderboard_protocol_v1").main(argv)
 
 
 def test_the_rows_file_is_the_reports_rows(tmp_path, capsys):

@@ -8,12 +8,13 @@ learning-rate grid for every trained method. The stage commands are parsed by th
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import sys
 from pathlib import Path
 
 import pytest
+
+from tests.benchmark_modules import load_benchmark
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "tests" / "training"))
@@ -21,11 +22,7 @@ sys.path.insert(0, str(ROOT / "tests" / "training"))
 
 @pytest.fixture(scope="module")
 def bench():
-    spec = importlib.util.spec_from_file_location("bench_learning", ROOT / "benchmarks" / "bench_learning.py")
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules["bench_learning"] = mod
-    spec.loader.exec_module(mod)
-    return mod
+    return load_benchmark("bench_learning")
 
 
 def _stages(bench, name, tmp_path):

@@ -19,7 +19,6 @@ the product is stubbed: every stage is the real ``sweet-agent`` subprocess.
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import re
 import shlex
@@ -28,6 +27,8 @@ import sys
 from pathlib import Path
 
 import pytest
+
+from tests.benchmark_modules import load_benchmark
 
 #: ~77 stage subprocesses, each loading torch (~15-20 s on 2 loaded cores): 17-20 min at load 5-7, past the suite's
 #: 900 s default timeout and the 20 minutes `make test` must stay well under: `make test-protocol` runs it
@@ -41,11 +42,7 @@ METHODS = {"zero-shot", "rft", "mtdpo", "sweet", "oracle"}
 
 @pytest.fixture(scope="module")
 def bench():
-    spec = importlib.util.spec_from_file_location("bench_learning_quick_run", ROOT / "benchmarks" / "bench_learning.py")
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = mod  # its dataclasses look their module up
-    spec.loader.exec_module(mod)
-    return mod
+    return load_benchmark("bench_learning", "bench_learning_quick_run")
 
 
 def build_answerer(path: Path) -> Path:
