@@ -6,7 +6,7 @@ With its defaults (``collab-multi:train``, the tool-call opener, one GRPO group 
 step, 256 completion tokens, temperature 0.7), the example's first step should call tools and
 have a group whose rewards differ (reward std > 0, frac_reward_zero_std < 1: GRPO has a
 gradient). Without the opener the same step had no tool call and every reward 0. Measured on
-2 idle cores (2026-11-27): 165-210 s for the step, 0.5-1.0 tool calls per rollout, reward std
+2 idle cores (2026-11-27): 164-210 s for the step, 0.5-1.0 tool calls per rollout, reward std
 0.167 (docs/trl.md). `make test` runs this through tests/grpo/test_trl_example_gradient.py; the
 opener's rules are tested on a tiny model in tests/grpo/test_trl_path.py. Exit 0 when the step
 calls tools and has reward variance, 1 otherwise.

@@ -8,9 +8,9 @@ the request states give a first answer partial credit), 2 steps of one group of 
 well-formed tool call (``--tool-call-opener``, below). Without the opener the untrained 0.5B
 model answers in prose: a step of 4 rollouts made no tool call, every reward 0, std 0, no
 gradient (issue 39). With it, measured on these 2 cores (other jobs paused, 2026-11-27): the
-first step took 165-210 s, its rollouts called tools (0.5-1.0 calls each), rewards 0 to 1/3
+first step took 164-210 s, its rollouts called tools (0.5-1.0 calls each), rewards 0 to 1/3
 of the tests, reward std 0.167, grad norm 1.0-1.3: a gradient; the second step's rollouts ran
-past the 256-token episode budget (3 or 4 of 4 clipped) and had none; both steps 5.8-6.5 min,
+past the 256-token episode budget (3 or 4 of 4 clipped) and had none; both steps 5.3-6.5 min,
 ~16 GB resident at the peak. ``make grpo-example-check`` (run by ``make test``) checks the first
 step's tool calls and reward std::
 
@@ -49,18 +49,20 @@ def tool_call_opener_bias(tokenizer, opener: str = TOOL_CALL_OPENER, tools: dict
     Forced (``bias`` on the next token after the turn's header and what came so far): ``opener``;
     then the first token of each tool's name gets the same bias, so the model's own preference
     picks the tool; the rest of ``NAME", "arguments": {"ARG": "`` is forced; the argument's text is
-    the model's. The call is closed the one way the parser reads: the JSON's ``}}`` (alone or after
-    the argument's closing quote, as one token) is followed by a forced newline, ``</tool_call>``
-    and the end of the turn; every other token with ``}}`` in it (``}},``, ``"}}>`` ...) is banned,
-    and so is ending the turn anywhere else. WHY each rule (issue 39, Qwen2.5-Coder-0.5B on
+    the model's. The call is closed the one way the parser reads: the argument's closing quote and
+    the JSON's ``}}`` (one token, ``"}}``) are followed by a forced newline, ``</tool_call>`` and the
+    end of the turn; every other token with ``}}`` in it (``}},``, ``"}}>``, a bare ``}}`` ...) is
+    banned, as are ``</tool_call>`` and ending the turn anywhere else, a new turn's header, and a
+    schema key after the argument (``", "required"``, also after a token that ends in ``",`` such
+    as ``?",``). WHY each rule (issue 39, Qwen2.5-Coder-0.5B on
     ``collab-multi:train``, 16 sampled first turns): without the closing rules 3 of 8 well-begun
     calls ran on with ``}},`` into a second call or ended the turn before ``}}``, and the parser
     then reads the turn as plain text (no call, reward 0). The header is what the chat template's
     generation prompt adds (Qwen: ``<|im_start|>assistant\n``). Forced tokens are sampled tokens as
     far as TRL is concerned: they stay in ``completion_ids`` and in the loss, as the exploring
-    policy's openers stay in its records. A ``}}`` inside the argument (a nested dict literal in
-    the code) also closes the call: rare in these tasks, and the call then fails as the model's
-    own malformed call would. The list form (not a dict with tuple keys) so that the config
+    policy's openers stay in its records. Code that ends a nested dict inside the argument must
+    write its ``}}`` as two tokens; an escaped quote written as ``\\`` then ``"}}`` would close the
+    call early (the call then fails as the model's own malformed call would). The list form (not a dict with tuple keys) so that the config
     serialises."""
     tools = TOOLS if tools is None else tools
 
@@ -84,15 +86,20 @@ def tool_call_opener_bias(tokenizer, opener: str = TOOL_CALL_OPENER, tools: dict
     for closer in ('"}}',):  # the call's JSON closed: a newline (alone or merged), then </tool_call>
         last, merged = ids(closer)[-1:], ids(closer + "\n")[-1:]
         starts = [last + newline] + ([merged] if merged != newline[-1:] else [])  # merged: one token for both
-        out += [[last + newline, bias]] + [[start + end[:k + 1], bias] for start in starts for k in range(len(end))]
+        out += [[last + newline, bias]] + [[start + end[:k + 1], 2 * bias] for start in starts for k in range(len(end))]
     vocab = tokenizer.get_vocab()
     for token in vocab.values():  # any other way to write "}}" would leave the call unclosed
         if "}}" in tokenizer.decode([token]) and token not in closers:
             out.append([[token], -bias])
+    if len(end) == 1:  # </tool_call> only where forced (2 x bias there): nowhere else can the call end
+        out.append([end, -bias])
     if "<|im_start|>" in vocab:  # a new turn's header inside this turn
         out.append([[vocab["<|im_start|>"]], -bias])
+    ends_string = [t for t in vocab.values()  # '",' alone or merged with what came before ('?",'), not '\",'
+                   if (text := tokenizer.decode([t])).endswith('",') and not text.endswith('\\",')]
     for key in ("required", "return", "type", "description"):  # the tool schema's keys copied after the argument
         out.append([ids(f'", "{key}'), -bias])
+        out += [[[t] + ids(f' "{key}'), -bias] for t in ends_string if [t] + ids(f' "{key}') != ids(f'", "{key}')]
     stops = {t for t in (tokenizer.eos_token_id, tokenizer.pad_token_id, vocab.get("<|im_end|>"))
              if isinstance(t, int) and t >= 0}
     over = _after_the_end(tokenizer)
@@ -114,9 +121,9 @@ def _after_the_end(tokenizer) -> list[int]:
     messages = [{"role": "user", "content": "x"}, {"role": "assistant", "content": "", "tool_calls": [call]},
                 {"role": "tool", "name": "submit_answer", "content": f"Answer submitted. {CONVERSATION_OVER}"}]
     text = tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
-    start = text.rindex(CONVERSATION_OVER) + CONVERSATION_OVER.index(" is over")
+    start = text.rindex(CONVERSATION_OVER)  # the whole sentence: a reply that merely ends "... is over." goes on
     encoded = tokenizer(text, add_special_tokens=False, return_offsets_mapping=True)
-    return [token for token, (begin, _) in zip(encoded["input_ids"], encoded["offset_mapping"]) if begin >= start]
+    return [token for token, (_, stop) in zip(encoded["input_ids"], encoded["offset_mapping"]) if stop > start]
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:

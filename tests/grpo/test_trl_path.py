@@ -265,7 +265,6 @@ def test_the_opener_closes_a_call_only_the_way_the_parser_reads_it():
     assert wrong_closes <= banned and tok('"}}')["input_ids"][-1] not in banned
     turn = tok.apply_chat_template([{"role": "user", "content": "hello"}], add_generation_prompt=True)
     turn = list(turn["input_ids"] if isinstance(turn, dict) or hasattr(turn, "keys") else turn)
-    end = tok.convert_tokens_to_ids("</tool_call>")
 
     def prefer_banned(input_ids, scores):  # a model that likes the banned tokens (+8 on each)
         scores[:, sorted(banned)] += 8.0
@@ -291,12 +290,13 @@ def test_the_opener_closes_a_call_only_the_way_the_parser_reads_it():
          {"role": "tool", "name": "submit_answer", "content": f"Answer submitted. {CONVERSATION_OVER}"}],
         add_generation_prompt=True, tokenize=False)
     assert _sample(model, tok, tok(over, add_special_tokens=False)["input_ids"], bias, 4, 0).startswith("<|im_end|>")
-    asked = over.replace(f"Answer submitted. {CONVERSATION_OVER}", "In metres.")  # an episode that goes on
-    assert _sample(model, tok, tok(asked, add_special_tokens=False)["input_ids"], bias, 16, 0).startswith("<tool_call>")
+    for reply in ("In metres.", "The second one; the first is over."):  # an episode that goes on
+        asked = over.replace(f"Answer submitted. {CONVERSATION_OVER}", reply)
+        assert _sample(model, tok, tok(asked, add_special_tokens=False)["input_ids"], bias, 16, 0).startswith("<tool_call>")
     for seed in range(4):
         ids = sampled(bias, seed)
         assert not set(ids) & (banned - stops), tok.decode(ids)
-        assert all(ids[i - 1] == end for i, t in enumerate(ids) if t in stops), tok.decode(ids)
+        assert all(tok.decode(ids[:i]).endswith("</tool_call>") for i, t in enumerate(ids) if t in stops), tok.decode(ids)
 
 
 def test_the_opener_refuses_a_template_without_a_turn_header():
@@ -327,3 +327,18 @@ def test_the_opener_on_the_default_models_tokenizer():
     assert {vocab[tok.tokenize(x)[0]] for x in ("}},", "}},\n", "}}", "}}\n")} <= banned
     assert tok('"}}', add_special_tokens=False)["input_ids"] == [vocab[tok.tokenize('"}}')[0]]]
     assert vocab[tok.tokenize('"}}')[0]] not in banned and len(banned) > 40
+    net: dict[tuple, float] = {}
+    for seq, b in bias:
+        net[tuple(seq)] = net.get(tuple(seq), 0.0) + b
+
+    def ids(text):
+        return tuple(tok(text, add_special_tokens=False)["input_ids"])
+
+    end = vocab["</tool_call>"]
+    assert end in banned and net[ids('"}}\n') + (end,)] > 0  # </tool_call> only where the call closed
+    for text in ('", "required', '?", "type', ')", "return'):  # a schema key after the argument, merged or not
+        seq = ids(text)[-3:] if text[0] != '"' else ids(text)
+        assert net.get(seq, 0) < 0, (text, seq)
+    from examples.trl_grpo import _after_the_end
+
+    assert tok.decode(_after_the_end(tok)).startswith(" The conversation is over.")
