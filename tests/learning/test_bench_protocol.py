@@ -195,6 +195,7 @@ def test_long_backend_rows_checkpoint_activations_and_train_critics_one_at_a_tim
         assert cmd[cmd.index("--gradient_checkpointing") + 1] == "true", name
         # a ~2 h stage checkpoints and resumes after a sitting's end instead of starting over
         assert cmd[cmd.index("--save_strategy") + 1] == "steps" and cmd[cmd.index("--resume_from_checkpoint") + 1] == "last"
+        assert cmd[cmd.index("--save_steps") + 1] == "1"  # a sitting's end loses at most the step in flight
         assert full[name].resumable and not quick[name].resumable, name
         # the critic's held-out evaluation once at the end, not at every checkpoint (it followed the save strategy)
         assert ("--eval_strategy" in cmd and cmd[cmd.index("--eval_strategy") + 1] == "epoch") == ("critic" in name), name
