@@ -62,8 +62,8 @@ def tool_call_opener_bias(tokenizer, opener: str = TOOL_CALL_OPENER, tools: dict
     far as TRL is concerned: they stay in ``completion_ids`` and in the loss, as the exploring
     policy's openers stay in its records. Code that ends a nested dict inside the argument must
     write its ``}}`` as two tokens; an escaped quote written as ``\\`` then ``"}}`` would close the
-    call early (the call then fails as the model's own malformed call would). The list form (not a dict with tuple keys) so that the config
-    serialises."""
+    call early (the call then fails as the model's own malformed call would). The list form (not a
+    dict with tuple keys) so that the config serialises."""
     tools = TOOLS if tools is None else tools
 
     def ids(text: str) -> list[int]:
@@ -82,24 +82,26 @@ def tool_call_opener_bias(tokenizer, opener: str = TOOL_CALL_OPENER, tools: dict
             raise ValueError(f"tool call opener: {opener!r} tokenizes differently before {name!r}; end it elsewhere")
         out += [[header + call[:k + 1], bias] for k in range(len(forced), len(call))]
     end, newline = ids("</tool_call>"), ids("\n")
-    closers = {ids(text)[-1] for text in ('"}}', '"}}\n')}  # every argument is a string: it ends in a quote
-    for closer in ('"}}',):  # the call's JSON closed: a newline (alone or merged), then </tool_call>
-        last, merged = ids(closer)[-1:], ids(closer + "\n")[-1:]
-        starts = [last + newline] + ([merged] if merged != newline[-1:] else [])  # merged: one token for both
-        out += [[last + newline, bias]] + [[start + end[:k + 1], 2 * bias] for start in starts for k in range(len(end))]
+    # every argument is a string, so the call's JSON closes as '"}}': then a newline (alone or merged
+    # into one token with it) and </tool_call>
+    last, merged = ids('"}}')[-1:], ids('"}}\n')[-1:]
+    starts = [last + newline] + ([merged] if merged != newline[-1:] else [])
+    out += [[last + newline, bias]] + [[start + end[:k + 1], 2 * bias] for start in starts for k in range(len(end))]
     vocab = tokenizer.get_vocab()
-    for token in vocab.values():  # any other way to write "}}" would leave the call unclosed
-        if "}}" in tokenizer.decode([token]) and token not in closers:
+    ends_string = []  # '",' alone or merged with what came before ('?",'), not '\",': the argument's end
+    for token in vocab.values():  # one decode per token of the vocabulary (151k for Qwen)
+        text = tokenizer.decode([token])
+        if "}}" in text and token not in last + merged:  # any other way to write "}}" leaves the call unclosed
             out.append([[token], -bias])
+        if text.endswith('",') and not text.endswith('\\",'):
+            ends_string.append(token)
     if len(end) == 1:  # </tool_call> only where forced (2 x bias there): nowhere else can the call end
         out.append([end, -bias])
     if "<|im_start|>" in vocab:  # a new turn's header inside this turn
         out.append([[vocab["<|im_start|>"]], -bias])
-    ends_string = [t for t in vocab.values()  # '",' alone or merged with what came before ('?",'), not '\",'
-                   if (text := tokenizer.decode([t])).endswith('",') and not text.endswith('\\",')]
     for key in ("required", "return", "type", "description"):  # the tool schema's keys copied after the argument
-        out.append([ids(f'", "{key}'), -bias])
-        out += [[[t] + ids(f' "{key}'), -bias] for t in ends_string if [t] + ids(f' "{key}') != ids(f'", "{key}')]
+        plain, after = ids(f'", "{key}'), ids(f' "{key}')
+        out += [[plain, -bias]] + [[[t] + after, -bias] for t in ends_string if [t] + after != plain]
     stops = {t for t in (tokenizer.eos_token_id, tokenizer.pad_token_id, vocab.get("<|im_end|>"))
              if isinstance(t, int) and t >= 0}
     over = _after_the_end(tokenizer)
