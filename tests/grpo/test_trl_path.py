@@ -213,15 +213,20 @@ def test_sampled_tokens_stay_as_sampled_and_tool_results_are_masked(tmp_path):
 
 
 # ------------------------------------------------------------------------ the example's tool-call opener
-def _sample(model, tok, prefix_ids: list[int], bias: list, n: int, seed: int) -> str:
-    from transformers import GenerationConfig
+def _sample_ids(model, tok, prefix_ids: list[int], bias: list, n: int, seed: int, processors=()) -> list[int]:
+    """``n`` tokens sampled after ``prefix_ids`` under ``bias`` (and extra logits processors)."""
+    from transformers import GenerationConfig, LogitsProcessorList
 
     torch.manual_seed(seed)
     config = GenerationConfig(max_new_tokens=n, do_sample=True, temperature=1.0, sequence_bias=bias or None,
                               pad_token_id=tok.pad_token_id, eos_token_id=None)
     out = model.generate(torch.tensor([prefix_ids]), attention_mask=torch.ones(1, len(prefix_ids), dtype=torch.long),
-                         generation_config=config)
-    return tok.decode(out[0, len(prefix_ids):])
+                         generation_config=config, logits_processor=LogitsProcessorList(list(processors)))
+    return out[0, len(prefix_ids):].tolist()
+
+
+def _sample(model, tok, prefix_ids: list[int], bias: list, n: int, seed: int) -> str:
+    return tok.decode(_sample_ids(model, tok, prefix_ids, bias, n, seed))
 
 
 def test_the_opener_makes_every_turn_a_call_of_a_tool_the_model_picks():
@@ -271,14 +276,7 @@ def test_the_opener_closes_a_call_only_the_way_the_parser_reads_it():
         return scores
 
     def sampled(b, seed):
-        from transformers import GenerationConfig, LogitsProcessorList
-
-        torch.manual_seed(seed)
-        config = GenerationConfig(max_new_tokens=60, do_sample=True, temperature=1.0, sequence_bias=b or None,
-                                  pad_token_id=tok.pad_token_id, eos_token_id=None)
-        out = model.generate(torch.tensor([turn]), attention_mask=torch.ones(1, len(turn), dtype=torch.long),
-                             generation_config=config, logits_processor=LogitsProcessorList([prefer_banned]))
-        return out[0, len(turn):].tolist()
+        return _sample_ids(model, tok, turn, b, 60, seed, processors=[prefer_banned])
 
     assert all(set(sampled([], seed)) & banned for seed in range(2))  # without the bias: sampled at once
     # after the tool result that ends the episode, the turn ends at once instead of opening another call
