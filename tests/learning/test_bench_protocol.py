@@ -462,18 +462,28 @@ def test_critic_choices_skip_a_running_stage_and_name_the_backend(bench, tmp_pat
                     "chose_question": 0, "candidates_from": ["openai:m"]}]
 
 
-def test_a_stop_ends_the_running_stages_and_what_they_started(bench, tmp_path, monkeypatch):
+#: A stage command for the fork server's path (``python -m``): tests/agent/command_probe.py.
+PROBE = [sys.executable, "-m", "tests.agent.command_probe"]
+
+
+@pytest.mark.parametrize("start", ["subprocess", "forkserver"])
+def test_a_stop_ends_the_running_stages_and_what_they_started(bench, tmp_path, monkeypatch, start):
     """SIGINT / SIGTERM (request_stop): the running stage's whole process group ends (here a
-    command that started a child of its own), the stage is not done, and no stage starts after."""
+    command that started a child of its own), the stage is not done, and no stage starts after;
+    the same for a stage started as a fresh process and one forked from the fork server."""
     import os
     import signal
     import threading
     import time
 
     pidfile = tmp_path / "child.pid"
-    script = ("import subprocess, sys, time; p = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(120)']);"
-              f"open({str(pidfile)!r}, 'w').write(str(p.pid)); time.sleep(120)")
-    st = bench.Stage("sleeper", tmp_path / "out.txt", (), [sys.executable, "-c", script])
+    if start == "subprocess":
+        cmd = [sys.executable, "-c", "import subprocess, sys, time; p = subprocess.Popen([sys.executable, '-c', "
+               f"'import time; time.sleep(120)']); open({str(pidfile)!r}, 'w').write(str(p.pid)); time.sleep(120)"]
+    else:
+        cmd = [*PROBE, str(tmp_path / "atexit"), "0", "--child", str(pidfile), "--sleep"]
+    assert bench.can_fork(cmd) == (start == "forkserver")
+    st = bench.Stage("sleeper", tmp_path / "out.txt", (), cmd)
     monkeypatch.setattr(bench, "STOP", threading.Event())
     result = {}
     th = threading.Thread(target=lambda: result.setdefault("ok", bench.run_stage(st, tmp_path)))
@@ -531,10 +541,11 @@ def test_stages_of_one_memory_group_never_run_at_once(bench, tmp_path, monkeypat
         f"train-frontend-{kind}-s{sd}" for kind in ("critic", "sweet") for sd in bench.seeds_of(bench.PROFILES["quick"])}
 
 
-def test_a_stage_that_misses_the_stop_is_stopped_again_then_killed(bench, tmp_path, monkeypatch):
+@pytest.mark.parametrize("start", ["subprocess", "forkserver"])
+def test_a_stage_that_misses_the_stop_is_stopped_again_then_killed(bench, tmp_path, monkeypatch, start):
     """A SIGTERM that reaches a stage while it starts up can be lost (seen once: the stage trained
     on and the run never stopped). After a stop the stage's group gets SIGTERM again, then SIGKILL:
-    here a stage that ignores SIGTERM altogether ends, not done."""
+    here a stage that ignores SIGTERM altogether ends, not done (fresh or forked)."""
     import os
     import signal
     import threading
@@ -544,14 +555,18 @@ def test_a_stage_that_misses_the_stop_is_stopped_again_then_killed(bench, tmp_pa
     monkeypatch.setattr(bench, "STOP_RESEND_S", 0.5)
     monkeypatch.setattr(bench, "STOP_GRACE_S", 2.0)
     ready = tmp_path / "ready"
-    script = ("import signal, time; signal.signal(signal.SIGTERM, signal.SIG_IGN);"
-              f"open({str(ready)!r}, 'w').write('x'); time.sleep(300)")
-    st = bench.Stage("deaf", tmp_path / "deaf.txt", (), [sys.executable, "-c", script])
+    if start == "subprocess":
+        cmd = [sys.executable, "-c", "import signal, time; signal.signal(signal.SIGTERM, signal.SIG_IGN);"
+               f"open({str(ready)!r}, 'w').write('x'); time.sleep(300)"]
+    else:  # the probe prints its line once it ignores SIGTERM
+        cmd = [*PROBE, str(tmp_path / "atexit"), "0", "--deaf", "--sleep"]
+    st = bench.Stage("deaf", tmp_path / "deaf.txt", (), cmd)
+    log = tmp_path / "logs" / "deaf.log"
     result = {}
     th = threading.Thread(target=lambda: result.setdefault("ok", bench.run_stage(st, tmp_path)))
     th.start()
-    for _ in range(600):
-        if ready.exists() and bench._running:
+    for _ in range(2400):
+        if (ready.exists() or (log.exists() and '"pid"' in log.read_text())) and bench._running:
             break
         time.sleep(0.05)
     (pid,) = bench._running
@@ -560,6 +575,22 @@ def test_a_stage_that_misses_the_stop_is_stopped_again_then_killed(bench, tmp_pa
     assert not th.is_alive() and result["ok"] is False and not st.done()
     with pytest.raises(ProcessLookupError):  # killed and reaped, not left running
         os.kill(pid, 0)
+
+
+@pytest.mark.parametrize("start", ["subprocess", "forkserver"])
+def test_stage_start_decides_whether_a_stage_is_forked_from_the_fork_server(bench, tmp_path, monkeypatch, start):
+    """``--stage-start``: ``forkserver`` (the default) forks a ``python -m`` stage from the process that
+    imported torch once; ``subprocess`` starts a fresh interpreter. Either way the stage runs in
+    its own process group from the repository root, its output goes to its log, it is done."""
+    monkeypatch.setattr(bench, "STAGE_START", start)
+    st = bench.Stage("probe", tmp_path / "probe.out", (), [*PROBE, str(tmp_path / "probe.out"), "0"])
+    assert bench.run_stage(st, tmp_path) and st.done()  # the probe's atexit handler wrote the output
+    log = (tmp_path / "logs" / "probe.log").read_text()
+    assert log.startswith("$ ") and "a line to stderr" in log
+    seen = json.loads(next(line for line in log.splitlines() if line.startswith("{")))
+    assert seen["pid"] == seen["pgid"] and seen["cwd"] == str(bench.ROOT)
+    assert seen["torch_preloaded"] == (start == "forkserver")
+    assert seen["threads"] in (None, bench._threads_per_stage())
 
 
 def test_a_resume_keeps_the_candidate_backend_it_started_with(bench, tmp_path, monkeypatch):
