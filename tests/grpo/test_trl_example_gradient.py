@@ -4,7 +4,7 @@ Without the example's tool-call opener the untrained model answers in prose: no 
 reward 0, reward std 0, no gradient. With it (and `collab-multi:train`, where details the request
 states give a first answer partial credit), the first step's rollouts call tools and their rewards
 differ. This runs `make grpo-example-check` (benchmarks/check_grpo_example.py) and reads its line:
-one real step, a few minutes on 2 idle cores, ~16 GB resident at its peak.
+one real step, a few minutes on 2 idle cores, ~16 GB resident at its peak (`make test-long`).
 """
 
 from __future__ import annotations
@@ -19,7 +19,9 @@ import pytest
 
 pytest.importorskip("trl")
 
-pytestmark = pytest.mark.slow
+#: a training run on the real model (~3 min, ~16 GB resident at its peak): `make test-long`, not `make test`; the
+#: opener's rules each have a fast tiny-model test in tests/grpo/test_trl_path.py, which `make test` runs
+pytestmark = [pytest.mark.slow, pytest.mark.long]
 ROOT = Path(__file__).resolve().parents[2]
 
 
