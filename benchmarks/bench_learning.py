@@ -76,7 +76,7 @@ from sweet_agent.evaluation.metrics import (  # noqa: E402 - after the sys.path 
     metric_values,
     seed_values,
 )
-from sweet_agent.forkserver import ForkedCommand, ensure_running, can_fork  # noqa: E402
+from sweet_agent.forkserver import ForkedCommand, can_fork, ensure_running  # noqa: E402
 from sweet_agent.training.command import NOTHING_TO_TRAIN  # noqa: E402
 from sweet_agent.trajectories import record_prefilled_turns  # noqa: E402
 
