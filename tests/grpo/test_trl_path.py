@@ -116,8 +116,9 @@ def test_the_example_script_runs(tiny_qwen_dir, tmp_path, capsys):
     from examples.trl_grpo import main
 
     trainer = main(["--model", tiny_qwen_dir, "--num-tasks", "2", "--max-steps", "1", "--num-generations", "2",
-                    "--max-completion-length", "24", "--output-dir", str(tmp_path / "out")])
+                    "--max-completion-length", "24", "--output-dir", str(tmp_path / "out"), "--temperature", "1.3"])
     assert trainer.state.global_step == 1 and "step 1: reward" in capsys.readouterr().out
+    assert trainer.args.temperature == 1.3  # the flag reaches the sampling of TRL's rollouts (default 0.7)
 
 
 @patch.dict(os.environ, {"TRL_EXPERIMENTAL_SILENCE": "1"})
@@ -138,6 +139,7 @@ def test_the_example_script_starts_from_a_lora_adapter(tiny_qwen_dir, tmp_path, 
     trainer = main(["--model", str(tmp_path / "adapter"), "--num-tasks", "2", "--max-steps", "1",
                     "--num-generations", "2", "--max-completion-length", "24", "--output-dir", str(tmp_path / "out")])
     assert trainer.state.global_step == 1 and "step 1: reward" in capsys.readouterr().out
+    assert trainer.args.temperature == 0.7  # the example's default, not TRL's 1.0
 
     def q_proj(model):
         return next(p for n, p in model.named_parameters() if "layers.0.self_attn.q_proj" in n and "lora" not in n)
