@@ -76,7 +76,7 @@ from sweet_agent.evaluation.metrics import (  # noqa: E402 - after the sys.path 
     metric_values,
     seed_values,
 )
-from sweet_agent.forkserver import ForkedCommand, can_fork, ensure_running  # noqa: E402
+from sweet_agent.forkserver import STATUS_UNKNOWN, ForkedCommand, can_fork, ensure_running  # noqa: E402
 from sweet_agent.training.command import NOTHING_TO_TRAIN  # noqa: E402
 from sweet_agent.trajectories import record_prefilled_turns  # noqa: E402
 
@@ -1031,7 +1031,9 @@ def run_stage(st: Stage, run: Path) -> bool:
             say(f"! {st.name}: nothing to train on ({why}); the stages after it do not run and the report names it")
             return False
         if proc.returncode != 0:
-            say(f"! {st.name} failed (exit {proc.returncode}) after {time.time() - t0:.0f} s; see {log}")
+            lost = " (or its status was lost: the fork server died)" if isinstance(proc, ForkedCommand) and \
+                proc.returncode == STATUS_UNKNOWN else ""
+            say(f"! {st.name} failed (exit {proc.returncode}{lost}) after {time.time() - t0:.0f} s; see {log}")
             return False
         if st.finish is not None:
             try:
@@ -1566,8 +1568,9 @@ def main(argv: list[str] | None = None) -> int:
         global _JOBS, STAGE_START
         _JOBS = max(1, args.jobs)
         STAGE_START = args.stage_start
-        if STAGE_START == "forkserver":  # started here, before the stage threads read os.environ
-            ensure_running({"OMP_NUM_THREADS": str(_threads_per_stage()), **os.environ, **STAGE_ENV})
+        if STAGE_START == "forkserver":  # the server's imports read what the stages get (and so does a restart of it)
+            os.environ.update(STAGE_ENV)
+            ensure_running()
         for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
             signal.signal(sig, request_stop)
         run_all(stages, run, _JOBS, only, s)

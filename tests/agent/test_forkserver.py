@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from sweet_agent.forkserver import ForkedCommand, can_fork
+from sweet_agent.forkserver import STATUS_UNKNOWN, ForkedCommand, can_fork
 
 ROOT = Path(__file__).resolve().parents[2]
 PROBE = "tests.agent.command_probe"
@@ -55,7 +55,7 @@ def test_a_forked_command_is_the_process_python_m_would_start(tmp_path):
         assert s["cwd"] == str(cwd) and s["value"] == "forty-two" and s["name"] == "__main__"
         assert s["argv"][0].endswith("command_probe.py") and s["argv"][1:] == [str(out), "3", "two words"]
         assert "a line to stderr" in log.read_text()
-        assert out.read_text() == "atexit ran"  # atexit handlers run (a forked child leaves with os._exit)
+        assert out.read_text() == "atexit ran\n"  # atexit handlers run (a forked child leaves with os._exit)
     # what differs: torch was imported by the server before the command ran; OMP_NUM_THREADS still applies
     assert seen["forked"]["torch_preloaded"] and seen["forked"]["threads"] == 3
     assert not seen["fresh"]["torch_preloaded"]
@@ -71,6 +71,13 @@ def test_a_real_command_prints_and_exits_the_same_forked_or_fresh(tmp_path):
         logs[how] = log.read_text()
     assert logs["forked"] == logs["fresh"] and logs["forked"].startswith("sweet-agent evaluate: error: ")
     assert logs["forked"].count("\n") == 1
+
+
+def _ended(pid: int) -> bool:
+    try:
+        return open(f"/proc/{pid}/stat").read().split(")")[1].split()[0] in ("Z", "X")
+    except FileNotFoundError:
+        return True
 
 
 def test_sigterm_to_its_group_ends_the_command_and_what_it_started(tmp_path):
@@ -89,11 +96,7 @@ def test_sigterm_to_its_group_ends_the_command_and_what_it_started(tmp_path):
     os.killpg(proc.pid, signal.SIGTERM)
     assert proc.wait(timeout=60) == -signal.SIGTERM  # as Popen reports a signal
     for _ in range(400):
-        try:
-            os.kill(child, 0)
-        except ProcessLookupError:
-            break
-        if open(f"/proc/{child}/stat").read().split(")")[1].split()[0] == "Z":
+        if _ended(child):
             break
         time.sleep(0.05)
     else:
@@ -107,3 +110,74 @@ def test_only_this_interpreters_module_commands_are_forked(tmp_path):
     assert not can_fork([str(tmp_path / "python"), "-m", "sweet_agent.cli"])
     with pytest.raises(ValueError, match="start it with subprocess"):
         ForkedCommand([sys.executable, "-c", "pass"], log=tmp_path / "log", cwd=tmp_path, env=dict(os.environ))
+
+
+def test_threads_end_before_atexit_and_an_interrupt_ends_by_sigint_forked_or_fresh(tmp_path):
+    """The interpreter's own order at its end: non-daemon threads are joined, then atexit handlers
+    run (a pool closed by atexit must not be pulled from under a thread); an uncaught
+    KeyboardInterrupt ends the process by SIGINT."""
+    for how in ("forked", "fresh"):
+        out = tmp_path / f"{how}.order"
+        cmd = [sys.executable, "-m", PROBE, str(out), "0", "--thread"]
+        assert _start(how, cmd, tmp_path / f"{how}.log", ROOT, _env()).wait(timeout=120) == 0
+        assert out.read_text().splitlines() == ["thread finished", "atexit ran"], how
+        cmd = [sys.executable, "-m", PROBE, str(tmp_path / f"{how}.int"), "0", "--interrupt"]
+        assert _start(how, cmd, tmp_path / f"{how}-int.log", ROOT, _env()).wait(timeout=120) == -signal.SIGINT, how
+
+
+def test_each_forked_command_draws_its_own_random_numbers(tmp_path):
+    """A fork copies the server's generators: without a fresh seed every stage would sample alike."""
+    seen = []
+    for i in range(2):
+        log = tmp_path / f"{i}.log"
+        ForkedCommand([sys.executable, "-m", PROBE, str(tmp_path / f"{i}.out"), "0"], log=log, cwd=ROOT,
+                      env=_env()).wait(timeout=120)
+        seen.append(_first_line(log))
+    assert seen[0]["torch_seed"] != seen[1]["torch_seed"]
+    assert seen[0]["numpy_draw"] != seen[1]["numpy_draw"]
+
+
+def test_commands_started_from_two_threads_at_once_each_report_their_own_status(tmp_path):
+    """Every start polls the children multiprocessing knows of; a command is forgotten by it once
+    started, so another thread's start never reads its status (which gave 255 for an exit 0)."""
+    import multiprocessing
+    import threading
+
+    results: dict[int, int] = {}
+
+    def run(worker: int) -> None:
+        for i in range(6):
+            code = (worker + i) % 3
+            cmd = [sys.executable, "-m", PROBE, str(tmp_path / f"{worker}-{i}.out"), str(code)]
+            proc = ForkedCommand(cmd, log=tmp_path / f"{worker}-{i}.log", cwd=ROOT, env=_env())
+            assert all(p.pid != proc.pid for p in multiprocessing.active_children())
+            results[10 * worker + i] = (proc.wait(timeout=120), code)
+
+    threads = [threading.Thread(target=run, args=(w,)) for w in range(2)]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join(600)
+    assert len(results) == 12 and all(got == want for got, want in results.values()), results
+
+
+def test_a_command_outlives_a_dead_fork_server_is_still_waited_for_and_stopped(tmp_path):
+    """If the server dies (the OOM killer, a signal to the benchmark's group), a running command is
+    not reported as ended: its caller still waits for it and can stop it; its status is lost
+    (STATUS_UNKNOWN); the next command gets a new server."""
+    from multiprocessing import forkserver
+
+    log = tmp_path / "probe.log"
+    proc = ForkedCommand([sys.executable, "-m", PROBE, str(tmp_path / "out"), "0", "--sleep"], log=log, cwd=ROOT,
+                         env=_env())
+    _first_line(log)
+    os.kill(forkserver._forkserver._forkserver_pid, signal.SIGKILL)
+    with pytest.raises(subprocess.TimeoutExpired):
+        proc.wait(timeout=1.0)
+    assert proc.poll() is None and os.getpgid(proc.pid) == proc.pid  # still running, still its own group
+    os.killpg(proc.pid, signal.SIGTERM)
+    assert proc.wait(timeout=60) == STATUS_UNKNOWN
+    assert _ended(proc.pid)  # ended when wait returned (an orphan's zombie is init's to reap)
+    again = ForkedCommand([sys.executable, "-m", PROBE, str(tmp_path / "again"), "4"], log=tmp_path / "again.log",
+                          cwd=ROOT, env=_env())
+    assert again.wait(timeout=300) == 4 and _first_line(tmp_path / "again.log")["torch_preloaded"]
