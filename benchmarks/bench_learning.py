@@ -533,7 +533,9 @@ def build_stages(s: dict[str, Any], run: Path) -> dict[str, Stage]:
         train(f"train-critic-s{sd}", "train-critic", critic, ("collect",), 80 - sd, sd,
               ["--data", L.data, "--pair_rule", "reward", "--learning_rate", s["critic_lr"]], epochs=s["critic_epochs"])
         if sd == first_seed or "best-of-n" in methods:
-            train(f"train-critic-noref-s{sd}", "train-critic", noref, ("collect",), 60 - sd, sd,
+            # right after SWEET's critics (one training at a time): the critic report, which needs all of them,
+            # then comes before the methods' trainings rather than after them
+            train(f"train-critic-noref-s{sd}", "train-critic", noref, ("collect",), 77 - sd, sd,
                   ["--data", L.data, "--pair_rule", "reward", "--learning_rate", s["critic_lr"],
                    "--no_use_privileged_info"], epochs=s["critic_epochs"])
         # the first seed's stage samples the candidates; the others wait for its file and score it

@@ -513,6 +513,16 @@ def test_a_stop_ends_the_running_stages_and_what_they_started(bench, tmp_path, m
     assert not stages["next"].done()  # nothing starts once stopped
 
 
+def test_the_critic_report_s_trainings_come_before_the_methods_trainings(bench, tmp_path):
+    """Trainings run one at a time; the critics the report needs (SWEET's and the one without the
+    reference) go first, so the critic's step-level accuracy is known hours before the methods' tables."""
+    stages = bench.build_stages(dict(bench.PROFILES["full"]), tmp_path / "run")
+    report_trainings = [stages[d] for d in stages["critic-report"].deps if d.startswith("train-")]
+    others = [st for n, st in stages.items() if n.startswith("train-") and st not in report_trainings]
+    assert len(report_trainings) == 4 and others
+    assert min(st.priority for st in report_trainings) > max(st.priority for st in others)
+
+
 def test_stages_of_one_memory_group_never_run_at_once(bench, tmp_path, monkeypatch):
     """Two stages of a ONE_AT_A_TIME group with --jobs 2 run one after the other (two frontend
     critics at once took all memory); a stage outside the group still takes the free slot."""
