@@ -830,20 +830,33 @@ def _lock(run: Path, name: str) -> Path | None:
             return lock
         except FileExistsError:
             try:
-                pid, _, group = (lock.read_text() or "0").partition(" ")
+                pid, group, started = ((lock.read_text() or "0").split() + ["", ""])[:3]
                 os.kill(int(pid), 0)
                 return None  # held by a live process
             except (ValueError, ProcessLookupError, PermissionError):
                 _stop_orphan(group, name)
+                _log_interrupted(run, name, lock, started)
                 lock.unlink(missing_ok=True)  # stale
     return None
+
+
+def _log_interrupted(run: Path, name: str, lock: Path, started: str) -> None:
+    """A stale lock's stage ran from ``started`` until the lock's last heartbeat (its benchmark was
+    killed, e.g. at a sitting's end): that sitting's time goes into timings.jsonl as ``interrupted``."""
+    try:
+        began, last = float(started), lock.stat().st_mtime
+    except (ValueError, OSError):
+        return  # written before the lock held a start time, or never started
+    if last > began:
+        _log_timing(run, name, last - began, ended="interrupted", at=last)
+        say(f"~ {name}: its previous sitting ran {last - began:.0f} s until that benchmark was killed (timings.jsonl)")
 
 
 def _stop_orphan(group: str, name: str) -> None:
     """SIGTERM (then SIGKILL after 30 s) the process group ``group`` left running by a benchmark
     that is gone."""
-    if not group.strip().isdigit():
-        return
+    if not group.strip().isdigit() or int(group) <= 1 or int(group) == os.getpgrp():
+        return  # never the caller's own group (killpg(0) is the caller's)
     pgid = int(group)
     for sig, wait_s in ((signal.SIGTERM, 30.0), (signal.SIGKILL, 10.0)):
         try:
@@ -890,15 +903,22 @@ def _stop_group(proc: subprocess.Popen | ForkedCommand) -> None:
 STOP_RESEND_S, STOP_GRACE_S = 20.0, 120.0
 
 
-def _wait_or_stop(proc: subprocess.Popen | ForkedCommand) -> None:
-    """Wait for a stage's process; once the run is stopping, SIGTERM its group again every
-    STOP_RESEND_S seconds and SIGKILL it after STOP_GRACE_S."""
+def _wait_or_stop(proc: subprocess.Popen | ForkedCommand, lock: Path | None = None) -> None:
+    """Wait for a stage's process, touching its ``lock`` every HEARTBEAT_S seconds; once the run is
+    stopping, SIGTERM its group again every STOP_RESEND_S seconds and SIGKILL it after STOP_GRACE_S."""
     stopped_at = sent_at = None
+    beat = time.monotonic()
     while True:
         try:
             proc.wait(timeout=1.0)
             return
         except subprocess.TimeoutExpired:
+            if lock is not None and time.monotonic() - beat >= HEARTBEAT_S:
+                beat = time.monotonic()
+                try:
+                    os.utime(lock)
+                except OSError:
+                    pass
             if not STOP.is_set():
                 continue
         now = time.monotonic()
@@ -967,10 +987,33 @@ def nothing_to_train(run: Path, done: set[str]) -> dict[str, str]:
     return {k: v for k, v in out.items() if k not in done}
 
 
-def _log_timing(run: Path, name: str, seconds: float) -> None:
+#: How a stage's sitting ended in timings.jsonl (``ended``; an entry without it is ``done``): a stage
+#: that resumes over several sittings has one entry per sitting, and its time is their sum.
+ENDED = ("done", "stopped", "interrupted")
+#: While a stage runs its lock file is touched this often: after a benchmark killed outright (SIGKILL
+#: at a sitting's end) the next run reads from it how long the stage ran in that sitting.
+HEARTBEAT_S = 60.0
+
+
+def _log_timing(run: Path, name: str, seconds: float, ended: str = "done", at: float | None = None) -> None:
+    entry = {"stage": name, "seconds": round(seconds, 1),
+             "finished": time.strftime("%Y-%m-%dT%H:%M:%S", time.localtime(at)),
+             "loadavg": [round(x, 2) for x in os.getloadavg()], "commit": code_commit()}
+    if ended != "done":
+        entry["ended"] = ended
     with (run / "timings.jsonl").open("a", encoding="utf-8") as fh:
-        fh.write(json.dumps({"stage": name, "seconds": round(seconds, 1), "finished": time.strftime("%Y-%m-%dT%H:%M:%S"),
-                             "loadavg": [round(x, 2) for x in os.getloadavg()], "commit": code_commit()}) + "\n")
+        fh.write(json.dumps(entry) + "\n")
+
+
+def stage_times(timings: Sequence[Mapping[str, Any]]) -> dict[str, dict[str, Any]]:
+    """``{stage: {"seconds": summed over its sittings, "sittings": n, "done": bool}}`` in first-seen order."""
+    out: dict[str, dict[str, Any]] = {}
+    for t in timings:
+        row = out.setdefault(t["stage"], {"seconds": 0.0, "sittings": 0, "done": False})
+        row["seconds"] += t["seconds"]
+        row["sittings"] += 1
+        row["done"] = row["done"] or t.get("ended", "done") == "done"
+    return out
 
 
 def run_stage(st: Stage, run: Path) -> bool:
@@ -1016,14 +1059,16 @@ def run_stage(st: Stage, run: Path) -> bool:
             with _running_lock:
                 _running[proc.pid] = proc
             try:
-                lock.write_text(f"{os.getpid()} {proc.pid}")  # the stage's group, for a resume after a SIGKILL
+                # the stage's group and start, for a resume after a SIGKILL (its heartbeat: the lock's mtime)
+                lock.write_text(f"{os.getpid()} {proc.pid} {t0:.1f}")
                 if STOP.is_set():
                     _stop_group(proc)
-                _wait_or_stop(proc)
+                _wait_or_stop(proc, lock)
             finally:
                 with _running_lock:
                     _running.pop(proc.pid, None)
         if proc.returncode != 0 and STOP.is_set():
+            _log_timing(run, st.name, time.time() - t0, ended="stopped")
             say(f"~ {st.name} stopped after {time.time() - t0:.0f} s (the next run continues it)")
             return False
         if proc.returncode == NOTHING_TO_TRAIN:  # the data gave this trainer no rows: the report says so
@@ -1417,11 +1462,14 @@ def write_report(run: Path, settings: dict) -> dict[str, Any]:
             if offline[name]["episodes"]) + " (explored = some agent turn prefilled with a question opener); "
             "episodes by prefilled agent turns: " + ", ".join(
                 f"{k or 'none'}: {n}" for k, n in sorted(offline.get("prefilled_agent_turns", {}).items())) + ".")
-    stopped = nothing_to_train(run, {t["stage"] for t in timings})  # a stage done later has its timing
+    times = stage_times(timings)
+    stopped = nothing_to_train(run, {k for k, v in times.items() if v["done"]})  # a stage done later has its timing
     if stopped:
         md.append("**Stages that found nothing to train on** (their method's rows are missing above, and the stages "
                   "after them did not run): " + "; ".join(f"{k}: {v}" for k, v in sorted(stopped.items())) + ".")
-    md.append("Stage times (s): " + ", ".join(f"{t['stage']} {t['seconds']:.0f}" for t in timings))
+    md.append("Stage times (s, summed over the sittings a stage ran in): " + ", ".join(
+        f"{k} {v['seconds']:.0f}" + (f" ({v['sittings']} sittings)" if v["sittings"] > 1 else "")
+        + ("" if v["done"] else " (not done)") for k, v in times.items()))
     md.append(f"Load average when written: {load[0]:.1f} / {load[1]:.1f} / {load[2]:.1f} ({os.cpu_count()} cores).")
     _write_atomic(run / "results.md", "\n\n".join(md) + "\n")
     if test:

@@ -497,6 +497,8 @@ def test_a_stop_ends_the_running_stages_and_what_they_started(bench, tmp_path, m
     bench.request_stop(signal.SIGTERM)
     th.join(60)
     assert not th.is_alive() and result["ok"] is False and not st.done()
+    (entry,) = [json.loads(x) for x in (tmp_path / "timings.jsonl").read_text().splitlines()]
+    assert entry["stage"] == "sleeper" and entry["ended"] == "stopped" and entry["seconds"] > 0  # this sitting's time
     for pid in (stage_pid, child):  # both gone (a zombie of an exited parent is reaped by init)
         for _ in range(200):
             try:
@@ -521,6 +523,40 @@ def test_the_critic_report_s_trainings_come_before_the_methods_trainings(bench, 
     others = [st for n, st in stages.items() if n.startswith("train-") and st not in report_trainings]
     assert len(report_trainings) == 4 and others
     assert min(st.priority for st in report_trainings) > max(st.priority for st in others)
+
+
+def test_a_stage_s_time_is_summed_over_the_sittings_it_ran_in(bench, tmp_path, monkeypatch):
+    """A stage resumed over several sittings: a sitting that ended by a stop is logged as
+    ``stopped``; one whose benchmark was killed outright (a sitting's end) is logged by the next run
+    from the stale lock (its start, and its last heartbeat = the lock's mtime) as ``interrupted``;
+    the report sums them."""
+    import os
+    import subprocess
+    import time
+
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    lock = tmp_path / "locks" / "train-x.lock"
+    lock.parent.mkdir(parents=True)
+    began = time.time() - 1000
+    lock.write_text(f"{dead.pid} {dead.pid} {began:.1f}")  # a benchmark and a stage group both gone
+    os.utime(lock, (began + 300, began + 300))
+    assert bench._lock(tmp_path, "train-x") == lock  # stale: taken over
+    bench._log_timing(tmp_path, "train-x", 120.0, ended="stopped")
+    bench._log_timing(tmp_path, "train-x", 100.0)
+    bench._log_timing(tmp_path, "train-y", 7.0, ended="stopped")
+    entries = [json.loads(x) for x in (tmp_path / "timings.jsonl").read_text().splitlines()]
+    assert [e.get("ended", "done") for e in entries] == ["interrupted", "stopped", "done", "stopped"]
+    assert entries[0]["seconds"] == pytest.approx(300, abs=0.2)
+    times = bench.stage_times(entries)
+    assert times["train-x"]["sittings"] == 3 and times["train-x"]["done"]
+    assert times["train-x"]["seconds"] == pytest.approx(520, abs=0.2)
+    assert times["train-y"] == {"seconds": 7.0, "sittings": 1, "done": False}
+    # the heartbeat: a running stage's lock is touched while the benchmark waits for it
+    monkeypatch.setattr(bench, "HEARTBEAT_S", 0.2)
+    os.utime(lock, (began, began))
+    bench._wait_or_stop(subprocess.Popen([sys.executable, "-c", "import time; time.sleep(1.5)"]), lock)
+    assert lock.stat().st_mtime > time.time() - 5
 
 
 def test_stages_of_one_memory_group_never_run_at_once(bench, tmp_path, monkeypatch):
