@@ -181,3 +181,19 @@ def test_a_command_outlives_a_dead_fork_server_is_still_waited_for_and_stopped(t
     again = ForkedCommand([sys.executable, "-m", PROBE, str(tmp_path / "again"), "4"], log=tmp_path / "again.log",
                           cwd=ROOT, env=_env())
     assert again.wait(timeout=300) == 4 and _first_line(tmp_path / "again.log")["torch_preloaded"]
+
+
+def test_the_stage_start_benchmark_compares_both_ways_on_the_same_command(capsys):
+    """benchmarks/bench_stage_start.py: the same command started fresh and forked, alternating,
+    the outputs compared (equal, or it exits 1), medians, the ratio and the server's start printed."""
+    import re
+
+    from tests.benchmark_modules import load_benchmark
+
+    bench = load_benchmark("bench_stage_start")
+    assert bench.main(["--rounds", "1", "--commands", "rollout,evaluate"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("2 starts each way (rollout,evaluate, 1 rounds, alternating)")
+    fresh, forked = (float(x) for x in re.findall(r"median ([\d.]+) s", out))
+    ratio = float(re.search(r"ratio fresh / forked: (\d+)x", out).group(1))
+    assert abs(ratio - fresh / forked) <= 1 and "the server's own start" in out and "load average before" in out
