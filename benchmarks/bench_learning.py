@@ -996,6 +996,8 @@ HEARTBEAT_S = 60.0
 
 
 def _log_timing(run: Path, name: str, seconds: float, ended: str = "done", at: float | None = None) -> None:
+    if ended not in ENDED:
+        raise ValueError(f"a sitting ends {ENDED}, not {ended!r}")
     entry = {"stage": name, "seconds": round(seconds, 1),
              "finished": time.strftime("%Y-%m-%dT%H:%M:%S", time.localtime(at)),
              "loadavg": [round(x, 2) for x in os.getloadavg()], "commit": code_commit()}
