@@ -78,7 +78,8 @@ class StepPairArguments(TrainingDataArguments):
                 "PAIRS.shard-I-of-N.jsonl (needs --only_pairs; join them with `sweet-agent merge-pairs`). Under "
                 "accelerate launch / torchrun each process builds its own shard by default"})
     resume: bool = field(default=False, metadata={
-        "help": "continue an interrupted step-pair stage from its journal (PAIRS.turns.jsonl), same settings"})
+        "help": "continue an interrupted run: the step-pair stage from its journal (PAIRS.turns.jsonl, same "
+                "settings), the training from its newest checkpoint (as --resume_from_checkpoint last)"})
 
 
 COMMAND = TrainingCommand(PROG, PRESETS, StepPairArguments, "sweet_agent.actor.config:ActorConfig", __doc__,
@@ -289,11 +290,19 @@ def _gather_shards(whole: str, shard, is_main: bool, poll: float = 2.0) -> list[
     return rows
 
 
+def resume_training_too(data_args: StepPairArguments, cfg) -> None:
+    """``--resume`` continues the training as well (from its newest checkpoint), as the flag did
+    before the step-pair stage had a journal; an explicit ``--resume_from_checkpoint`` wins."""
+    if data_args.resume and not cfg.resume_from_checkpoint:
+        cfg.resume_from_checkpoint = "last"
+
+
 def run(args: SimpleNamespace) -> int:
     data_args, cfg, model_args = args.script, args.training, args.model
     from sweet_agent.actor.trainer import make_dpo_trainer
 
     check_run(PROG, cfg)
+    resume_training_too(data_args, cfg)
     if data_args.pair_labels == "monte-carlo":  # the oracle-credit actor (sweet_agent.actor.mc_values)
         from sweet_agent.actor.mc_values import oracle_pairs_stage
 

@@ -20,7 +20,7 @@ import textwrap
 from collections.abc import Sequence
 from typing import Any
 
-from sweet_agent.training.flags import translate_flags
+from sweet_agent.training.flags import RENAMED_FLAGS, translate_flags
 from sweet_agent.training.presets import resolve_config, shipped_presets
 
 #: Library flags a run most often sets, shown by ``--help`` beside the command's own.
@@ -161,11 +161,19 @@ def parse_command(prog: str, preset_dir: str, dataclass_types: Sequence[type], a
     ``--config NAME`` with a shipped preset name (see ``sweet_agent/configs/<preset_dir>/``) reads
     that preset; any other value is a YAML path. Command-line flags override the preset.
     """
-    args = resolve_config(prog, preset_dir, translate_flags(argv, prog))
+    args = resolve_config(prog, preset_dir, translate_flags(argv, prog, renamed_for(dataclass_types)))
     parsed = make_parser(prog, dataclass_types, description, preset_dir).parse_args_and_config(args)
     if require_output_dir and not _sets_output_dir(args):
         raise SystemExit(f"{prog}: --output_dir is required (where checkpoints and the final model go)")
     return parsed
+
+
+def renamed_for(dataclass_types: Sequence[type]) -> dict:
+    """The renamed-flag table without the flags a command defines itself: ``train-actor``'s own
+    ``--resume`` (continue the step-pair journal) is that command's flag, not the old spelling of
+    ``--resume_from_checkpoint last``, and must reach it."""
+    own = {f"--{f.name}" for cls in dataclass_types if dataclasses.is_dataclass(cls) for f in dataclasses.fields(cls)}
+    return {flag: rule for flag, rule in RENAMED_FLAGS.items() if flag not in own}
 
 
 def _sets_output_dir(args: list[str]) -> bool:

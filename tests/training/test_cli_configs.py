@@ -131,11 +131,33 @@ def test_renamed_flags_still_work_and_say_so(argv, check, capsys):
     from sweet_agent.actor.cli import dataclass_types as actor_types
     from sweet_agent.critic.cli import dataclass_types as critic_types
 
-    types, presets = (critic_types(), "critic") if argv[0] == "--no-privileged-info" else (actor_types(), "actor")
+    critic = argv[0] in ("--no-privileged-info", "--resume")  # train-actor's --resume is its own flag (next test)
+    types, presets = (critic_types(), "critic") if critic else (actor_types(), "actor")
     parsed = parse_command("sweet-agent train-x", presets, types, [*argv, "--output-dir", "o"])
     assert check(*parsed)
     new = RENAMED_FLAGS[argv[0]][2]
     assert f"sweet-agent train-x: {argv[0]} is deprecated; use {new}" in capsys.readouterr().err
+
+
+def test_a_command_s_own_resume_flag_is_not_rewritten(capsys):
+    """train-actor defines ``--resume`` (continue the step-pair journal; training resumes too, see
+    ``run``): it reaches the command's own field, silently, instead of becoming the old spelling."""
+    from sweet_agent.actor.cli import dataclass_types as actor_types
+
+    data, cfg, _ = parse_command("sweet-agent train-actor", "actor", actor_types(), ["--resume", "--output-dir", "o"])
+    assert data.resume is True and cfg.resume_from_checkpoint is None
+    assert "deprecated" not in capsys.readouterr().err
+    from sweet_agent.actor.cli import resume_training_too
+
+    resume_training_too(data, cfg)
+    assert cfg.resume_from_checkpoint == "last"  # the training resumes too
+    data, cfg, _ = parse_command("t", "actor", actor_types(), ["--resume", "--resume_from_checkpoint", "c/x",
+                                                                 "--output-dir", "o"])
+    resume_training_too(data, cfg)
+    assert cfg.resume_from_checkpoint == "c/x"  # an explicit checkpoint wins
+    data, cfg, _ = parse_command("t", "actor", actor_types(), ["--output-dir", "o"])
+    resume_training_too(data, cfg)
+    assert cfg.resume_from_checkpoint is None
 
 
 def test_current_hyphen_spellings_are_silent(capsys):

@@ -131,6 +131,37 @@ def test_train_actor_samples_candidates_from_a_server(tmp_path, toy_records, tin
     assert len(server.requests) == 4
 
 
+def test_train_actor_resume_flag_samples_only_what_the_journal_lacks(tmp_path, toy_records, tiny_model_dir, capsys):
+    """``--resume`` is train-actor's own flag: it reaches the step-pair stage (it was once rewritten
+    into ``--resume_from_checkpoint last`` before parsing, and every restart sampled every turn again)."""
+    from tiny_model import save_tiny
+
+    from sweet_agent.cli import main
+
+    critic, ref = save_tiny(tmp_path / "critic", seed=0), save_tiny(tmp_path / "ref", seed=1)
+    (critic / "sweet_critic.json").write_text(json.dumps({"reference_model": str(ref)}))
+    data = tmp_path / "data.jsonl"
+    data.write_text("".join(json.dumps(r) + "\n" for r in toy_records[:2]))
+    pairs = tmp_path / "pairs.jsonl"
+    argv = ["train-actor", "--data", str(data), "--critic", str(critic), "--model_name_or_path", str(tiny_model_dir),
+            "--output_dir", str(tmp_path / "out"), "--num_candidates", "4", "--candidates_from", "openai:test-model",
+            "--candidates_max_retries", "0", "--candidates_turns_in_flight", "1", "--pairs_out", str(pairs),
+            "--only_pairs", "--report_to", "none"]
+    with LocalOpenAIServer(_responder, fail_first=1) as server:  # the first turn's request fails, no retry
+        assert main([*argv, "--candidates_base_url", server.base_url]) == 0
+        turns = len(server.requests)
+    assert turns >= 2 and PF.read_pair_meta(pairs)["failed_turns"] == [0] and PF.journal_path(pairs).exists()
+    first = capsys.readouterr()
+    assert "rerun with --resume" in first.out
+    with LocalOpenAIServer(_responder) as server:
+        assert main([*argv, "--candidates_base_url", server.base_url, "--resume"]) == 0
+        assert len(server.requests) == 1  # only the failed turn is sampled again
+    out = capsys.readouterr()
+    assert "(resuming)" in out.out and f"{turns - 1} turns were already in the journal" in out.out
+    assert "deprecated" not in out.err
+    assert PF.read_pair_meta(pairs)["failed_turns"] == [] and not PF.journal_path(pairs).exists()
+
+
 # ----------------------------------------------------------------------------- shards, resume, merge
 def test_shards_partition_the_turns(toy_records):
     turns = stage_turns(toy_records, _config(turn_fraction=0.7), seed=3)
