@@ -16,11 +16,17 @@ setup-base:
 demo: setup
 	@$(PY) -m examples.demo
 
+# The suite runs in PYTEST_WORKERS processes (pytest-xdist; 2: the CI machine's cores; 0: one process).
+# Its slow tests wait on subprocesses, browsers and servers, so two workers overlap them; work stealing
+# keeps both busy to the end. More workers need ~4 GB of memory each (tests load the 0.5B model).
+PYTEST_WORKERS ?= 2
+XDIST = -n $(PYTEST_WORKERS) --dist worksteal
+
 test: setup
-	@$(PY) -m pytest -q -ra -m "not long"
+	@$(PY) -m pytest -q -ra -m "not long" $(XDIST)
 
 test-fast: setup
-	@$(PY) -m pytest -q -ra -m "not slow and not long"
+	@$(PY) -m pytest -q -ra -m "not slow and not long" $(XDIST)
 
 # training runs on the real model kept out of `make test` (the GRPO example's first step on the 0.5B model, ~3 min
 # and ~16 GB resident: tests/grpo/test_trl_example_gradient.py, the same run as `make grpo-example-check` with its asserts)
