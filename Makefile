@@ -23,7 +23,7 @@ PYTEST_WORKERS ?= 2
 XDIST = -n $(PYTEST_WORKERS) --dist worksteal
 
 test: setup
-	@$(PY) -m pytest -q -ra -m "not long" $(XDIST)
+	@$(PY) -m pytest -q -ra -m "not long" $(XDIST) --durations=25
 
 test-fast: setup
 	@$(PY) -m pytest -q -ra -m "not slow and not long" $(XDIST)
