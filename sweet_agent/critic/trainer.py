@@ -19,7 +19,7 @@ from typing import Any
 
 import torch
 from datasets import Dataset
-from transformers import PreTrainedTokenizerBase, Trainer
+from transformers import PreTrainedTokenizerBase, Trainer, set_seed
 from transformers.utils import logging
 
 from sweet_agent.critic.config import CriticConfig
@@ -101,6 +101,9 @@ class CriticTrainer(Trainer):
         tok = processing_class
         if tok.pad_token is None:
             tok.pad_token = tok.eos_token
+        # A LoRA adapter and the regression head start from random weights: seeded here, before they
+        # are made, as TRL's trainers do (the Trainer seeds only later), so --seed decides them too.
+        set_seed(args.seed)
         if args.critic_type == "regression" and not isinstance(model, RegressionCritic):
             model = RegressionCritic(model)
         if peft_config is not None:

@@ -75,6 +75,33 @@ def test_one_training_step_each_variant(cfg, tiny_model, tiny_tokenizer, toy_rec
     assert any((tmp_path / "saved").iterdir())
 
 
+@pytest.mark.parametrize("critic_type", ["logratio", "regression"])
+def test_seed_decides_the_adapter_s_and_the_head_s_initial_weights(critic_type, tiny_tokenizer, toy_records,
+                                                                     tmp_path):
+    """--seed decides the LoRA adapter's (and the regression head's) random start, whatever the
+    process's torch state was before: two critics of one seed start equal, of two seeds not."""
+    from peft import LoraConfig
+    from tiny_model import build_tiny_model
+
+    rows = pairs_to_rows(build_trajectory_pairs(toy_records))
+
+    def start(seed: int, noise: int) -> dict[str, torch.Tensor]:
+        torch.manual_seed(noise)  # whatever ran in this process before
+        model = build_tiny_model(tiny_tokenizer, seed=0)
+        args = CriticConfig(output_dir=str(tmp_path / f"c{seed}-{noise}"), use_cpu=True, report_to="none",
+                            save_strategy="no", seed=seed, critic_type=critic_type)
+        trainer = CriticTrainer(model=model, args=args, train_dataset=rows, processing_class=tiny_tokenizer,
+                                peft_config=LoraConfig(r=4, lora_alpha=8, target_modules="all-linear"))
+        return {n: p.detach().clone() for n, p in trainer.model.named_parameters() if p.requires_grad}
+
+    a, b, c = start(7, noise=1), start(7, noise=2), start(8, noise=1)
+    assert a.keys() == b.keys() and any("lora_A" in n for n in a)
+    assert all(torch.equal(a[n], b[n]) for n in a)
+    assert any(not torch.equal(a[n], c[n]) for n in a)
+    if critic_type == "regression":
+        assert any("value_head" in n for n in a)
+
+
 def test_critic_accuracy_improves_on_separable_toy_set(tiny_model, tiny_tokenizer, toy_records, tmp_path):
     pairs = build_trajectory_pairs(toy_records)
     train, held = split_by_task(pairs, 0.34, seed=0)
