@@ -19,6 +19,19 @@ if [ -z "$PY" ]; then
   for c in python3.11 python3; do command -v "$c" >/dev/null 2>&1 && { PY=$c; break; }; done
 fi
 
+# 0. room for a first full set-up: .venv (~7 GB: torch's CUDA build, which runs on the CPU), the
+# default model's conversion in ~/.cache/colbench (~3 GB) and pip's downloads. Without it pip fails
+# deep in an install with "[Errno 28] No space left on device".
+NEED_GB=${COLBENCH_SETUP_NEED_GB:-12}
+if [ "$PROFILE" = full ] && ! ls "$STAMPS"/torch-* >/dev/null 2>&1; then
+  free_kb=$(df -Pk "$ROOT" | awk 'NR==2 {print $4}')
+  if [ "$free_kb" -lt $((NEED_GB * 1024 * 1024)) ]; then
+    echo "[setup] error: $((free_kb / 1024 / 1024)) GB free on the disk of $ROOT; a first full set-up needs about" \
+         "$NEED_GB GB (.venv ~7 GB, the default model ~3 GB in ~/.cache/colbench, pip's downloads): free space and rerun" >&2
+    exit 1
+  fi
+fi
+
 # 1. virtualenv
 if [ ! -x "$VENV/bin/python" ]; then
   say "creating virtualenv .venv ($($PY --version))"
