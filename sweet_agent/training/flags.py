@@ -7,6 +7,7 @@ old flag says once what replaced it; the table is the one list of what was renam
 
 from __future__ import annotations
 
+import dataclasses
 import sys
 from collections.abc import Callable, Sequence
 
@@ -44,6 +45,14 @@ RENAMED_FLAGS: dict[str, tuple[bool, Callable[[str], list[str]], str | None]] = 
     # train-actor / train-mtdpo
     "--sft-weight": (True, lambda v: ["--loss_weights", "1.0", v], "--loss_weights 1.0 W"),
 }
+
+
+def renamed_for(dataclass_types: Sequence[type]) -> dict:
+    """The renamed-flag table without the flags a command defines itself: ``train-actor``'s own
+    ``--resume`` (continue the step-pair journal) is that command's flag, not the old spelling of
+    ``--resume_from_checkpoint last``, and must reach it."""
+    own = {f"--{f.name}" for cls in dataclass_types if dataclasses.is_dataclass(cls) for f in dataclasses.fields(cls)}
+    return {flag: rule for flag, rule in RENAMED_FLAGS.items() if flag not in own}
 
 
 def translate_flags(argv: Sequence[str], prog: str, renamed: dict | None = None) -> list[str]:

@@ -20,7 +20,7 @@ import textwrap
 from collections.abc import Sequence
 from typing import Any
 
-from sweet_agent.training.flags import RENAMED_FLAGS, translate_flags
+from sweet_agent.training.flags import renamed_for, translate_flags
 from sweet_agent.training.presets import resolve_config, shipped_presets
 
 #: Library flags a run most often sets, shown by ``--help`` beside the command's own.
@@ -166,14 +166,6 @@ def parse_command(prog: str, preset_dir: str, dataclass_types: Sequence[type], a
     if require_output_dir and not _sets_output_dir(args):
         raise SystemExit(f"{prog}: --output_dir is required (where checkpoints and the final model go)")
     return parsed
-
-
-def renamed_for(dataclass_types: Sequence[type]) -> dict:
-    """The renamed-flag table without the flags a command defines itself: ``train-actor``'s own
-    ``--resume`` (continue the step-pair journal) is that command's flag, not the old spelling of
-    ``--resume_from_checkpoint last``, and must reach it."""
-    own = {f"--{f.name}" for cls in dataclass_types if dataclasses.is_dataclass(cls) for f in dataclasses.fields(cls)}
-    return {flag: rule for flag, rule in RENAMED_FLAGS.items() if flag not in own}
 
 
 def _sets_output_dir(args: list[str]) -> bool:
