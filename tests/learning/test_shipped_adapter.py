@@ -46,7 +46,10 @@ def test_the_adapter_loads_and_changes_the_first_turn():
 
     prompts = [agent_messages([{"role": "user", "content": generate_collab_spec(i, "test").description}],
                               system_prompt("backend")) for i in range(1000, 1004)]
-    sp = SamplingParams(max_new_tokens=24, temperature=0.0)
+    # 10 tokens hold the protocol's opener ("I WANT TO ANSWER:" is 5) and the question's first words; decoding,
+    # not the prompts, is the test's cost on a CPU (~1 s a token for the batch of 4 under load, against ~6 s
+    # of prefill), so 24 tokens took ~30 s a model and 10 take ~15
+    sp = SamplingParams(max_new_tokens=10, temperature=0.0)
     texts = {}
     for name, spec in (("untrained", "default"), ("trained", str(TRAINED))):
         policy = load_policy(spec, dtype="bfloat16", max_batch_size=len(prompts), quiet=True)
