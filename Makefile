@@ -18,7 +18,8 @@ demo: setup
 
 # The suite runs in PYTEST_WORKERS processes (pytest-xdist; 2: the CI machine's cores; 0: one process).
 # Its slow tests wait on subprocesses, browsers and servers, so two workers overlap them; work stealing
-# keeps both busy to the end. More workers need ~4 GB of memory each (tests load the 0.5B model).
+# keeps both busy to the end. More workers need ~4 GB of memory each (tests load the 0.5B model); three were slower on
+# 2 cores (21.9 min against 20.0, idle, side by side: CONTRIBUTING.md, Tests).
 PYTEST_WORKERS ?= 2
 XDIST = -n $(PYTEST_WORKERS) --dist worksteal
 
