@@ -284,6 +284,14 @@ _NEXT = ('<html><head><meta charset="utf-8"><style>body{margin:0;background:rgb(
          '<body><div style="height:2000px">next</div><img src="https://picsum.photos/seed/1/300/200"></body></html>')
 
 
+@pytest.fixture(scope="module")
+def next_alone(browser_ready):
+    """``_NEXT`` rendered in a renderer of its own: what every case below must reproduce (one
+    browser for the module's six cases instead of one each)."""
+    with Renderer(pool_size=1, cache=ScreenshotCache(None), timeout=30) as alone:
+        return alone.render(_NEXT)
+
+
 @pytest.mark.parametrize("leftover", [
     # a refresh scheduled by a script-free page: with the document reused it navigated the next
     # page away mid-render (measured: 800 px captured instead of 2000)
@@ -295,13 +303,13 @@ _NEXT = ('<html><head><meta charset="utf-8"><style>body{margin:0;background:rgb(
     '<base href="https://placehold.co/">',
     '<iframe srcdoc="<p>inner</p>"></iframe>',
 ])
-def test_script_free_page_leaves_nothing_for_the_next_render(browser_ready, leftover):
+def test_script_free_page_leaves_nothing_for_the_next_render(next_alone, leftover):
     """Script-free pages may share a document (the renderer skips the navigation when nothing of
     the last page can outlive its content); a page with anything that could must not change
     the next render by a pixel."""
     attacker = f'<html><head>{leftover}</head><body style="background:white"><p>attacker</p></body></html>'
-    with Renderer(pool_size=1, cache=ScreenshotCache(None), timeout=30) as alone:
-        expected = alone.render(_NEXT)
+    expected = next_alone
+    assert expected.ok
     with Renderer(pool_size=1, cache=ScreenshotCache(None), timeout=30) as r:
         for _ in range(2):
             r.render(attacker)
