@@ -22,12 +22,17 @@ demo: setup
 # 2 cores (21.9 min against 20.0, idle, side by side: CONTRIBUTING.md, Tests).
 PYTEST_WORKERS ?= 2
 XDIST = -n $(PYTEST_WORKERS) --dist worksteal
+# One torch/OpenMP thread per process while workers share the cores (an OMP_NUM_THREADS of your own wins): torch's
+# default is a thread per core, so two workers ran four threads on two cores, and every subprocess a test started
+# two more. Measured idle, same tree, side by side: 16.3 min with one thread against 20.0 with the default, the
+# tests' own times summed 30.3 against 37.5 min (CONTRIBUTING.md, Tests). One process (PYTEST_WORKERS=0) keeps the default.
+TEST_THREADS = $(if $(filter 0,$(PYTEST_WORKERS)),,OMP_NUM_THREADS=$${OMP_NUM_THREADS:-1})
 
 test: setup
-	@$(PY) -m pytest -q -ra -m "not long" $(XDIST) --durations=25
+	@$(TEST_THREADS) $(PY) -m pytest -q -ra -m "not long" $(XDIST) --durations=25
 
 test-fast: setup
-	@$(PY) -m pytest -q -ra -m "not slow and not long" $(XDIST)
+	@$(TEST_THREADS) $(PY) -m pytest -q -ra -m "not slow and not long" $(XDIST)
 
 # training runs on the real model kept out of `make test` (the GRPO example's first step on the 0.5B model, ~3 min
 # and ~16 GB resident: tests/grpo/test_trl_example_gradient.py, the same run as `make grpo-example-check` with its asserts)
