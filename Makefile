@@ -18,14 +18,12 @@ demo: setup
 
 # The suite runs in PYTEST_WORKERS processes (pytest-xdist; 2: the CI machine's cores; 0: one process).
 # Its slow tests wait on subprocesses, browsers and servers, so two workers overlap them; work stealing
-# keeps both busy to the end. More workers need ~4 GB of memory each (tests load the 0.5B model); three were slower on
-# 2 cores (21.9 min against 20.0, idle, side by side: CONTRIBUTING.md, Tests).
+# keeps both busy to the end. More workers need ~4 GB of memory each (tests load the 0.5B model); three were slower.
 PYTEST_WORKERS ?= 2
 XDIST = -n $(PYTEST_WORKERS) --dist worksteal
 # One torch/OpenMP thread per process while workers share the cores (an OMP_NUM_THREADS of your own wins): torch's
-# default is a thread per core, so two workers ran four threads on two cores, and every subprocess a test started
-# two more. Measured idle, same tree, side by side: 16.3 min with one thread against 20.0 with the default, the
-# tests' own times summed 30.3 against 37.5 min (CONTRIBUTING.md, Tests). One process (PYTEST_WORKERS=0) keeps the default.
+# default, a thread per core, put four threads on two cores. One process (PYTEST_WORKERS=0) keeps the default.
+# The measurements behind both choices: CONTRIBUTING.md, Tests.
 TEST_THREADS = $(if $(filter 0,$(PYTEST_WORKERS)),,OMP_NUM_THREADS=$${OMP_NUM_THREADS:-1})
 
 test: setup
