@@ -127,3 +127,22 @@ def test_the_flag_reaches_the_stage(tiny_critic, tiny_model, tiny_tokenizer, mon
         build_step_pairs([rec], tiny_model, tiny_tokenizer, tiny_critic,
                          StepPairConfig(num_candidates=2, max_new_tokens=4, score_shared_prefix=share), seed=0)
     assert seen and set(seen[: len(seen) // 2]) == {True} and set(seen[len(seen) // 2:]) == {False}
+
+
+def test_the_critic_benchmark_reports_the_arithmetic_floor(tiny_critic, tiny_tokenizer, toy_records):
+    """``bench_step_pairs.py --critic-scaling`` prints, beside the measured ratio, the ratio of the
+    tokens a scorer with the prompt computed once must run (n candidates against one): the floor
+    no compute-bound scorer beats. A longer prompt lowers it (the shared part weighs more)."""
+    from sweet_agent.actor.config import StepPairConfig
+    from tests.benchmark_modules import load_benchmark
+
+    bench = load_benchmark("bench_step_pairs")
+    turns = C.stage_turns(toy_records, StepPairConfig(num_candidates=4))[:1]
+    floors = {}
+    for prompt_tokens in (0, 400):
+        rows = bench.critic_scaling(tiny_critic, tiny_tokenizer, turns, toy_records, 4, 12, prompt_tokens, 1)
+        shared = rows[0]
+        assert shared["ratio_to_floor"] == pytest.approx(shared["ratio"] / shared["floor"])
+        assert 1 < shared["floor"] < 4 and "floor" not in rows[1]
+        floors[prompt_tokens] = shared["floor"]
+    assert floors[400] < floors[0]
