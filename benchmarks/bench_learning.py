@@ -1423,10 +1423,14 @@ def write_report(run: Path, settings: dict) -> dict[str, Any]:
               "written": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
     _write_atomic(run / "results.json", json.dumps(report, indent=2, default=str))
     s = settings
+    by_design = [f"the CPU's {s['num_candidates']} candidates per agent turn (the paper 16)",
+                 "the question openers among them"]
+    if s.get("pair_trajectories", 1.0) < 1:  # the release's share, not a departure from it (departures())
+        by_design.append(f"every agent turn of {100 * s['pair_trajectories']:g} % of the trajectories paired (the "
+                         "release's share; the paper's text pairs every trajectory)")
     md = [f"Profile: {s.get('profile', 'unnamed')}. SWEET-RL's step pairs and actor loss depart from the paper and its "
-          "release in: " + ("; ".join(gone.values()) if gone else "nothing but the CPU's 8 candidates per agent turn "
-                            "(the paper 16) and the question openers among them") + " (docs/sweet-rl.md lists every "
-          "difference)."]
+          "release in: " + ("; ".join(gone.values()) if gone else "nothing but " + ", ".join(by_design[:-1])
+                            + " and " + by_design[-1]) + " (docs/sweet-rl.md lists every difference)."]
     md += [markdown(test, f"Test {s['test_tasks']} (tasks {s['test_start']}–{s['test_start'] + s['test_episodes'] - 1}, "
                          f"training seeds {s['train_seeds']})")]
     if collab and "collab_test_tasks" in s:

@@ -104,6 +104,14 @@ def test_a_departing_profile_must_be_a_named_ablation(bench, monkeypatch, tmp_pa
     md = (run / "results.md").read_text()
     assert md.startswith("Profile: quick-departs. SWEET-RL's step pairs and actor loss depart from the paper and its "
                          "release in: 2 candidates per agent turn")
+    # a profile that does not depart names what it runs by design: its candidates, the openers, the share paired
+    run = tmp_path / "quick"
+    assert bench.main(["--profile", "quick", "--run-dir", str(run), "--list", "--candidate-server", "none"]) == 0
+    bench.write_report(run, json.loads((run / "settings.json").read_text()))
+    assert (run / "results.md").read_text().startswith(
+        "Profile: quick. SWEET-RL's step pairs and actor loss depart from the paper and its release in: nothing but "
+        "the CPU's 8 candidates per agent turn (the paper 16), the question openers among them and every agent turn "
+        "of 50 % of the trajectories paired (the release's share; the paper's text pairs every trajectory)")
 
 
 def test_candidates_are_sampled_once_and_scored_by_every_seeds_critic(bench, tmp_path):

@@ -36,6 +36,8 @@ from tests.benchmark_modules import load_benchmark
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(1800)]
 
 ROOT = Path(__file__).resolve().parents[2]
+#: The trained methods' models (the critics train on trajectory pairs under their own epochs).
+METHOD_MODELS = ("rft", "mtdpo", "sweet", "oracle")
 ANSWER = "I WANT TO ANSWER: def f(x): return x+1"
 #: The methods of the default v2 run (best-of-N and the frontend arm are optional arms, off).
 METHODS = {"zero-shot", "rft", "mtdpo", "sweet", "oracle"}
@@ -169,6 +171,9 @@ def check_complete_run(bench, run: Path, model: Path, listed: list[str]) -> None
     # every trained model says what its optimizer saw
     trained = {b["model"].split("/")[0] for b in report["budgets"]}
     assert {"critic", "critic-noref", "rft", "mtdpo", "sweet", "oracle"} <= trained
+    # ... and every trained method made the same number of passes over its own data
+    method_epochs = {b["epochs"] for b in report["budgets"] if b["model"].split("/")[0] in METHOD_MODELS}
+    assert method_epochs == {settings["train_epochs"]}, report["budgets"]
 
     # the critic report: per agent turn, SWEET's critic of every seed, the critic without the reference and
     # the release's step score, each against the Monte-Carlo values of the held-out turns

@@ -206,3 +206,17 @@ def test_train_actor_shares_candidates_between_seeds_and_refuses_another_policy(
 def test_stage_turns_cover_every_agent_turn_by_default(toy_records):
     turns = stage_turns(toy_records, StepPairConfig())
     assert len(turns) == 2 * len(toy_records)  # every agent turn of every trajectory
+
+
+@pytest.mark.parametrize("preset", ["cpu", "paper"])
+def test_every_shipped_actor_preset_pairs_every_agent_turn_as_the_paper_does(preset, toy_records):
+    """``train-actor --config cpu|paper`` as the parser reads the shipped YAML: every agent turn of
+    every trajectory, >= 8 candidates at temperature 1, 4 pairs per turn, DPO + NLL 0.01."""
+    from sweet_agent.actor.cli import dataclass_types
+    from sweet_agent.training.parser import parse_command
+
+    _, actor, _ = parse_command("t", "actor", dataclass_types(), ["--config", preset, "--output_dir", "o"])
+    assert len(stage_turns(toy_records, actor)) == 2 * len(toy_records)  # the toy dialogues: 2 agent turns each
+    assert actor.num_candidates >= 8 and actor.temperature == 1.0 and actor.pairs_per_turn == 4
+    assert list(actor.loss_weights) == [1.0, 0.01] and actor.beta == 0.1
+    assert (actor.first_turns, actor.skip_turns, actor.explore_turns) == (0, 0, 0)
