@@ -1353,7 +1353,7 @@ def critic_agreement_markdown(rep: Mapping[str, Any]) -> str:
     turns = sorted({k for c in rep["scorers"] for k in c["by_agent_turn"]}, key=lambda k: (k == "all", str(k)))
     lines = [f"### The critic's step-level accuracy ({rep['turns']} held-out agent turns, "
              f"{rep.get('rollouts_per_candidate')} completions per candidate; chance 0.5)", "",
-             "| step score | " + " | ".join(f"agent turn {k}" if k != "all" else "all turns" for k in turns) + " |",
+             "| step score | " + " | ".join(_agreement_column(rep, k) for k in turns) + " |",
              "|---" * (1 + len(turns)) + "|"]
     for c in rep["scorers"]:
         cells = []
@@ -1368,7 +1368,26 @@ def critic_agreement_markdown(rep: Mapping[str, Any]) -> str:
         lines.append(f"| {c['name']} ({c['kind']}) | " + " | ".join(cells) + " |")
     lines += ["", "Agreement % of the step score's order of two candidates of one turn with their Monte-Carlo values "
               f"(held-out tasks; [{rep['ci']['about']}]; (pairs))."]
+    few = [k for k in turns if k != "all" and 0 < _turns_at(rep, k) < FEW_TURNS]
+    if few and rep["ci"].get("method") == "turn-bootstrap":
+        which = f"Agent turn {few[0]} has" if len(few) == 1 else f"Agent turns {', '.join(few)} have"
+        lines[-1] += (f" {which} fewer than {FEW_TURNS} held-out turns each: an interval resampling so few turns is "
+                      "a rough guide; the all-turns column is the one to read.")
     return "\n".join(lines)
+
+
+#: Below this many held-out turns an agent turn's resampled interval is flagged as a rough guide.
+FEW_TURNS = 10
+
+
+def _turns_at(rep: Mapping[str, Any], k: str) -> int:
+    return int((rep.get("values_by_agent_turn") or {}).get(k, {}).get("turns") or 0)
+
+
+def _agreement_column(rep: Mapping[str, Any], k: str) -> str:
+    name = "all turns" if k == "all" else f"agent turn {k}"
+    n = _turns_at(rep, k)
+    return f"{name} ({n} turns)" if n else name
 
 
 def plot(rows: list[dict[str, Any]], path: Path, title: str) -> None:

@@ -757,3 +757,19 @@ def test_export_adapter_writes_the_chosen_point_in_bf16_with_its_provenance(benc
     assert prov["command"] == "python -m sweet_agent.cli train-actor --seed 0"
     assert prov["grid_point"] == bench.grid_points(s, "sweet")[1] and prov["validation"]["tests_passed"] == 0.3
     assert prov["weights_bytes"] == (out / "adapter_model.safetensors").stat().st_size
+
+
+def test_the_critic_agreement_table_says_how_many_turns_each_agent_turn_has(bench):
+    """Columns carry their held-out turn counts, and agent turns with too few turns for a resampled
+    interval are named under the table (v2's held-out values: 16 turns at agent turn 1, 5-7 later)."""
+    cell = {"agreement": 0.75, "ci": [0.5, 0.9], "pairs": 12}
+    rep = {"turns": 21, "rollouts_per_candidate": 1,
+           "values_by_agent_turn": {"1": {"turns": 16}, "2": {"turns": 5}, "all": {"turns": 21}},
+           "ci": {"method": "turn-bootstrap", "about": "whole turns resampled"},
+           "scorers": [{"name": "sweet-s0", "kind": "critic-ref", "by_agent_turn": {"1": cell, "2": cell, "all": cell}}]}
+    md = bench.critic_agreement_markdown(rep)
+    assert "| step score | agent turn 1 (16 turns) | agent turn 2 (5 turns) | all turns (21 turns) |" in md
+    assert "| sweet-s0 (critic-ref) | 75.0 [50.0, 90.0] (12) |" in md
+    assert "Agent turn 2 has fewer than 10 held-out turns" in md and "turn 1 has" not in md
+    # a Wilson interval does not resample turns: no such note
+    assert "fewer than" not in bench.critic_agreement_markdown({**rep, "ci": {"method": "wilson", "about": "w"}})
