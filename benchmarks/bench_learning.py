@@ -1347,6 +1347,42 @@ def critic_agreement(path: Path) -> dict[str, Any] | None:
     return json.loads(path.read_text(encoding="utf-8")) if path.exists() else None
 
 
+def mc_prefers(run: Path) -> dict[str, dict[str, Any]]:
+    """``{values file: sweet-agent critic-report's mc_preferences}`` for each finished Monte-Carlo
+    stage of the run: which way its values point between going on and answering, per agent turn,
+    known as soon as the values are (no critic involved)."""
+    from sweet_agent.actor.critic_report import mc_preferences
+    from sweet_agent.actor.mc_values import MCValuesError, read_values_file
+
+    out = {}
+    for name in ("heldout", "train"):
+        try:
+            rows, _ = read_values_file(Layout(run).mc / f"{name}.jsonl")
+        except MCValuesError:
+            continue
+        out[name] = mc_preferences(rows)
+    return out
+
+
+def mc_prefers_markdown(prefers: Mapping[str, Mapping[str, Any]]) -> str:
+    """One row per values file and agent turn: the ask-answer pairs in which going on is worth more /
+    less / the same, and the mean value of the candidates that go on and of those that answer."""
+    lines = ["### What the Monte-Carlo values prefer (no critic involved)", "",
+             "| values | agent turn | turns | ask-answer pairs | going on worth more | answering worth more | same "
+             "| value going on (% tests) | value answering (% tests) |", "|---" * 9 + "|"]
+    for name, table in prefers.items():
+        for k, v in table.items():
+            mean = v["mean_value"]
+            lines.append(f"| {name} | {'all' if k == 'all' else k} | {v['turns']} | {v['ask_answer_pairs']} | "
+                         f"{v['goes_on_higher']} | {v['answer_higher']} | {v['ties']} | "
+                         f"{_fmt_num(mean['goes_on'], True)} ({v['candidates']['goes_on']}) | "
+                         f"{_fmt_num(mean['answers'], True)} ({v['candidates']['answers']}) |")
+    lines += ["", "Distinct candidate texts of each turn with a value (a value: its completions' mean % of tests passed); "
+              "an ask-answer pair is one candidate that goes on (a question, or anything but an answer) against one "
+              "that answers (`I WANT TO ANSWER:`); (candidates)."]
+    return "\n".join(lines)
+
+
 def critic_agreement_markdown(rep: Mapping[str, Any]) -> str:
     """One row per step score, one column per agent turn (and all): agreement with the Monte-Carlo
     values on held-out pairs [95 % interval] (pairs)."""
@@ -1426,6 +1462,7 @@ def write_report(run: Path, settings: dict) -> dict[str, Any]:
     collab = method_table(run, "collab")
     emb = method_table(run, "embedded")
     agreement = critic_agreement(Layout(run).critic_report)
+    prefers = mc_prefers(run)
     front = method_table(run, "frontend", FRONTEND_METHODS, FRONTEND_COLUMNS)
     val = validation_table(run, settings)
     timings = [json.loads(x) for x in (run / "timings.jsonl").read_text().splitlines()] if (run / "timings.jsonl").exists() else []
@@ -1436,7 +1473,7 @@ def write_report(run: Path, settings: dict) -> dict[str, Any]:
     gone = departures(settings) if all(k in settings for k in PAPER_PAIRS) else {}
     report = {"settings": settings, "departures": gone, "grid": {m: grid_points(settings, m) for m in GRID},
               "validation": val, "offline_data": offline, "test": test, "collab": collab, "embedded": emb,
-              "frontend": front, "critic_agreement": agreement,
+              "frontend": front, "critic_agreement": agreement, "mc_prefers": prefers,
               "critic_choices": choices, "budgets": budgets,
               "timings": timings, "loadavg_at_report": [round(x, 2) for x in load],
               "written": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
@@ -1459,6 +1496,8 @@ def write_report(run: Path, settings: dict) -> dict[str, Any]:
         md.append(markdown(emb, f"Embedded ColBench {s['embedded_tasks']} ({s['embedded_episodes']} tasks)"))
     if agreement:
         md.append(critic_agreement_markdown(agreement))
+    if prefers:
+        md.append(mc_prefers_markdown(prefers))
     if front:
         md.append(markdown(front, f"Frontend arm {s['frontend_test_tasks']} ({s['frontend_test_episodes']} tasks, "
                                   "offline frontend simulator, weight-free similarity)", FRONTEND_COLUMNS))

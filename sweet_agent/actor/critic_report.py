@@ -125,6 +125,45 @@ def turn_agreement(candidates: Sequence[dict[str, Any]], scores: Sequence[float]
     return out
 
 
+def mc_preferences(rows: Sequence[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """What the Monte-Carlo values themselves prefer, no step score involved: per agent turn (and
+    all), over the turns' distinct candidate texts with a value, the ``ask-answer`` pairs (one
+    candidate goes on, one answers: :func:`pair_kind`) the going-on one is worth more in, less in,
+    or the same, and each kind's mean value. WHY: a critic's ``ask-answer`` agreement says whether it
+    orders asking and answering as the values do; this says which way the values point."""
+    by: dict[str, dict[str, Any]] = {}
+
+    def add(key: str, on: list[float], ans: list[float]) -> None:
+        t = by.setdefault(key, {"turns": 0, "goes_on_higher": 0, "answer_higher": 0, "ties": 0,
+                                "goes_on": [], "answers": []})
+        t["turns"] += 1
+        t["goes_on"] += on
+        t["answers"] += ans
+        for x in on:
+            for y in ans:
+                t["ties" if abs(x - y) <= MC_TIE else "goes_on_higher" if x > y else "answer_higher"] += 1
+
+    for row in rows:
+        if row.get("error") is not None or "candidates" not in row:
+            continue
+        seen: set[str] = set()
+        distinct = [c for c in row["candidates"] if c.get("mc_value") is not None
+                    and not (c["text"] in seen or seen.add(c["text"]))]
+        on = [float(c["mc_value"]) for c in distinct if not c.get("answer")]
+        ans = [float(c["mc_value"]) for c in distinct if c.get("answer")]
+        for key in (str(int(row["agent_turn"])), "all"):
+            add(key, on, ans)
+    out = {}
+    for key in sorted((k for k in by if k != "all"), key=int) + (["all"] if "all" in by else []):
+        t = by[key]
+        out[key] = {"turns": t["turns"], "ask_answer_pairs": t["goes_on_higher"] + t["answer_higher"] + t["ties"],
+                    "goes_on_higher": t["goes_on_higher"], "answer_higher": t["answer_higher"], "ties": t["ties"],
+                    "candidates": {"goes_on": len(t["goes_on"]), "answers": len(t["answers"])},
+                    "mean_value": {k: (sum(v) / len(v) if v else None)
+                                   for k, v in (("goes_on", t["goes_on"]), ("answers", t["answers"]))}}
+    return out
+
+
 def agreement_by_turn(rows: Sequence[dict[str, Any]], scores: dict[int, Sequence[float]],
                       skip_tasks: set[str] | None = None) -> dict[str, Agreement]:
     """``{"1": ..., "2": ..., "all": ...}``: agreement per agent turn (1-based) and over all
@@ -293,7 +332,7 @@ def build_report(rows: Sequence[dict[str, Any]], scorers: Sequence[Scorer], *, t
             "ci": {"method": ci, "level": 0.95,
                    "about": "Wilson score interval, pairs treated as independent" if ci == "wilson" else
                             "percentile interval, whole turns resampled with replacement (2,000 draws)"},
-            "chance": 0.5, "scorers": columns}
+            "chance": 0.5, "scorers": columns, "mc_prefers": mc_preferences(used)}
 
 
 def format_report(report: dict[str, Any]) -> str:
@@ -338,7 +377,18 @@ def format_report(report: dict[str, Any]) -> str:
         extra += c["notes"]
         if extra:
             lines.append(f"  {c['name']}: {'; '.join(extra)}")
+    prefers = report.get("mc_prefers") or {}
+    if any(v["ask_answer_pairs"] for v in prefers.values()):
+        lines += ["", "What the Monte-Carlo values prefer (no step score): per agent turn, ask-answer pairs where "
+                      "going on is worth more / less / the same; mean value going on vs answering"]
+        lines += [f"  {k}: {v['goes_on_higher']} / {v['answer_higher']} / {v['ties']} of {v['ask_answer_pairs']}; "
+                  f"{_mean(v['mean_value']['goes_on'])} vs {_mean(v['mean_value']['answers'])}"
+                  for k, v in prefers.items() if v["ask_answer_pairs"]]
     return "\n".join(lines)
+
+
+def _mean(x: float | None) -> str:
+    return "n/a" if x is None else f"{x:.3f}"
 
 
 # ----------------------------------------------------------------------------- the command

@@ -773,3 +773,25 @@ def test_the_critic_agreement_table_says_how_many_turns_each_agent_turn_has(benc
     assert "Agent turn 2 has fewer than 10 held-out turns" in md and "turn 1 has" not in md
     # a Wilson interval does not resample turns: no such note
     assert "fewer than" not in bench.critic_agreement_markdown({**rep, "ci": {"method": "wilson", "about": "w"}})
+
+
+def test_the_report_says_what_the_monte_carlo_values_prefer_once_they_exist(bench, tmp_path):
+    """As soon as a Monte-Carlo stage has finished, results.md says which way its values point
+    between going on and answering (sweet-agent critic-report's count; no critic needed)."""
+    from sweet_agent.actor import mc_values as MC
+
+    run = tmp_path / "run"
+    assert bench.mc_prefers(run) == {}  # no values yet: no table
+    cands = [{"text": "What rate?", "mc_value": 0.5, "answer": False},
+             {"text": "I WANT TO ANSWER: def f(): 0", "mc_value": 0.0, "answer": True},
+             {"text": "I WANT TO ANSWER: def f(): 1", "mc_value": 0.5, "answer": True}]
+    row = {"turn": 0, "agent_turn": 1, "task_key": "t", "turn_index": 1, "prompt": [], "candidates": cands,
+           "error": None}
+    MC.write_values_file(bench.Layout(run).mc / "heldout.jsonl", [row],
+                         {"format": MC.FORMAT, "counts": {}, "settings": {"mc": {}}})
+    prefers = bench.mc_prefers(run)
+    assert list(prefers) == ["heldout"]
+    assert {k: prefers["heldout"]["1"][k] for k in ("goes_on_higher", "answer_higher", "ties")} == \
+        {"goes_on_higher": 1, "answer_higher": 0, "ties": 1}
+    md = bench.mc_prefers_markdown(prefers)
+    assert "| heldout | 1 | 1 | 2 | 1 | 0 | 1 | 50.0 (1) | 25.0 (2) |" in md

@@ -60,6 +60,24 @@ def test_agreement_equals_the_hand_count():
     assert CR.agreement_by_turn(ROWS, {k: [-x for x in v] for k, v in mc.items()})["all"].agree == 0
 
 
+def test_what_the_values_prefer_equals_the_hand_count():
+    """No step score: agent turn 1 holds answers a0 (1.0; its repeat counts once) and a1 (0.5) against
+    a2 (0.0, goes on): 2 ask-answer pairs, the answer worth more in both; agent turn 2 has no answer
+    (5 measured candidates going on, mean (0.5 + 0.5 + 1 + 0 + 1) / 5; c2 has no value)."""
+    prefers = CR.mc_preferences(ROWS)
+    assert list(prefers) == ["1", "2", "all"]
+    assert prefers["1"] == {"turns": 1, "ask_answer_pairs": 2, "goes_on_higher": 0, "answer_higher": 2, "ties": 0,
+                            "candidates": {"goes_on": 1, "answers": 2},
+                            "mean_value": {"goes_on": 0.0, "answers": 0.75}}
+    assert prefers["2"]["ask_answer_pairs"] == 0 and prefers["2"]["turns"] == 2
+    assert prefers["2"]["mean_value"] == {"goes_on": pytest.approx(0.6), "answers": None}
+    assert prefers["all"]["candidates"] == {"goes_on": 6, "answers": 2} and prefers["all"]["answer_higher"] == 2
+    # a question worth as much as an answer is a tie; worth more, a win for going on
+    row = _row(5, 1, "C", [_cand("q", 0.5), _cand("ans", 0.5, True), _cand("q2", 0.9)])
+    assert {k: CR.mc_preferences([row])["1"][k] for k in ("goes_on_higher", "answer_higher", "ties")} == \
+        {"goes_on_higher": 1, "answer_higher": 0, "ties": 1}
+
+
 def test_a_critic_is_judged_on_the_tasks_it_did_not_train_on():
     table = CR.agreement_by_turn(ROWS, SCORES, skip_tasks={"B"})
     assert (table["all"].pairs, table["all"].agree) == (5, 4)
@@ -106,6 +124,8 @@ def test_critic_report_command_prints_and_writes_the_hand_count(tmp_path, capsys
                                                            "trained_on": 0, "turns_with_pairs": 3}
     assert col["by_agent_turn"]["all"]["ci"] == pytest.approx([0.3000, 0.9032], abs=5e-4)
     assert report["values_by_agent_turn"]["2"] == {"turns": 2, "pairs": 3, "mc_ties": 1, "unmeasured": 2}
+    assert report["mc_prefers"]["1"]["answer_higher"] == 2
+    assert "1: 0 / 2 / 0 of 2; 0.000 vs 0.750" in text  # what the values prefer, printed under the table
     # nothing to report on, and a values file that is not one: one line each
     with pytest.raises(SystemExit) as refused:  # refused before any work: exit 2
         main(["critic-report", "--values", str(values)])
