@@ -358,7 +358,9 @@ def main(argv=None) -> int:
         print(f"arithmetic floor at these lengths (tokens run for {args.num_candidates} against 1, prompt once): "
               f"{shared['floor']:.2f}x; measured / floor {shared['ratio_to_floor']:.2f}"
               + (" (no sharing scorer can meet <= 3x here: the candidates are too long for the prompt)"
-                 if shared["floor"] > 3 else ""))
+                 if shared["floor"] > 3 else "")
+              + ("; below the floor, the one-candidate time was inflated (load, or too few --repeats): not a "
+                 "measurement to cite" if shared["ratio_to_floor"] < 0.9 else ""))
         print(f"load average after: {load_after[0]:.2f} {load_after[1]:.2f} {load_after[2]:.2f} "
               f"(before: {load_before[0]:.2f}; after loading: {load_mid[0]:.2f})")
         out = {"critic_scaling": rows, "num_candidates": args.num_candidates, "candidate_tokens": args.candidate_tokens,
