@@ -128,6 +128,10 @@ class ServerProcess:
                 pass
             self.proc.wait(timeout=30)
 
+#: A cached prompt is reused only for a common prefix of at least this many tokens.
+MIN_REUSE = 32
+
+
 class _Request:
     """One request's sequences while it is decoded: what it asked, its slots, samplers and tokens."""
 
@@ -135,6 +139,7 @@ class _Request:
         self.prompt, self.n, self.max_tokens = prompt, n, max_tokens
         self.temperature, self.top_p, self.seed = temperature, top_p, seed
         self.cells = len(prompt) + n * max_tokens  # KV cells it may fill
+        self.reused = 0  # prompt tokens read from a cached sequence
         self.seqs: list[int] = []
         self.samplers: list = []
         self.current: list[int] = []
@@ -149,8 +154,8 @@ class _Request:
 class BatchedLlama:
     """The model, one context holding ``max_seqs`` sequences of any running requests, and ``sample_n``."""
 
-    def __init__(self, gguf: str, *, threads: int, n_ctx: int = 16384, max_seqs: int = 16, n_batch: int = 512,
-                 extra_bufts: bool = False, one_at_a_time: bool = False):
+    def __init__(self, gguf: str, *, threads: int, n_ctx: int = 32768, max_seqs: int = 16, n_batch: int = 512,
+                 extra_bufts: bool = False, one_at_a_time: bool = False, cache_prompts: bool = True):
         import llama_cpp.llama_cpp as C
 
         if not extra_bufts:
@@ -181,6 +186,9 @@ class BatchedLlama:
         self.cond = threading.Condition()
         self.pending: list[_Request] = []
         self.worker: threading.Thread | None = None
+        self.cache_prompts = cache_prompts
+        #: sequence -> the tokens its KV cells hold, of finished single-choice requests (insertion order: age)
+        self.cached: dict[int, list[int]] = {}
 
     def _decode(self, items: list[tuple[int, int, int, bool]]) -> None:
         """One ``llama_decode`` of ``(token, position, sequence, wants logits)`` items."""
@@ -245,9 +253,20 @@ class BatchedLlama:
                     self.cond.wait()
                 while self.pending and self._fits(self.pending[0], running):
                     req = self.pending.pop(0)
-                    req.seqs = [j for j in range(self.max_seqs) if all(j not in r.seqs for r in running)][: req.n]
+                    reuse, keep = self._best_cached(req.prompt)
+                    busy = {j for r in running for j in r.seqs}
+                    free = [j for j in range(self.max_seqs) if j not in busy and j not in self.cached and j != reuse]
+                    while len(free) < req.n - (reuse is not None):  # evict cached prompts, oldest first
+                        j = next(iter(self.cached))
+                        self._drop_cached(j)
+                        free.append(j)
+                    if reuse is not None:
+                        del self.cached[reuse]
+                        req.seqs = [reuse, *free[: req.n - 1]]
+                    else:
+                        req.seqs = free[: req.n]
                     running.append(req)
-                    self._start(req)
+                    self._start(req, keep)
             for req in [r for r in running if r.error is None]:
                 self._advance(req)  # the tokens sampled last step: an end, or one more to decode
             live = [(r, j) for r in running if r.error is None for j in r.active]
@@ -265,21 +284,49 @@ class BatchedLlama:
                 self._finish(req)
 
     def _fits(self, req: _Request, running: list[_Request]) -> bool:
+        """Slots and KV cells for ``req`` beside the running requests; cached prompts give theirs
+        up when needed (the oldest first)."""
         if running and self.one_at_a_time:
             return False
         slots = self.max_seqs - sum(r.n for r in running)
         cells = self.n_ctx - sum(r.cells for r in running)
-        return req.n <= slots and req.cells <= cells
+        if req.n > slots or req.cells > cells:
+            return False
+        while self.cached and sum(len(t) for t in self.cached.values()) > cells - req.cells:
+            self._drop_cached(next(iter(self.cached)))
+        return True
 
-    def _start(self, req: _Request) -> None:
-        """The prompt once into the request's first sequence, copied to its others, and each
-        sequence's first token sampled from the prompt's last logits."""
+    def _best_cached(self, prompt: list[int]) -> tuple[int | None, int]:
+        """The cached sequence sharing the longest prefix with ``prompt`` and that length (at most
+        all but the prompt's last token, whose logits must be computed); ``(None, 0)`` below
+        :data:`MIN_REUSE` tokens."""
+        best, keep = None, 0
+        for j, toks in self.cached.items():
+            n = 0
+            for a, b in zip(toks, prompt[:-1]):
+                if a != b:
+                    break
+                n += 1
+            if n > keep:
+                best, keep = j, n
+        return (best, keep) if keep >= MIN_REUSE else (None, 0)
+
+    def _drop_cached(self, seq: int) -> None:
+        self.C.llama_memory_seq_rm(self.mem, seq, -1, -1)
+        del self.cached[seq]
+
+    def _start(self, req: _Request, keep: int = 0) -> None:
+        """The prompt once into the request's first sequence (from token ``keep`` on when that
+        sequence already holds the prompt's first ``keep`` tokens: a cached prompt), copied to its
+        others, and each sequence's first token sampled from the prompt's last logits."""
         C, first = self.C, req.seqs[0]
         try:
-            for start in range(0, len(req.prompt), self.n_batch):
+            C.llama_memory_seq_rm(self.mem, first, keep, -1)  # what the cached sequence holds beyond the match
+            req.reused = keep
+            for start in range(keep, len(req.prompt), self.n_batch):
                 chunk = req.prompt[start:start + self.n_batch]
                 self._decode([(t, start + i, first, start + i == len(req.prompt) - 1) for i, t in enumerate(chunk)])
-            last = (len(req.prompt) - 1) % self.n_batch
+            last = (len(req.prompt) - 1 - keep) % self.n_batch
             for j in req.seqs[1:]:
                 C.llama_memory_seq_cp(self.mem, first, j, -1, -1)
             req.samplers = [self._sampler(req.temperature, req.top_p, req.seed + 7919 * k) for k in range(req.n)]
@@ -304,8 +351,16 @@ class BatchedLlama:
         req.active = still
 
     def _finish(self, req: _Request) -> None:
+        """Free the request's sequences; with ``n`` = 1 and no error, keep its first one's prompt
+        and output cached for a later request that continues the same dialogue (a multi-turn
+        completion's next turn re-sends all of it)."""
+        keep = req.seqs[0] if (self.cache_prompts and req.n == 1 and req.error is None and req.seqs) else None
         for j in req.seqs:
-            self.C.llama_memory_seq_rm(self.mem, j, -1, -1)
+            if j != keep:
+                self.C.llama_memory_seq_rm(self.mem, j, -1, -1)
+        if keep is not None:  # what its cells hold: a sequence cut at max_tokens never decoded its last token
+            held = req.out[0] if req.finish[0] == "stop" else req.out[0][:-1]
+            self.cached[keep] = req.prompt + held  # the newest last: evicted last
         for s in req.samplers:
             self.C.llama_sampler_free(s)
         req.samplers = []
@@ -380,9 +435,11 @@ def main(argv=None) -> int:
     ap.add_argument("--host", default="127.0.0.1")
     ap.add_argument("--port", type=int, default=8000)
     ap.add_argument("--threads", type=int, default=os.cpu_count() or 2)
-    ap.add_argument("--n-ctx", type=int, default=16384,
+    ap.add_argument("--n-ctx", type=int, default=32768,
                     help="KV cells shared by the running requests (each needs its prompt + n x max_tokens)")
     ap.add_argument("--max-seqs", type=int, default=16, help="largest n, and most sequences decoded together")
+    ap.add_argument("--no-cache-prompts", action="store_true",
+                    help="do not keep a finished single-choice request's KV cells for a request continuing it")
     ap.add_argument("--one-at-a-time", action="store_true",
                     help="serve requests one after the other (a request's tokens never depend on the others')")
     ap.add_argument("--extra-bufts", action="store_true", help="keep llama.cpp's extra CPU buffer types (AMX, repack)")
@@ -394,7 +451,8 @@ def main(argv=None) -> int:
 
         gguf = str(gguf_path())
     engine = BatchedLlama(gguf, threads=args.threads, n_ctx=args.n_ctx, max_seqs=args.max_seqs,
-                          extra_bufts=args.extra_bufts, one_at_a_time=args.one_at_a_time)
+                          extra_bufts=args.extra_bufts, one_at_a_time=args.one_at_a_time,
+                          cache_prompts=not args.no_cache_prompts)
     server = make_server(engine, args.host, args.port, args.model_name)
     print(f"llama_server: {gguf} at http://{args.host}:{server.server_address[1]}/v1 ({args.threads} threads, "
           f"n up to {args.max_seqs}, {'one request at a time' if args.one_at_a_time else 'concurrent requests batched'})",
