@@ -1,5 +1,5 @@
-"""Concurrent multi-turn completions through ``scripts/llama_server.py``: one request at a time,
-concurrent requests batched, and batched with cached prompts, side by side in one run.
+"""Concurrent multi-turn completions through ``scripts/llama_server.py``: one request at a time (the
+default) and ``--batch-requests`` (concurrent requests batched, prompts cached), side by side in one run.
 
 What ``sweet-agent mc-values`` asks of the server: ``--dialogues`` completions at once, each a
 dialogue of ``--turns`` agent turns (one single-choice request per turn, the whole dialogue
@@ -22,8 +22,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "scripts"))
 
-MODES = {"one at a time": ["--one-at-a-time", "--no-cache-prompts"], "batched": ["--no-cache-prompts"],
-         "batched + cached prompts": []}
+MODES = {"one at a time": [], "batched + cached prompts": ["--batch-requests"]}
 
 
 def ask(url: str, messages: list[dict], max_tokens: int, seed: int) -> str:

@@ -19,8 +19,12 @@ it (its prompt decoded once, then its ``n`` sequences), every decoding step adva
 running sequence of every request in one ``llama_decode``, and a request leaves when its
 sequences end. WHY: ``mc-values`` plays its completions as concurrent single-choice requests;
 served one at a time they decoded one sequence at a time (protocol v2's ``mc-train`` ran ~15 min
-per agent turn). ``--one-at-a-time`` serves requests one after the other instead: a request's
-tokens then never depend on what else is running (batched rows can round differently).
+per agent turn). This is ``--batch-requests``, with a prompt cache: a finished single-choice
+request's KV cells stay for a request that continues its dialogue (longest common prefix; the
+oldest cached prompt gives way first). It is off by default: batched rows and cached prompts round
+differently from a prompt decoded alone, so with it a seeded request's tokens depend on what else
+ran (a greedy dialogue's later turn diverged after a few tokens in a test); by default requests are
+served one after the other and a seed gives the same tokens every time.
 
 Needs llama-cpp-python (not a dependency of the project)::
 
@@ -155,7 +159,7 @@ class BatchedLlama:
     """The model, one context holding ``max_seqs`` sequences of any running requests, and ``sample_n``."""
 
     def __init__(self, gguf: str, *, threads: int, n_ctx: int = 32768, max_seqs: int = 16, n_batch: int = 512,
-                 extra_bufts: bool = False, one_at_a_time: bool = False, cache_prompts: bool = True):
+                 extra_bufts: bool = False, batch_requests: bool = False):
         import llama_cpp.llama_cpp as C
 
         if not extra_bufts:
@@ -181,12 +185,12 @@ class BatchedLlama:
         self.mem = C.llama_get_memory(self.ctx)
         self.n_ctx, self.n_batch, self.max_seqs = n_ctx, n_batch, max_seqs
         self.batch = C.llama_batch_init(max(n_batch, max_seqs), 0, 1)
-        self.one_at_a_time = one_at_a_time
+        self.one_at_a_time = not batch_requests  # --batch-requests: see the module's docstring
         self.lock = threading.Lock()  # the tokenizer's
         self.cond = threading.Condition()
         self.pending: list[_Request] = []
         self.worker: threading.Thread | None = None
-        self.cache_prompts = cache_prompts
+        self.cache_prompts = batch_requests
         #: sequence -> the tokens its KV cells hold, of finished single-choice requests (insertion order: age)
         self.cached: dict[int, list[int]] = {}
 
@@ -225,9 +229,10 @@ class BatchedLlama:
         return chain
 
     def sample_n(self, tokens: list[int], n: int, max_tokens: int, temperature: float, top_p: float,
-                 seed: int | None) -> list[tuple[list[int], str]]:
+                 seed: int | None, stats: dict[str, int] | None = None) -> list[tuple[list[int], str]]:
         """``n`` continuations of ``tokens``: ``(token ids, finish reason)`` each. Blocks until
-        they are done; requests from several threads are decoded together (:meth:`_serve`)."""
+        they are done; requests from several threads are decoded together (:meth:`_serve`).
+        ``stats["cached_tokens"]``: how many prompt tokens were read from a cached sequence."""
         self.check(tokens, n, max_tokens)
         req = _Request(tokens, n, max_tokens, temperature, top_p,
                        int(time.time_ns()) if seed is None else int(seed))
@@ -240,6 +245,8 @@ class BatchedLlama:
         req.done.wait()
         if req.error is not None:
             raise req.error
+        if stats is not None:
+            stats["cached_tokens"] = req.reused
         return [(toks, f) for toks, f in zip(req.out, req.finish)]
 
     def _serve(self) -> None:
@@ -248,40 +255,56 @@ class BatchedLlama:
         for every running sequence; a request whose sequences all ended is answered and leaves."""
         running: list[_Request] = []
         while True:
-            with self.cond:
-                while not self.pending and not running:
-                    self.cond.wait()
-                while self.pending and self._fits(self.pending[0], running):
-                    req = self.pending.pop(0)
-                    reuse, keep = self._best_cached(req.prompt)
-                    busy = {j for r in running for j in r.seqs}
-                    free = [j for j in range(self.max_seqs) if j not in busy and j not in self.cached and j != reuse]
-                    while len(free) < req.n - (reuse is not None):  # evict cached prompts, oldest first
-                        j = next(iter(self.cached))
+            try:
+                self._step(running)
+            except Exception as exc:  # noqa: BLE001 - never leave a request waiting on a dead loop
+                with self.cond:
+                    for req in running:
+                        req.error = RuntimeError(f"server error: {type(exc).__name__}: {exc}")
+                        try:
+                            self._finish(req)
+                        except Exception:  # noqa: BLE001
+                            req.done.set()
+                    running.clear()
+                    for j in list(self.cached):
                         self._drop_cached(j)
-                        free.append(j)
-                    if reuse is not None:
-                        del self.cached[reuse]
-                        req.seqs = [reuse, *free[: req.n - 1]]
-                    else:
-                        req.seqs = free[: req.n]
-                    running.append(req)
-                    self._start(req, keep)
-            for req in [r for r in running if r.error is None]:
-                self._advance(req)  # the tokens sampled last step: an end, or one more to decode
-            live = [(r, j) for r in running if r.error is None for j in r.active]
-            if live:
-                try:
-                    self._decode([(r.current[j], r.pos[j], r.seqs[j], True) for r, j in live])
-                    for i, (r, j) in enumerate(live):
-                        r.current[j] = self.C.llama_sampler_sample(r.samplers[j], self.ctx, i)
-                        r.pos[j] += 1
-                except RuntimeError as exc:
-                    for r in {id(r): r for r, _ in live}.values():
-                        r.error = exc
-            for req in [r for r in running if r.error is not None or not r.active]:
-                running.remove(req)
-                self._finish(req)
+
+    def _step(self, running: list[_Request]) -> None:
+        """Admit what fits, advance every running sequence by one token, answer what ended."""
+        with self.cond:
+            while not self.pending and not running:
+                self.cond.wait()
+            while self.pending and self._fits(self.pending[0], running):
+                req = self.pending.pop(0)
+                reuse, keep = self._best_cached(req.prompt)
+                busy = {j for r in running for j in r.seqs}
+                free = [j for j in range(self.max_seqs) if j not in busy and j not in self.cached and j != reuse]
+                while len(free) < req.n - (reuse is not None):  # evict cached prompts, oldest first
+                    j = next(k for k in self.cached if k != reuse)
+                    self._drop_cached(j)
+                    free.append(j)
+                if reuse is not None:
+                    del self.cached[reuse]
+                    req.seqs = [reuse, *free[: req.n - 1]]
+                else:
+                    req.seqs = free[: req.n]
+                running.append(req)
+                self._start(req, keep)
+        for req in [r for r in running if r.error is None]:
+            self._advance(req)  # the tokens sampled last step: an end, or one more to decode
+        live = [(r, j) for r in running if r.error is None for j in r.active]
+        if live:
+            try:
+                self._decode([(r.current[j], r.pos[j], r.seqs[j], True) for r, j in live])
+                for i, (r, j) in enumerate(live):
+                    r.current[j] = self.C.llama_sampler_sample(r.samplers[j], self.ctx, i)
+                    r.pos[j] += 1
+            except RuntimeError as exc:
+                for r in {id(r): r for r, _ in live}.values():
+                    r.error = exc
+        for req in [r for r in running if r.error is not None or not r.active]:
+            running.remove(req)
+            self._finish(req)
 
     def _fits(self, req: _Request, running: list[_Request]) -> bool:
         """Slots and KV cells for ``req`` beside the running requests; cached prompts give theirs
@@ -402,9 +425,10 @@ def make_server(engine: BatchedLlama, host: str, port: int, model_name: str) -> 
                 stop = [stop] if isinstance(stop, str) else list(stop)
                 with engine.lock:
                     prompt = engine.prompt_tokens(body["messages"])
+                stats: dict[str, int] = {}
                 results = engine.sample_n(prompt, n, int(body.get("max_tokens") or 256),
                                           float(body.get("temperature", 1.0)), float(body.get("top_p", 1.0)),
-                                          body.get("seed"))
+                                          body.get("seed"), stats)
                 with engine.lock:
                     texts = [(engine.text(toks), len(toks), f) for toks, f in results]
             except (KeyError, ValueError, TypeError, json.JSONDecodeError) as exc:
@@ -423,7 +447,8 @@ def make_server(engine: BatchedLlama, host: str, port: int, model_name: str) -> 
             self._send(200, {"id": f"chatcmpl-{time.time_ns()}", "object": "chat.completion",
                              "created": int(time.time()), "model": model_name, "choices": choices,
                              "usage": {"prompt_tokens": len(prompt), "completion_tokens": completion,
-                                       "total_tokens": len(prompt) + completion}})
+                                       "total_tokens": len(prompt) + completion,
+                                       "prompt_tokens_details": {"cached_tokens": stats.get("cached_tokens", 0)}}})
 
     return ThreadingHTTPServer((host, port), Handler)
 
@@ -438,10 +463,10 @@ def main(argv=None) -> int:
     ap.add_argument("--n-ctx", type=int, default=32768,
                     help="KV cells shared by the running requests (each needs its prompt + n x max_tokens)")
     ap.add_argument("--max-seqs", type=int, default=16, help="largest n, and most sequences decoded together")
-    ap.add_argument("--no-cache-prompts", action="store_true",
-                    help="do not keep a finished single-choice request's KV cells for a request continuing it")
-    ap.add_argument("--one-at-a-time", action="store_true",
-                    help="serve requests one after the other (a request's tokens never depend on the others')")
+    ap.add_argument("--batch-requests", action="store_true",
+                    help="decode concurrent requests together and keep a finished single-choice request's KV "
+                         "cells for a request continuing its dialogue: faster under concurrency, but a request's "
+                         "tokens then depend on what else runs (rounding), so seeded outputs are not reproducible")
     ap.add_argument("--extra-bufts", action="store_true", help="keep llama.cpp's extra CPU buffer types (AMX, repack)")
     args = ap.parse_args(argv)
     gguf = args.model
@@ -451,11 +476,10 @@ def main(argv=None) -> int:
 
         gguf = str(gguf_path())
     engine = BatchedLlama(gguf, threads=args.threads, n_ctx=args.n_ctx, max_seqs=args.max_seqs,
-                          extra_bufts=args.extra_bufts, one_at_a_time=args.one_at_a_time,
-                          cache_prompts=not args.no_cache_prompts)
+                          extra_bufts=args.extra_bufts, batch_requests=args.batch_requests)
     server = make_server(engine, args.host, args.port, args.model_name)
     print(f"llama_server: {gguf} at http://{args.host}:{server.server_address[1]}/v1 ({args.threads} threads, "
-          f"n up to {args.max_seqs}, {'one request at a time' if args.one_at_a_time else 'concurrent requests batched'})",
+          f"n up to {args.max_seqs}, {'concurrent requests batched, prompts cached' if args.batch_requests else 'one request at a time'})",
           flush=True)
     try:
         server.serve_forever()
