@@ -18,7 +18,7 @@ vLLM do): a request joins the running batch as soon as sequence slots and KV cel
 it (its prompt decoded once, then its ``n`` sequences), every decoding step advances every
 running sequence of every request in one ``llama_decode``, and a request leaves when its
 sequences end. WHY: ``mc-values`` plays its completions as concurrent single-choice requests;
-served one at a time they decoded one sequence at a time (protocol v2's ``mc-train`` ran ~15 min
+served one at a time they decoded one sequence at a time (protocol v2's ``mc-train`` ran ~9 min
 per agent turn). This is ``--batch-requests``, with a prompt cache: a finished single-choice
 request's KV cells stay for a request that continues its dialogue (longest common prefix; the
 oldest cached prompt gives way first). It is off by default: batched rows and cached prompts round
