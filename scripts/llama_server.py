@@ -460,8 +460,9 @@ def main(argv=None) -> int:
     ap.add_argument("--host", default="127.0.0.1")
     ap.add_argument("--port", type=int, default=8000)
     ap.add_argument("--threads", type=int, default=os.cpu_count() or 2)
-    ap.add_argument("--n-ctx", type=int, default=32768,
-                    help="KV cells shared by the running requests (each needs its prompt + n x max_tokens)")
+    ap.add_argument("--n-ctx", type=int, default=None,
+                    help="KV cells shared by the running requests, each needing its prompt + n x max_tokens, and "
+                         "by cached prompts (default 8192; 32768 with --batch-requests)")
     ap.add_argument("--max-seqs", type=int, default=16, help="largest n, and most sequences decoded together")
     ap.add_argument("--batch-requests", action="store_true",
                     help="decode concurrent requests together and keep a finished single-choice request's KV "
@@ -475,7 +476,8 @@ def main(argv=None) -> int:
         from sweet_agent.policies.default_model import gguf_path
 
         gguf = str(gguf_path())
-    engine = BatchedLlama(gguf, threads=args.threads, n_ctx=args.n_ctx, max_seqs=args.max_seqs,
+    n_ctx = args.n_ctx or (32768 if args.batch_requests else 8192)
+    engine = BatchedLlama(gguf, threads=args.threads, n_ctx=n_ctx, max_seqs=args.max_seqs,
                           extra_bufts=args.extra_bufts, batch_requests=args.batch_requests)
     server = make_server(engine, args.host, args.port, args.model_name)
     print(f"llama_server: {gguf} at http://{args.host}:{server.server_address[1]}/v1 ({args.threads} threads, "
