@@ -158,8 +158,10 @@ class _Request:
 class BatchedLlama:
     """The model, one context holding ``max_seqs`` sequences of any running requests, and ``sample_n``."""
 
-    def __init__(self, gguf: str, *, threads: int, n_ctx: int = 32768, max_seqs: int = 16, n_batch: int = 512,
+    def __init__(self, gguf: str, *, threads: int, n_ctx: int | None = None, max_seqs: int = 16, n_batch: int = 512,
                  extra_bufts: bool = False, batch_requests: bool = False):
+        # running requests and cached prompts share the KV cells: more of them when requests are batched
+        n_ctx = n_ctx or (32768 if batch_requests else 8192)
         import llama_cpp.llama_cpp as C
 
         if not extra_bufts:
@@ -185,12 +187,11 @@ class BatchedLlama:
         self.mem = C.llama_get_memory(self.ctx)
         self.n_ctx, self.n_batch, self.max_seqs = n_ctx, n_batch, max_seqs
         self.batch = C.llama_batch_init(max(n_batch, max_seqs), 0, 1)
-        self.one_at_a_time = not batch_requests  # --batch-requests: see the module's docstring
+        self.batch_requests = batch_requests  # see the module's docstring
         self.lock = threading.Lock()  # the tokenizer's
         self.cond = threading.Condition()
         self.pending: list[_Request] = []
         self.worker: threading.Thread | None = None
-        self.cache_prompts = batch_requests
         #: sequence -> the tokens its KV cells hold, of finished single-choice requests (insertion order: age)
         self.cached: dict[int, list[int]] = {}
 
@@ -251,7 +252,7 @@ class BatchedLlama:
 
     def _serve(self) -> None:
         """The one thread that touches the context: admit waiting requests while slots and cells
-        allow (all of them with ``one_at_a_time`` off, one with it on), then one decoding step
+        allow (all of them with ``batch_requests``, else one), then one decoding step
         for every running sequence; a request whose sequences all ended is answered and leaves."""
         running: list[_Request] = []
         while True:
@@ -271,6 +272,7 @@ class BatchedLlama:
 
     def _step(self, running: list[_Request]) -> None:
         """Admit what fits, advance every running sequence by one token, answer what ended."""
+        admitted = []
         with self.cond:
             while not self.pending and not running:
                 self.cond.wait()
@@ -289,7 +291,9 @@ class BatchedLlama:
                 else:
                     req.seqs = free[: req.n]
                 running.append(req)
-                self._start(req, keep)
+                admitted.append((req, keep))
+        for req, keep in admitted:  # prompts decoded outside the lock: new requests can queue meanwhile
+            self._start(req, keep)
         for req in [r for r in running if r.error is None]:
             self._advance(req)  # the tokens sampled last step: an end, or one more to decode
         live = [(r, j) for r in running if r.error is None for j in r.active]
@@ -309,7 +313,7 @@ class BatchedLlama:
     def _fits(self, req: _Request, running: list[_Request]) -> bool:
         """Slots and KV cells for ``req`` beside the running requests; cached prompts give theirs
         up when needed (the oldest first)."""
-        if running and self.one_at_a_time:
+        if running and not self.batch_requests:
             return False
         slots = self.max_seqs - sum(r.n for r in running)
         cells = self.n_ctx - sum(r.cells for r in running)
@@ -377,7 +381,7 @@ class BatchedLlama:
         """Free the request's sequences; with ``n`` = 1 and no error, keep its first one's prompt
         and output cached for a later request that continues the same dialogue (a multi-turn
         completion's next turn re-sends all of it)."""
-        keep = req.seqs[0] if (self.cache_prompts and req.n == 1 and req.error is None and req.seqs) else None
+        keep = req.seqs[0] if (self.batch_requests and req.n == 1 and req.error is None and req.seqs) else None
         for j in req.seqs:
             if j != keep:
                 self.C.llama_memory_seq_rm(self.mem, j, -1, -1)
@@ -476,8 +480,7 @@ def main(argv=None) -> int:
         from sweet_agent.policies.default_model import gguf_path
 
         gguf = str(gguf_path())
-    n_ctx = args.n_ctx or (32768 if args.batch_requests else 8192)
-    engine = BatchedLlama(gguf, threads=args.threads, n_ctx=n_ctx, max_seqs=args.max_seqs,
+    engine = BatchedLlama(gguf, threads=args.threads, n_ctx=args.n_ctx, max_seqs=args.max_seqs,
                           extra_bufts=args.extra_bufts, batch_requests=args.batch_requests)
     server = make_server(engine, args.host, args.port, args.model_name)
     print(f"llama_server: {gguf} at http://{args.host}:{server.server_address[1]}/v1 ({args.threads} threads, "

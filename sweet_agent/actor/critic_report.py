@@ -92,6 +92,13 @@ def pair_kind(a: dict[str, Any], b: dict[str, Any]) -> str:
     return ("ask-ask", "ask-answer", "answer-answer")[answers]
 
 
+def distinct(candidates: Sequence[dict[str, Any]]) -> list[int]:
+    """Indices of a turn's distinct candidate texts, each at its first place (a repeated text is
+    one candidate: its Monte-Carlo estimates are of the same Q)."""
+    seen: set[str] = set()
+    return [i for i, c in enumerate(candidates) if not (c["text"] in seen or seen.add(c["text"]))]
+
+
 def turn_agreement(candidates: Sequence[dict[str, Any]], scores: Sequence[float]) -> Agreement:
     """Every two distinct candidate texts of one turn (a repeated text counts once, at its first
     place): a pair when their MC values differ (agreeing when the scores order them alike),
@@ -99,8 +106,7 @@ def turn_agreement(candidates: Sequence[dict[str, Any]], scores: Sequence[float]
     if len(candidates) != len(scores):
         raise ValueError(f"{len(candidates)} candidates but {len(scores)} scores")
     out = Agreement()
-    seen: set[str] = set()
-    unique = [i for i, c in enumerate(candidates) if not (c["text"] in seen or seen.add(c["text"]))]
+    unique = distinct(candidates)
     for n, i in enumerate(unique):
         for j in unique[n + 1:]:
             a, b = candidates[i], candidates[j]
@@ -146,11 +152,9 @@ def mc_preferences(rows: Sequence[dict[str, Any]]) -> dict[str, dict[str, Any]]:
     for row in rows:
         if row.get("error") is not None or "candidates" not in row:
             continue
-        seen: set[str] = set()
-        distinct = [c for c in row["candidates"] if c.get("mc_value") is not None
-                    and not (c["text"] in seen or seen.add(c["text"]))]
-        on = [float(c["mc_value"]) for c in distinct if not c.get("answer")]
-        ans = [float(c["mc_value"]) for c in distinct if c.get("answer")]
+        valued = [c for c in (row["candidates"][i] for i in distinct(row["candidates"])) if c.get("mc_value") is not None]
+        on = [float(c["mc_value"]) for c in valued if not c.get("answer")]
+        ans = [float(c["mc_value"]) for c in valued if c.get("answer")]
         for key in (str(int(row["agent_turn"])), "all"):
             add(key, on, ans)
     out = {}
