@@ -208,7 +208,7 @@ def critic_scaling(critic, tok, turns, records, num_candidates: int, candidate_t
     default) and with every candidate's whole sequence, in one run, mode by mode per turn."""
     import torch
 
-    from sweet_agent.sweet_rl.algorithm import _critic_views, score_candidates
+    from sweet_agent.sweet_rl.algorithm import critic_views, score_candidates
     from sweet_agent.sweet_rl.logprobs import last_turn_batch
     from sweet_agent.training_data import records as R
 
@@ -217,7 +217,7 @@ def critic_scaling(critic, tok, turns, records, num_candidates: int, candidate_t
     def tokens_processed(conv, priv, n: int) -> int:
         """Tokens one model runs to score ``n`` candidates with the prompt computed once: the shared
         prefix once, then every row's own tokens (the pads after a row are not counted)."""
-        prefix, _, attn, _ = last_turn_batch(tok, _critic_views(conv, cands[:n], priv), "cpu", share_prefix=True)
+        prefix, _, attn, _ = last_turn_batch(tok, critic_views(conv, cands[:n], priv), "cpu", share_prefix=True)
         return (0 if prefix is None else prefix.shape[-1]) + int(attn.sum())
 
     def sync():

@@ -218,7 +218,7 @@ def check_step_score(step_score: str) -> None:
         raise ValueError(f"step_score must be one of {', '.join(STEP_SCORES)}; got {step_score!r}")
 
 
-def _critic_views(messages_before: Messages, candidates: Sequence[str], privileged_info: str | None) -> list[Messages]:
+def critic_views(messages_before: Messages, candidates: Sequence[str], privileged_info: str | None) -> list[Messages]:
     """Each candidate as the next assistant turn after ``messages_before``, with ``privileged_info``."""
     return [with_privileged([*messages_before, {"role": "assistant", "content": c}], privileged_info)
             for c in candidates]
@@ -234,7 +234,7 @@ def candidate_logprobs(model, tokenizer, messages_before: Messages, candidates: 
         lp = token_logprobs(model, ids, attn, turn_ids > 0, prefix_ids=prefix)
         return aggregate_turns(lp, turn_ids, 1, normalize)[0][:, 0]
 
-    return last_turn_values(model, tokenizer, _critic_views(messages_before, candidates, privileged_info),
+    return last_turn_values(model, tokenizer, critic_views(messages_before, candidates, privileged_info),
                             batch_size, value, share_prefix)
 
 
@@ -273,7 +273,7 @@ def score_candidates(critic, critic_ref, tokenizer, messages_before: Messages, c
         lr = token_logratios(critic, critic_ref, ids, attn, turn_ids > 0, prefix_ids=prefix)
         return aggregate_turns(lr, turn_ids, 1, normalize)[0][:, 0]
 
-    return last_turn_values(critic, tokenizer, _critic_views(messages_before, candidates, privileged_info),
+    return last_turn_values(critic, tokenizer, critic_views(messages_before, candidates, privileged_info),
                             batch_size, value, share_prefix and not regression)
 
 
