@@ -1099,6 +1099,10 @@ def run_stage(st: Stage, run: Path) -> bool:
         lock.unlink(missing_ok=True)
 
 
+#: ``--records DIR``: where every finished stage's records are saved (:func:`save_records`), or None.
+RECORDS: Path | None = None
+
+
 def run_all(stages: dict[str, Stage], run: Path, jobs: int, only: set[str] | None, settings: dict) -> None:
     global CANDIDATE_SERVER
     want = {n for n in stages if only is None or n in only}
@@ -1139,9 +1143,100 @@ def run_all(stages: dict[str, Stage], run: Path, jobs: int, only: set[str] | Non
                     write_report(run, settings)
                 except Exception as exc:  # noqa: BLE001 - a report from partial results must not stop the stages
                     say(f"! report not written: {type(exc).__name__}: {exc}")
+                if RECORDS is not None:
+                    try:
+                        if saved := save_records(stages, run, RECORDS):
+                            say(f"records: {len(saved)} file(s) saved to {RECORDS}")
+                    except OSError as exc:  # a full disk must not stop the stages: the run itself holds them
+                        say(f"! records not saved to {RECORDS}: {exc}")
     blocked = sorted(n for n in want if not stages[n].done())
     say("stopped; the same command continues" if STOP.is_set() else
         "all stages done" if not blocked else f"not done: {', '.join(blocked)}")
+
+
+# ------------------------------------------------------------------------------ records
+#: The run's own files that a record set keeps beside the stages' outputs.
+RUN_FILES = ("settings.json", "timings.jsonl", "nothing-to-train.jsonl")
+#: What a record set keeps of a finished training stage: its small JSON files (training_budget.json,
+#: the critic's held-out evaluation), never its weights or checkpoints.
+MODEL_RECORD_BYTES = 1_000_000
+
+
+def _record_files(stages: Mapping[str, Stage], run: Path) -> list[Path]:
+    files = [run / f for f in RUN_FILES if (run / f).is_file()]
+    for st in stages.values():
+        if not st.done():
+            continue
+        if st.output.is_file():
+            files.append(st.output)
+        elif st.output.is_dir():
+            files += sorted(p for p in st.output.rglob("*.json") if p.is_file() and p.stat().st_size < MODEL_RECORD_BYTES
+                            and not any(part.startswith("checkpoint-") for part in p.relative_to(st.output).parts))
+    files += sorted((run / "candidates").glob("*.jsonl"))  # sampled once, scored by every seed's critic
+    return files
+
+
+def save_records(stages: Mapping[str, Stage], run: Path, dest: Path) -> list[str]:
+    """Copy what the finished stages leave, weights aside, to ``dest`` (``<path in the run>.gz``).
+
+    WHY: a sitting's machine can be replaced by a fresh one (it happened to protocol v2 after
+    23 h of stages); the records are small enough to commit, and :func:`restore_records` puts
+    them back so the run continues where the records end. gzip without a timestamp: an unchanged
+    file gives the same bytes, so git sees no change. Returns the paths written."""
+    import gzip
+
+    written = []
+    for src in _record_files(stages, run):
+        rel = src.relative_to(run).as_posix()
+        out = dest / (rel + ".gz")
+        data = gzip.compress(src.read_bytes(), mtime=0)
+        if out.exists() and out.read_bytes() == data:
+            continue
+        out.parent.mkdir(parents=True, exist_ok=True)
+        tmp = out.with_name(out.name + ".tmp")
+        tmp.write_bytes(data)
+        os.replace(tmp, out)
+        written.append(rel)
+    return written
+
+
+def restore_records(stages: Mapping[str, Stage], src: Path, run: Path) -> tuple[list[str], list[str]]:
+    """Put a record set back into ``run`` where the run lacks the file (what exists is never replaced).
+
+    A training stage's records come back only when every stage that reads its model is done:
+    its weights are not in the records, so a stage still to use them must train again (it then
+    runs, because its output is missing). Returns (restored paths, training stages to redo)."""
+    import gzip
+
+    if not src.is_dir():
+        raise SystemExit(f"error: --records {src} is not a directory of records; give the folder save_records wrote")
+    by_dir = {st.output: st for st in stages.values() if st.tmp is not None and st.tmp.name.endswith(".tmp")
+              and not st.output.suffix}
+    restored, later = [], []
+    for gz in sorted(src.rglob("*.gz")):
+        rel = gz.relative_to(src).as_posix()[:-3]
+        target = run / rel
+        if target.exists():
+            continue
+        owner = next((st for d, st in by_dir.items() if target.is_relative_to(d)), None)
+        if owner is not None:
+            later.append((owner, target, gz))
+            continue
+        target.parent.mkdir(parents=True, exist_ok=True)
+        tmp = target.with_name(target.name + ".restoring")
+        tmp.write_bytes(gzip.decompress(gz.read_bytes()))
+        os.replace(tmp, target)
+        restored.append(rel)
+    redo: set[str] = set()
+    for owner, target, gz in later:
+        readers = [st for st in stages.values() if owner.name in st.deps]
+        if owner.name in redo or not all(r.done() for r in readers):
+            redo.add(owner.name)
+            continue
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(gzip.decompress(gz.read_bytes()))
+        restored.append(target.relative_to(run).as_posix())
+    return restored, sorted(redo)
 
 
 # ------------------------------------------------------------------------------ report
@@ -1616,6 +1711,10 @@ def main(argv: list[str] | None = None) -> int:
                     help="how sweet-agent stages start: forked from a process that imported torch/transformers/TRL "
                          "once (default), or as a fresh `python -m sweet_agent.cli` each (not a protocol setting: "
                          "the same commands either way)")
+    ap.add_argument("--records", metavar="DIR", default=None,
+                    help="a folder to commit that keeps the run's records, weights aside: put back into the run "
+                         "directory first where missing, saved again after every finished stage (a fresh machine "
+                         "continues the run from it; a training stage whose model a pending stage needs trains again)")
     ap.add_argument("--export-adapter", metavar="DIR", default=None,
                     help="write SWEET-RL's validation-chosen LoRA adapter (first training seed) to DIR as a small "
                          "shippable folder with its PROVENANCE.json (what `make demo` plays), then exit")
@@ -1639,6 +1738,10 @@ def main(argv: list[str] | None = None) -> int:
     run = Path(args.run_dir or ("runs/learning" if args.profile == "full" else f"runs/learning-{args.profile}"))
     run.mkdir(parents=True, exist_ok=True)
     settings_file = run / "settings.json"
+    kept = Path(args.records) / "settings.json.gz" if args.records else None
+    if kept is not None and kept.is_file() and not settings_file.exists():  # a run continued from its records
+        import gzip
+        _write_atomic(settings_file, gzip.decompress(kept.read_bytes()).decode("utf-8"))
     old = json.loads(settings_file.read_text()) if settings_file.exists() else None
     for key, legacy in LEGACY_SETTINGS.items() if old is not None else ():
         if key not in old:
@@ -1665,6 +1768,16 @@ def main(argv: list[str] | None = None) -> int:
     else:
         _write_atomic(settings_file, json.dumps(s, indent=2))
     stages = build_stages(s, run)
+    if args.records:
+        global RECORDS
+        RECORDS = Path(args.records).resolve()
+        if RECORDS.is_dir():
+            restored, redo = restore_records(stages, RECORDS, run)
+            if restored:
+                print(f"records: {len(restored)} file(s) restored from {RECORDS}"
+                      + (f"; trains again (weights are not kept): {', '.join(redo)}" if redo else ""), file=sys.stderr)
+        if not (args.list or args.report_only):
+            RECORDS.mkdir(parents=True, exist_ok=True)
     if args.export_adapter:
         info = export_adapter(run, Path(args.export_adapter))
         print(f"{args.export_adapter}: {info['summary']}; {info['weights_bytes'] / 1e6:.1f} MB of weights "

@@ -795,3 +795,45 @@ def test_the_report_says_what_the_monte_carlo_values_prefer_once_they_exist(benc
         {"goes_on_higher": 1, "answer_higher": 0, "ties": 1}
     md = bench.mc_prefers_markdown(prefers)
     assert "| heldout | 1 | 1 | 2 | 1 | 0 | 1 | 50.0 (1) | 25.0 (2) |" in md
+
+
+def test_records_carry_a_run_to_a_fresh_machine_without_weights(bench, tmp_path, capsys):
+    """What the finished stages leave is saved beside the weights-free copy; a fresh run directory gets it back,
+    and a critic whose readers are not all done trains again instead of being marked done without weights."""
+    src, dest, fresh = tmp_path / "run", tmp_path / "records", tmp_path / "fresh"
+    assert bench.main(["--profile", "quick", "--run-dir", str(src), "--list"]) == 0
+    stages = bench.build_stages(json.loads((src / "settings.json").read_text()), src)
+    _write(src / "offline.jsonl", [_rec("collab-multi:train", 1.0, "e0")])
+    _write(src / "val" / "zero-shot.jsonl", [_rec("collab-multi:val", 0.0, "v0")])
+    for sd, with_pairs in ((0, True), (1, False)):  # critic s0's readers are done, s1's are not
+        critic = src / "models" / "critic" / f"s{sd}"
+        (critic / "checkpoint-3").mkdir(parents=True)
+        (critic / "adapter_model.safetensors").write_bytes(b"w" * 64)
+        (critic / "checkpoint-3" / "trainer_state.json").write_text("{}")
+        (critic / "training_budget.json").write_text(json.dumps({"epochs": 1.0, "seed": sd}))
+        if with_pairs:
+            _write(src / "pairs" / f"s{sd}.jsonl", [{"agent_turn": 1}])
+    for st in stages.values():  # every other reader of critic s0 done too (the critic report)
+        if "train-critic-s0" in st.deps and not st.done():
+            _write(st.output, [{"done": st.name}]) if st.output.suffix else st.output.mkdir(parents=True)
+    saved = set(bench.save_records(stages, src, dest))
+    assert {"settings.json", "offline.jsonl", "val/zero-shot.jsonl", "pairs/s0.jsonl",
+            "models/critic/s0/training_budget.json", "models/critic/s1/training_budget.json"} <= saved
+    assert not any(p.endswith(".safetensors") or "checkpoint-" in p for p in saved)
+    assert bench.save_records(stages, src, dest) == []  # unchanged files are not written again
+
+    capsys.readouterr()
+    assert bench.main(["--profile", "quick", "--run-dir", str(fresh), "--records", str(dest), "--list"]) == 0
+    out, err = capsys.readouterr()
+    assert "trains again (weights are not kept): train-critic-s1" in err
+    listed = {line.split()[1] if line.startswith("done") else line.split()[0]: line.startswith("done")
+              for line in out.splitlines() if "<-" in line}
+    assert listed["collect"] and listed["val-zero-shot"] and listed["pairs-s0"] and listed["train-critic-s0"]
+    assert not listed["train-critic-s1"] and not listed["pairs-s1"]
+    assert (fresh / "offline.jsonl").read_text() == (src / "offline.jsonl").read_text()
+    assert json.loads((fresh / "models" / "critic" / "s0" / "training_budget.json").read_text())["seed"] == 0
+    assert not (fresh / "models" / "critic" / "s1").exists()
+    # what the fresh run has is never replaced by a record
+    (fresh / "offline.jsonl").write_text("newer\n")
+    bench.restore_records(stages, dest, fresh)
+    assert (fresh / "offline.jsonl").read_text() == "newer\n"
