@@ -146,6 +146,11 @@ PROFILES: dict[str, dict[str, Any]] = {
         # or an error; "none" = the policy in process. candidates_from "openai:MODEL" with
         # candidates_base_url uses a server you run (train-actor --candidates_from).
         candidate_server="auto", candidates_from="", candidates_base_url="",
+        # that server batches concurrent requests and keeps finished dialogues' prompts (--batch-requests), and
+        # mc-values keeps 8 completions in flight instead of 2: 1.81x the completions per second of one request at
+        # a time (benchmarks/bench_llama_server.py, idle 2 cores). Sampling as before, but a batched row rounds
+        # differently, so the samples are not reproducible from the seed (a Monte-Carlo estimate either way)
+        server_batching=True,
         # critic-guided best-of-N: an optional arm in v2 (v1: 0 % at N = 2 and 4, 40 % of v1's sampling time)
         best_of_n=False, best_of_policy="", best_of_base_url="",
         # the frontend arm: left out of v2 (its per-run sizes do not fit beside the backend's in 10 h of 2 cores;
@@ -172,7 +177,7 @@ PROFILES: dict[str, dict[str, Any]] = {
         num_candidates=8, pairs_per_turn=4, candidate_tokens=48, candidate_temperature=1.0, pair_turns=0,
         pair_trajectories=0.5, explore_candidates=0.25, sweet_nll_weight=0.01,
         heldout_start=500, heldout_episodes=2, mc_rollouts=1,
-        candidate_server="auto", candidates_from="", candidates_base_url="",
+        candidate_server="auto", candidates_from="", candidates_base_url="", server_batching=True,
         best_of_n=False, best_of_policy="", best_of_base_url="", frontend_arm=False,
         frontend_train_tasks="generated:train", frontend_train_episodes=1, frontend_k=2,
         frontend_test_tasks="generated:test", frontend_test_episodes=1, frontend_max_turns=1,
@@ -248,6 +253,7 @@ def check_profiles() -> None:
 LEGACY_SETTINGS: dict[str, Callable[[dict], Any]] = {
     "candidate_server": lambda old: "none",  # sampled in process
     "frontend_candidate_tokens": lambda old: old.get("candidate_tokens"),  # the backend's length
+    "server_batching": lambda old: False,  # one request at a time
 }
 #: Settings of the protocol's first run (step budgets, a window of paired turns) that no longer
 #: exist: a run directory holding them is reported by the commit it ran from.
@@ -515,9 +521,10 @@ def build_stages(s: dict[str, Any], run: Path) -> dict[str, Stage]:
                        "--seed", s["data_seed"], *policy, "--max_new_tokens", s["candidate_tokens"],
                        "--temperature", s["candidate_temperature"], "--rollout_temperature", s["train_temperature"],
                        "--max_turns", s["max_turns"], "--simulator", "offline", "--reward_mode", "fraction",
-                       # the server answers one request at a time (scripts/llama_server.py): two in flight keep it
-                       # busy; eight queued past the client's 120 s timeout and were retried
-                       "--concurrency", 2 if CANDIDATE_SERVER is not None else 8, "--resume", "--no_progress")
+                       # a server answering one request at a time is kept busy by two in flight (eight queued past
+                       # the client's 120 s timeout and were retried); one that batches them decodes eight together
+                       "--concurrency", 2 if CANDIDATE_SERVER is not None and not s.get("server_batching") else 8,
+                       "--resume", "--no_progress")
         stages[name] = Stage(name, out, deps, cmd, tmp=tmp, resumable=True, priority=priority,
                              finish=lambda: finish_values(tmp, out), extra={"candidates": True})
 
@@ -812,7 +819,8 @@ def candidate_server(stages: dict[str, Stage], want: set[str], run: Path, s: Map
     from sweet_agent.policies.default_model import gguf_path
 
     return ServerProcess.batched(gguf_path(), os.cpu_count() or 2, run / "logs" / "llama-server.log",
-                                 env={"OMP_WAIT_POLICY": "PASSIVE"}, model_name=CANDIDATE_MODEL.partition(":")[2])
+                                 env={"OMP_WAIT_POLICY": "PASSIVE"}, model_name=CANDIDATE_MODEL.partition(":")[2],
+                                 batch_requests=bool(s.get("server_batching")))
 
 
 def _lock(run: Path, name: str) -> Path | None:

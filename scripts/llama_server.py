@@ -87,11 +87,14 @@ class ServerProcess:
 
     @classmethod
     def batched(cls, gguf: str | os.PathLike[str], threads: int, log: Path, *, extra_bufts: bool = False,
-                env: dict[str, str] | None = None, model_name: str = "default") -> ServerProcess:
-        """This script: llama.cpp answering ``n`` choices in one batch."""
-        return cls("scripts/llama_server.py (n batched)",
+                env: dict[str, str] | None = None, model_name: str = "default",
+                batch_requests: bool = False) -> ServerProcess:
+        """This script: llama.cpp answering ``n`` choices in one batch (and, with ``batch_requests``,
+        concurrent requests batched together, prompts cached: ``--batch-requests``)."""
+        return cls("scripts/llama_server.py (n batched" + (", requests batched)" if batch_requests else ")"),
                    [sys.executable, str(Path(__file__).resolve()), "--model", str(gguf), "--port", "{port}",
-                    "--threads", str(threads), "--model-name", model_name] + (["--extra-bufts"] if extra_bufts else []),
+                    "--threads", str(threads), "--model-name", model_name] + (["--extra-bufts"] if extra_bufts else [])
+                   + (["--batch-requests"] if batch_requests else []),
                    log, env)
 
     @property

@@ -837,3 +837,29 @@ def test_records_carry_a_run_to_a_fresh_machine_without_weights(bench, tmp_path,
     (fresh / "offline.jsonl").write_text("newer\n")
     bench.restore_records(stages, dest, fresh)
     assert (fresh / "offline.jsonl").read_text() == "newer\n"
+
+
+@pytest.mark.parametrize("batching", [True, False])
+def test_server_batching_decides_the_servers_flag_and_the_completions_in_flight(bench, tmp_path, monkeypatch, batching):
+    s = dict(bench.PROFILES["quick"], candidate_server="llama", server_batching=batching)
+    stages = bench.build_stages(s, tmp_path)
+    monkeypatch.setattr("sweet_agent.policies.default_model.gguf_path", lambda: tmp_path / "m.gguf")
+    server = bench.candidate_server(stages, set(stages), tmp_path, s)  # built, not started
+    assert ("--batch-requests" in server.argv) is batching
+
+    class Server:
+        base_url = "http://127.0.0.1:5555/v1"
+
+    monkeypatch.setattr(bench, "CANDIDATE_SERVER", Server())
+    cmd = [str(x) for x in stages["mc-heldout"].command()]
+    assert cmd[cmd.index("--concurrency") + 1] == ("8" if batching else "2")
+
+
+def test_a_run_made_before_server_batching_keeps_one_request_at_a_time(bench, tmp_path):
+    run = tmp_path / "run"
+    assert bench.main(["--profile", "quick", "--run-dir", str(run), "--candidate-server", "none", "--list"]) == 0
+    settings = json.loads((run / "settings.json").read_text())
+    assert settings["server_batching"] is True
+    del settings["server_batching"]  # written before the setting existed
+    (run / "settings.json").write_text(json.dumps(settings))
+    assert bench.main(["--profile", "quick", "--run-dir", str(run), "--list"]) == 0  # not "other settings"
