@@ -39,7 +39,9 @@ def training_budget(trainer, unit: str) -> dict[str, Any]:
             "trainer_epoch": None if state.epoch is None else round(float(state.epoch), 6),
             "num_train_epochs": float(args.num_train_epochs), "max_steps": int(args.max_steps),
             "per_device_train_batch_size": batch, "gradient_accumulation_steps": accumulation, "processes": world,
-            "learning_rate": float(args.learning_rate)}
+            "learning_rate": float(args.learning_rate),
+            # the arithmetic the steps ran in: a budget in epochs is only comparable at the same precision
+            "precision": "bf16" if args.bf16 else "fp16" if args.fp16 else "fp32"}
 
 
 def record_budget(trainer, name: str, unit: str, output_dir: str) -> dict[str, Any]:

@@ -863,3 +863,19 @@ def test_a_run_made_before_server_batching_keeps_one_request_at_a_time(bench, tm
     del settings["server_batching"]  # written before the setting existed
     (run / "settings.json").write_text(json.dumps(settings))
     assert bench.main(["--profile", "quick", "--run-dir", str(run), "--list"]) == 0  # not "other settings"
+
+
+def test_every_training_stage_computes_in_the_runs_precision(bench, tmp_path, capsys):
+    for precision, flag in (("bf16", "true"), ("fp32", "false")):
+        stages = bench.build_stages(dict(bench.PROFILES["quick"], train_precision=precision), tmp_path)
+        bench._write_atomic(tmp_path / "selection" / "sweet.json", json.dumps({"chosen": 0}))
+        trains = [st for st in stages.values() if st.name.startswith("train-") and "-s" in st.name
+                  and not st.name.startswith(("train-rft-s", "train-mtdpo-s", "train-sweet-s"))]
+        assert {st.name for st in trains} >= {"train-critic-s0", "train-critic-noref-s0", "train-oracle-s1",
+                                              "train-rft-g0-s0", "train-mtdpo-g1-s0", "train-sweet-g0-s0"}
+        for st in trains:
+            cmd = [str(x) for x in st.command()]
+            assert cmd[cmd.index("--bf16") + 1] == flag, st.name
+    assert bench.main(["--profile", "quick", "--run-dir", str(tmp_path / "r"), "--train-precision", "fp16",
+                       "--list"]) == 2
+    assert "--train-precision 'fp16': use one of bf16, fp32" in capsys.readouterr().err

@@ -174,6 +174,8 @@ def check_complete_run(bench, run: Path, model: Path, listed: list[str]) -> None
     # ... and every trained method made the same number of passes over its own data
     method_epochs = {b["epochs"] for b in report["budgets"] if b["model"].split("/")[0] in METHOD_MODELS}
     assert method_epochs == {settings["train_epochs"]}, report["budgets"]
+    # ... in the same arithmetic, critics included (bf16 autocast on this CPU)
+    assert {b["precision"] for b in report["budgets"]} == {settings["train_precision"]} == {"bf16"}
 
     # the critic report: per agent turn, SWEET's critic of every seed, the critic without the reference and
     # the release's step score, each against the Monte-Carlo values of the held-out turns

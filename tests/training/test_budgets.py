@@ -91,3 +91,25 @@ def test_every_preset_sets_its_budget_in_epochs(preset):
     # the policy trainers: one budget and one learning rate per preset
     assert actor_cfg.num_train_epochs == rft_cfg.num_train_epochs == mtdpo_cfg.num_train_epochs
     assert actor_cfg.learning_rate == rft_cfg.learning_rate == mtdpo_cfg.learning_rate
+
+
+def test_bf16_mixed_precision_trains_the_same_adapter_to_rounding_and_is_recorded(tmp_path, traj_file, tiny_model_dir):
+    """``--bf16 true`` on a CPU: the steps run under bf16 autocast (the adapter differs from the fp32 run's, by
+    rounding only: same seed, same data) and the budget says which arithmetic ran."""
+    import torch
+    from safetensors.torch import load_file
+
+    adapters = {}
+    for bf16 in ("false", "true"):
+        out = tmp_path / f"critic-{bf16}"
+        assert main(["train-critic", "--data", str(traj_file), "--model_name_or_path", str(tiny_model_dir),
+                     "--output_dir", str(out), "--num_train_epochs", "1", "--seed", "3", "--bf16", bf16,
+                     "--eval_fraction", "0.34", *COMMON]) == 0
+        assert _budget(out)["precision"] == ("bf16" if bf16 == "true" else "fp32")
+        adapters[bf16] = load_file(str(next(out.rglob("adapter_model.safetensors"))))
+    assert adapters["false"].keys() == adapters["true"].keys()
+    diffs = [(adapters["true"][k] - adapters["false"][k]).abs().max().item() for k in adapters["false"]]
+    scale = max(adapters["false"][k].abs().max().item() for k in adapters["false"])
+    assert max(diffs) > 0  # autocast changed the arithmetic
+    assert max(diffs) < 0.05 * scale  # ... by rounding, not by training something else
+    assert all(t.dtype == torch.float32 for t in adapters["true"].values())  # the weights stay fp32
