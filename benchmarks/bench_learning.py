@@ -299,6 +299,15 @@ def grid_points(s: Mapping[str, Any], method: str) -> list[dict[str, float]]:
 PRECISIONS = ("bf16", "fp32")
 
 
+def _cpu_autocast(s: Mapping[str, Any]) -> list[str]:
+    """``--use_cpu true`` where bf16 is asked for on a machine without an accelerator: transformers
+    refuses bf16 there unless told the run is on the CPU (then it trains under CPU autocast). The
+    trainers keep refusing an unmarked bf16 on a CPU, which catches a GPU preset run by mistake."""
+    from sweet_agent.devices import resolve_device
+
+    return ["--use_cpu", "true"] if s["train_precision"] == "bf16" and resolve_device() == "cpu" else []
+
+
 def check_grid(s: Mapping[str, Any]) -> None:
     sizes = {m: len(grid_points(s, m)) for m in GRID}
     if len(set(sizes.values())) != 1 or min(sizes.values()) < 1:
@@ -469,7 +478,7 @@ def build_stages(s: dict[str, Any], run: Path) -> dict[str, Stage]:
                        # (every step it would cost more than the training itself)
                        *(["--eval_strategy", "epoch"] if long_rows and command == "train-critic" else []),
                        "--report_to", "none", "--seed", seed, "--merge_adapter", "false",
-                       "--bf16", str(s["train_precision"] == "bf16").lower(),
+                       "--bf16", str(s["train_precision"] == "bf16").lower(), *_cpu_autocast(s),
                        *(args() if callable(args) else args))
         # ~11 GB each even so: two at once took all 23 GB of this machine (ONE_AT_A_TIME)
         big = long_rows and command in ("train-critic", "train-actor")

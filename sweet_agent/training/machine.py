@@ -38,18 +38,11 @@ class MachineDefaults:
 
 def resolve_precision(cfg) -> None:
     """TRL's configs default to bf16 mixed precision (``bf16=None``), which a machine without a
-    bf16 GPU rejects: resolve ``None`` to bf16 only where a GPU supports it. An explicit ``--bf16
-    true`` on a machine without an accelerator trains under CPU autocast (``use_cpu``)."""
-    import torch
-
+    bf16 GPU rejects: resolve ``None`` to bf16 only where a GPU supports it."""
     if cfg.bf16 is None:
+        import torch
+
         cfg.bf16 = bool(torch.cuda.is_available() and torch.cuda.is_bf16_supported() and not cfg.fp16)
-    elif cfg.bf16 and not getattr(cfg, "use_cpu", True):
-        # bf16 asked for on a machine with no accelerator: CPU autocast (what --use_cpu gives; transformers
-        # refuses bf16 without a GPU unless told the run is on the CPU, which it is anyway)
-        found = getattr(torch, "accelerator", None)  # torch >= 2.6
-        if not (found.is_available() if found is not None else torch.cuda.is_available()):
-            cfg.use_cpu = True
 
 
 def resolve_ddp_backend(cfg) -> None:

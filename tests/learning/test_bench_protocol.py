@@ -865,7 +865,9 @@ def test_a_run_made_before_server_batching_keeps_one_request_at_a_time(bench, tm
     assert bench.main(["--profile", "quick", "--run-dir", str(run), "--list"]) == 0  # not "other settings"
 
 
-def test_every_training_stage_computes_in_the_runs_precision(bench, tmp_path, capsys):
+@pytest.mark.parametrize("device", ["cpu", "cuda:0"])
+def test_every_training_stage_computes_in_the_runs_precision(bench, tmp_path, capsys, monkeypatch, device):
+    monkeypatch.setattr("sweet_agent.devices.resolve_device", lambda *a, **k: device)
     for precision, flag in (("bf16", "true"), ("fp32", "false")):
         stages = bench.build_stages(dict(bench.PROFILES["quick"], train_precision=precision), tmp_path)
         bench._write_atomic(tmp_path / "selection" / "sweet.json", json.dumps({"chosen": 0}))
@@ -876,6 +878,8 @@ def test_every_training_stage_computes_in_the_runs_precision(bench, tmp_path, ca
         for st in trains:
             cmd = [str(x) for x in st.command()]
             assert cmd[cmd.index("--bf16") + 1] == flag, st.name
+            # CPU autocast is asked for by name (the trainers refuse an unmarked bf16 without a GPU)
+            assert ("--use_cpu" in cmd) is (precision == "bf16" and device == "cpu"), st.name
     assert bench.main(["--profile", "quick", "--run-dir", str(tmp_path / "r"), "--train-precision", "fp16",
                        "--list"]) == 2
     assert "--train-precision 'fp16': use one of bf16, fp32" in capsys.readouterr().err

@@ -103,7 +103,7 @@ def test_bf16_mixed_precision_trains_the_same_adapter_to_rounding_and_is_recorde
     for bf16 in ("false", "true"):
         out = tmp_path / f"critic-{bf16}"
         assert main(["train-critic", "--data", str(traj_file), "--model_name_or_path", str(tiny_model_dir),
-                     "--output_dir", str(out), "--num_train_epochs", "1", "--seed", "3", "--bf16", bf16,
+                     "--output_dir", str(out), "--num_train_epochs", "1", "--seed", "3", "--bf16", bf16, "--use_cpu", "true",
                      "--eval_fraction", "0.34", *COMMON]) == 0
         assert _budget(out)["precision"] == ("bf16" if bf16 == "true" else "fp32")
         adapters[bf16] = load_file(str(next(out.rglob("adapter_model.safetensors"))))
