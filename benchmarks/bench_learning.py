@@ -1204,8 +1204,23 @@ def _record_files(stages: Mapping[str, Stage], run: Path) -> list[Path]:
     return files
 
 
+def _progress_files(st: Stage) -> list[Path]:
+    """What an unfinished resumable stage has written so far that its command resumes from: a
+    rollout's ``.partial`` file, a Monte-Carlo or step-pair stage's journal beside its ``.tmp``
+    (append-only files; a training stage's checkpoints are weights, not kept)."""
+    if not st.resumable or st.tmp is None or st.done() or not st.tmp.parent.is_dir():
+        return []
+    return sorted(p for p in st.tmp.parent.iterdir() if p.name.startswith(st.tmp.name) and p.is_file())
+
+
+def _complete_lines(data: bytes) -> bytes:
+    """An append-only file read while its stage writes: up to its last whole line."""
+    return data[: data.rfind(b"\n") + 1]
+
+
 def save_records(stages: Mapping[str, Stage], run: Path, dest: Path) -> list[str]:
-    """Copy what the finished stages leave, weights aside, to ``dest`` (``<path in the run>.gz``).
+    """Copy what the finished stages leave, weights aside, to ``dest`` (``<path in the run>.gz``),
+    and what unfinished resumable stages have so far (:func:`_progress_files`, whole lines only).
 
     WHY: a sitting's machine can be replaced by a fresh one (it happened to protocol v2 after
     23 h of stages); the records are small enough to commit, and :func:`restore_records` puts
@@ -1214,10 +1229,17 @@ def save_records(stages: Mapping[str, Stage], run: Path, dest: Path) -> list[str
     import gzip
 
     written = []
-    for src in _record_files(stages, run):
+    progress = {p for st in stages.values() for p in _progress_files(st)}
+    for st in stages.values():  # a finished stage's progress records are spent
+        if st.done() and st.tmp is not None and (dest / st.tmp.parent.relative_to(run)).is_dir():
+            for old in (dest / st.tmp.parent.relative_to(run)).glob(st.tmp.name + "*.gz"):
+                if old.is_file():
+                    old.unlink()
+    for src in _record_files(stages, run) + sorted(progress):
         rel = src.relative_to(run).as_posix()
         out = dest / (rel + ".gz")
-        data = gzip.compress(src.read_bytes(), mtime=0)
+        raw = src.read_bytes()
+        data = gzip.compress(_complete_lines(raw) if src in progress else raw, mtime=0)
         if out.exists() and out.read_bytes() == data:
             continue
         out.parent.mkdir(parents=True, exist_ok=True)
@@ -1247,6 +1269,10 @@ def restore_records(stages: Mapping[str, Stage], src: Path, run: Path) -> tuple[
         if target.exists():
             continue
         owner = next((st for d, st in by_dir.items() if target.is_relative_to(d)), None)
+        resumes = next((st for st in stages.values() if st.tmp is not None and st.tmp.parent == target.parent
+                        and target.name.startswith(st.tmp.name)), None)
+        if resumes is not None and resumes.done():
+            continue  # progress of a stage this run has finished
         if owner is not None:
             later.append((owner, target, gz))
             continue
@@ -1734,7 +1760,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--profile", default="full", choices=sorted(PROFILES))
     ap.add_argument("--jobs", type=int, default=2, help="stages run at once (default: %(default)s)")
     ap.add_argument("--only", default=None, help="comma-separated stage names (their missing deps are not run)")
-    ap.add_argument("--report-only", action="store_true", help="just rewrite the report from what exists")
+    ap.add_argument("--report-only", action="store_true",
+                    help="just rewrite the report from what exists (and, with --records, the records; a running "
+                         "benchmark may go on beside it)")
     ap.add_argument("--list", action="store_true", help="list stages and whether they are done")
     ap.add_argument("--stage-start", choices=("forkserver", "subprocess"), default="forkserver",
                     help="how sweet-agent stages start: forked from a process that imported torch/transformers/TRL "
@@ -1840,6 +1868,8 @@ def main(argv: list[str] | None = None) -> int:
                 say(f"! report not written: {type(exc).__name__}: {exc}")
             return 130
     report = write_report(run, s)
+    if RECORDS is not None and args.report_only:  # what exists now, running stages' progress included
+        print(f"records: {len(save_records(stages, run, RECORDS))} file(s) saved to {RECORDS}", file=sys.stderr)
     print((run / "results.md").read_text())
     return 0 if report["test"] else 1
 

@@ -883,3 +883,35 @@ def test_every_training_stage_computes_in_the_runs_precision(bench, tmp_path, ca
     assert bench.main(["--profile", "quick", "--run-dir", str(tmp_path / "r"), "--train-precision", "fp16",
                        "--list"]) == 2
     assert "--train-precision 'fp16': use one of bf16, fp32" in capsys.readouterr().err
+
+
+def test_records_keep_an_unfinished_stage_s_progress_until_it_finishes(bench, tmp_path):
+    """A rollout's .partial file and a Monte-Carlo stage's journal are saved as whole lines (the stage may be
+    writing), come back into a fresh run directory for the stage to resume from, and leave the records once
+    the stage is done."""
+    src, dest, fresh = tmp_path / "run", tmp_path / "records", tmp_path / "fresh"
+    s = dict(bench.PROFILES["quick"])
+    stages = bench.build_stages(s, src)
+    partial = _write(src / "offline.jsonl.partial", [_rec("collab-multi:train", 1.0, "e0")])
+    partial.write_text(partial.read_text() + '{"torn": ')  # an episode being written
+    journal = src / "mc" / "heldout.jsonl.tmp.turns.jsonl"
+    _write(journal, [{"turn": 0}, {"turn": 1}])
+    saved = set(bench.save_records(stages, src, dest))
+    assert {"offline.jsonl.partial", "mc/heldout.jsonl.tmp.turns.jsonl"} <= saved
+
+    fresh_stages = bench.build_stages(s, fresh)
+    restored, _ = bench.restore_records(fresh_stages, dest, fresh)
+    assert (fresh / "offline.jsonl.partial").read_text() == partial.read_text().rsplit("\n", 1)[0] + "\n"
+    assert (fresh / "mc" / "heldout.jsonl.tmp.turns.jsonl").read_text() == journal.read_text()
+    assert not fresh_stages["collect"].done()  # it resumes from the partial file, it is not finished
+
+    _write(src / "offline.jsonl", [_rec("collab-multi:train", 1.0, "e0")])  # the stage finishes
+    partial.unlink()
+    bench.save_records(stages, src, dest)
+    assert not (dest / "offline.jsonl.partial.gz").exists() and (dest / "offline.jsonl.gz").exists()
+    assert (dest / "mc" / "heldout.jsonl.tmp.turns.jsonl.gz").exists()  # still running
+    # --report-only --records: the report and the records from what exists, beside a running benchmark
+    assert bench.main(["--profile", "quick", "--run-dir", str(src), "--records", str(tmp_path / "again"),
+                       "--report-only"]) == 1  # no test table yet
+    assert {p.relative_to(tmp_path / "again").as_posix() for p in (tmp_path / "again").rglob("*.gz")} >= {
+        "offline.jsonl.gz", "settings.json.gz", "mc/heldout.jsonl.tmp.turns.jsonl.gz"}
