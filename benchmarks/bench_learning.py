@@ -259,7 +259,7 @@ LEGACY_SETTINGS: dict[str, Callable[[dict], Any]] = {
     "candidate_server": lambda old: "none",  # sampled in process
     "frontend_candidate_tokens": lambda old: old.get("candidate_tokens"),  # the backend's length
     "server_batching": lambda old: False,  # one request at a time
-    "train_precision": lambda old: "fp32",  # the trainers' own choice on a machine without a GPU
+    "train_precision": lambda old: "auto",  # the trainers' own choice: bf16 on a bf16 GPU, fp32 elsewhere
 }
 #: Settings of the protocol's first run (step budgets, a window of paired turns) that no longer
 #: exist: a run directory holding them is reported by the commit it ran from.
@@ -295,8 +295,9 @@ def grid_points(s: Mapping[str, Any], method: str) -> list[dict[str, float]]:
     return [{name: v} for v in _floats(s[key])]
 
 
-#: ``train_precision``: what every training stage computes in (``--bf16``); weights stay fp32 either way.
-PRECISIONS = ("bf16", "fp32")
+#: ``train_precision``: what every training stage computes in (``--bf16``; weights stay fp32 either way);
+#: ``auto``: the trainers' own choice (bf16 on a bf16 GPU, fp32 elsewhere), what a run made before the setting did.
+PRECISIONS = ("bf16", "fp32", "auto")
 
 
 def _cpu_autocast(s: Mapping[str, Any]) -> list[str]:
@@ -478,7 +479,8 @@ def build_stages(s: dict[str, Any], run: Path) -> dict[str, Stage]:
                        # (every step it would cost more than the training itself)
                        *(["--eval_strategy", "epoch"] if long_rows and command == "train-critic" else []),
                        "--report_to", "none", "--seed", seed, "--merge_adapter", "false",
-                       "--bf16", str(s["train_precision"] == "bf16").lower(), *_cpu_autocast(s),
+                       *([] if s["train_precision"] == "auto" else ["--bf16", str(s["train_precision"] == "bf16").lower()]),
+                       *_cpu_autocast(s),
                        *(args() if callable(args) else args))
         # ~11 GB each even so: two at once took all 23 GB of this machine (ONE_AT_A_TIME)
         big = long_rows and command in ("train-critic", "train-actor")
@@ -659,7 +661,9 @@ def build_stages(s: dict[str, Any], run: Path) -> dict[str, Stage]:
             return (f"select-{m}", f"train-critic-noref-s{sd}")
         if m == "oracle":
             return (f"train-oracle-s{sd}",)
-        return (f"select-{m}",) + (() if sd == first_seed else (f"train-{m}-s{sd}",))
+        if sd == first_seed:  # the chosen grid point's model (every point: which one is chosen is known later)
+            return (f"select-{m}", *(f"train-{m}-g{i}-s{sd}" for i in range(len(grid_points(s, m)))))
+        return (f"select-{m}", f"train-{m}-s{sd}")
 
     def bon_extra(sd: int) -> Callable[[], list[Any]]:
         return lambda: ["--best-of", int(grid_points(s, "best-of-n")[L.chosen("best-of-n")]["best_of"]),
@@ -1185,9 +1189,10 @@ def run_all(stages: dict[str, Stage], run: Path, jobs: int, only: set[str] | Non
 # ------------------------------------------------------------------------------ records
 #: The run's own files that a record set keeps beside the stages' outputs.
 RUN_FILES = ("settings.json", "timings.jsonl", "nothing-to-train.jsonl")
-#: What a record set keeps of a finished training stage: its small JSON files (training_budget.json,
-#: the critic's held-out evaluation), never its weights or checkpoints.
-MODEL_RECORD_BYTES = 1_000_000
+#: What a record set keeps of a finished training stage: what its optimizer saw and the critic's
+#: held-out evaluation, never its weights, its adapter's config or its checkpoints (a model folder
+#: restored from records holds no adapter, and says so to anything that tries to load it).
+MODEL_RECORDS = ("training_budget.json", "sweet_critic.json")
 
 
 def _record_files(stages: Mapping[str, Stage], run: Path) -> list[Path]:
@@ -1195,10 +1200,11 @@ def _record_files(stages: Mapping[str, Stage], run: Path) -> list[Path]:
     for st in stages.values():
         if not st.done():
             continue
-        if st.output.is_file():
-            files.append(st.output)
+        if st.output.is_file():  # with its sidecars (values' and pairs' .meta.json, a rollout's .replaced)
+            files += sorted(p for p in st.output.parent.iterdir() if p.is_file() and p.name.startswith(st.output.name)
+                            and not (st.tmp is not None and p.name.startswith(st.tmp.name)))
         elif st.output.is_dir():
-            files += sorted(p for p in st.output.rglob("*.json") if p.is_file() and p.stat().st_size < MODEL_RECORD_BYTES
+            files += sorted(p for p in st.output.rglob("*.json") if p.is_file() and p.name in MODEL_RECORDS
                             and not any(part.startswith("checkpoint-") for part in p.relative_to(st.output).parts))
     files += sorted((run / "candidates").glob("*.jsonl"))  # sampled once, scored by every seed's critic
     return files
@@ -1239,7 +1245,8 @@ def save_records(stages: Mapping[str, Stage], run: Path, dest: Path) -> list[str
         rel = src.relative_to(run).as_posix()
         out = dest / (rel + ".gz")
         raw = src.read_bytes()
-        data = gzip.compress(_complete_lines(raw) if src in progress else raw, mtime=0)
+        # a .jsonl may be appended to while this reads it (timings, a running stage's journal)
+        data = gzip.compress(_complete_lines(raw) if src in progress or src.suffix == ".jsonl" else raw, mtime=0)
         if out.exists() and out.read_bytes() == data:
             continue
         out.parent.mkdir(parents=True, exist_ok=True)
@@ -1250,47 +1257,69 @@ def save_records(stages: Mapping[str, Stage], run: Path, dest: Path) -> list[str
     return written
 
 
+def _readers(stages: Mapping[str, Stage], name: str) -> set[str]:
+    """The stages that need ``name``'s output, directly or through the stages that need them."""
+    out: set[str] = set()
+    todo = [name]
+    while todo:
+        n = todo.pop()
+        for st in stages.values():
+            if n in st.deps and st.name not in out:
+                out.add(st.name)
+                todo.append(st.name)
+    return out
+
+
 def restore_records(stages: Mapping[str, Stage], src: Path, run: Path) -> tuple[list[str], list[str]]:
     """Put a record set back into ``run`` where the run lacks the file (what exists is never replaced).
 
-    A training stage's records come back only when every stage that reads its model is done:
-    its weights are not in the records, so a stage still to use them must train again (it then
-    runs, because its output is missing). Returns (restored paths, training stages to redo)."""
+    A training stage's records come back only when every stage that reads its model (its
+    ``deps``) is done: its weights are not in the records, so a stage still to use them must train
+    again (it then runs, because its output is missing). The progress of a stage downstream of a training stage that
+    trains again is not restored: it was made with the lost model (a resumed rollout would mix
+    two models' episodes; a step-pair journal records its critic's hash and would refuse).
+    Returns (restored paths, training stages whose records wait for them to train again)."""
     import gzip
 
     if not src.is_dir():
         raise SystemExit(f"error: --records {src} is not a directory of records; give the folder save_records wrote")
-    by_dir = {st.output: st for st in stages.values() if st.tmp is not None and st.tmp.name.endswith(".tmp")
-              and not st.output.suffix}
-    restored, later = [], []
-    for gz in sorted(src.rglob("*.gz")):
-        rel = gz.relative_to(src).as_posix()[:-3]
-        target = run / rel
-        if target.exists():
-            continue
-        owner = next((st for d, st in by_dir.items() if target.is_relative_to(d)), None)
-        resumes = next((st for st in stages.values() if st.tmp is not None and st.tmp.parent == target.parent
-                        and target.name.startswith(st.tmp.name)), None)
-        if resumes is not None and resumes.done():
-            continue  # progress of a stage this run has finished
-        if owner is not None:
-            later.append((owner, target, gz))
-            continue
+
+    def put(gz: Path, target: Path) -> None:
         target.parent.mkdir(parents=True, exist_ok=True)
         tmp = target.with_name(target.name + ".restoring")
         tmp.write_bytes(gzip.decompress(gz.read_bytes()))
         os.replace(tmp, target)
-        restored.append(rel)
-    redo: set[str] = set()
-    for owner, target, gz in later:
-        readers = [st for st in stages.values() if owner.name in st.deps]
-        if owner.name in redo or not all(r.done() for r in readers):
-            redo.add(owner.name)
-            continue
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_bytes(gzip.decompress(gz.read_bytes()))
         restored.append(target.relative_to(run).as_posix())
-    return restored, sorted(redo)
+
+    trainers = {st.output: st for st in stages.values() if st.tmp is not None and st.tmp.name.endswith(".tmp")
+                and not st.output.suffix}
+    restored: list[str] = []
+    models, progress = [], []
+    for gz in sorted(src.rglob("*.gz")):
+        target = run / gz.relative_to(src).as_posix()[:-3]
+        if target.exists():
+            continue
+        owner = next((st for d, st in trainers.items() if target.is_relative_to(d)), None)
+        resumes = next((st for st in stages.values() if st.tmp is not None and st.tmp.parent == target.parent
+                        and target.name.startswith(st.tmp.name)), None)
+        if owner is not None:
+            models.append((owner, target, gz))
+        elif resumes is not None:
+            if not resumes.done():  # (the progress of a finished stage is spent)
+                progress.append((resumes, target, gz))
+        else:
+            put(gz, target)
+    ready = {owner.name for owner, _, _ in models
+             if all(st.done() for st in stages.values() if owner.name in st.deps)}
+    for owner, target, gz in models:
+        if owner.name in ready:
+            put(gz, target)
+    retrain = [st.name for st in trainers.values() if not st.done()]
+    stale = set().union(*(_readers(stages, n) for n in retrain))
+    for st, target, gz in progress:
+        if st.name not in stale:
+            put(gz, target)
+    return restored, sorted({owner.name for owner, _, _ in models} - ready)
 
 
 # ------------------------------------------------------------------------------ report

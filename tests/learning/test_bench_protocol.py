@@ -882,7 +882,10 @@ def test_every_training_stage_computes_in_the_runs_precision(bench, tmp_path, ca
             assert ("--use_cpu" in cmd) is (precision == "bf16" and device == "cpu"), st.name
     assert bench.main(["--profile", "quick", "--run-dir", str(tmp_path / "r"), "--train-precision", "fp16",
                        "--list"]) == 2
-    assert "--train-precision 'fp16': use one of bf16, fp32" in capsys.readouterr().err
+    assert "--train-precision 'fp16': use one of bf16, fp32, auto" in capsys.readouterr().err
+    stages = bench.build_stages(dict(bench.PROFILES["quick"], train_precision="auto"), tmp_path)  # a run made before
+    assert all("--bf16" not in [str(x) for x in st.command()] for st in stages.values()
+               if st.name.startswith("train-critic"))
 
 
 def test_records_keep_an_unfinished_stage_s_progress_until_it_finishes(bench, tmp_path):
@@ -915,3 +918,34 @@ def test_records_keep_an_unfinished_stage_s_progress_until_it_finishes(bench, tm
                        "--report-only"]) == 1  # no test table yet
     assert {p.relative_to(tmp_path / "again").as_posix() for p in (tmp_path / "again").rglob("*.gz")} >= {
         "offline.jsonl.gz", "settings.json.gz", "mc/heldout.jsonl.tmp.turns.jsonl.gz"}
+
+
+def test_records_restore_sidecars_and_never_a_model_a_pending_stage_loads(bench, tmp_path):
+    """A values file comes back with its .meta.json (mc-values refuses one without it); a grid point's model is
+    read by the first seed's test stages, so it is not restored as done while they are pending (it trains again);
+    the progress of a stage that played the lost model is not restored (it would mix two models' episodes)."""
+    src, dest, fresh = tmp_path / "run", tmp_path / "records", tmp_path / "fresh"
+    s = dict(bench.PROFILES["quick"])
+    stages = bench.build_stages(s, src)
+    assert {f"train-rft-g{i}-s0" for i in range(2)} <= set(stages["test-rft-s0"].deps)  # it loads the chosen one
+    _write(src / "mc" / "heldout.jsonl", [{"agent_turn": 1}])
+    (src / "mc" / "heldout.jsonl.meta.json").write_text(json.dumps({"settings": {"k": 1}}))
+    for i in range(2):  # the RFT grid trained, validated and chosen; its test stages pending
+        model = src / "models" / "rft" / f"g{i}-s0"
+        (model / "adapter").mkdir(parents=True)
+        (model / "adapter" / "adapter_config.json").write_text("{}")
+        (model / "adapter" / "adapter_model.safetensors").write_bytes(b"w")
+        (model / "training_budget.json").write_text(json.dumps({"epochs": 1.0}))
+        _write(src / "val" / f"rft-g{i}.jsonl", [_rec("collab-multi:val", 0.5, f"v{i}")])
+    (src / "selection").mkdir()
+    (src / "selection" / "rft.json").write_text(json.dumps({"chosen": 1}))
+    _write(src / "test" / "rft-s0.jsonl.partial", [_rec("collab-multi:test", 1.0, "t0")])  # played g1-s0's weights
+    saved = set(bench.save_records(stages, src, dest))
+    assert {"mc/heldout.jsonl.meta.json", "models/rft/g1-s0/training_budget.json"} <= saved
+    assert not any("adapter" in p for p in saved)  # neither weights nor the adapter's config
+
+    restored, waiting = bench.restore_records(bench.build_stages(s, fresh), dest, fresh)
+    assert (fresh / "mc" / "heldout.jsonl.meta.json").is_file()
+    assert waiting == ["train-rft-g0-s0", "train-rft-g1-s0"] and not (fresh / "models" / "rft").exists()
+    assert not (fresh / "test" / "rft-s0.jsonl.partial").exists()  # its model trains again
+    assert "val/rft-g1.jsonl" in restored and "selection/rft.json" in restored
