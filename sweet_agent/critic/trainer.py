@@ -242,7 +242,10 @@ class CriticTrainer(Trainer):
         model.eval()
         chosen, rejected = [], []
         try:
-            with torch.no_grad(), self._whole_weights(model):
+            # the trainer's own arithmetic, before training as after it: accelerate wraps the model's forward
+            # in its mixed-precision autocast only when training starts, so the "before" accuracy of a bf16
+            # run would otherwise be scored in fp32 and the "after" one in bf16
+            with torch.no_grad(), self._whole_weights(model), self.accelerator.autocast():
                 for batch in loader:
                     batch = self._prepare_inputs(batch)
                     scores, _ = self.trajectory_scores(model, batch)

@@ -113,3 +113,35 @@ def test_bf16_mixed_precision_trains_the_same_adapter_to_rounding_and_is_recorde
     assert max(diffs) > 0  # autocast changed the arithmetic
     assert max(diffs) < 0.05 * scale  # ... by rounding, not by training something else
     assert all(t.dtype == torch.float32 for t in adapters["true"].values())  # the weights stay fp32
+
+
+@pytest.mark.parametrize("bf16", ["true", "false"])
+def test_the_critic_scores_its_held_out_pairs_in_its_training_arithmetic_before_and_after(
+        tmp_path, traj_file, tiny_model_dir, monkeypatch, bf16):
+    """train-critic's held-out accuracy before and after training compares like with like: both under the
+    run's autocast (accelerate wraps the forward only once training starts)."""
+    import torch
+
+    from sweet_agent.critic.trainer import CriticTrainer
+
+    seen = []
+    real = CriticTrainer.pairwise_stats
+
+    def spy(self, *a, **k):
+        orig = self.trajectory_scores
+
+        def scores(model, batch):
+            seen.append(torch.is_autocast_enabled("cpu"))
+            return orig(model, batch)
+        self.trajectory_scores = scores
+        try:
+            return real(self, *a, **k)
+        finally:
+            del self.trajectory_scores
+
+    monkeypatch.setattr(CriticTrainer, "pairwise_stats", spy)
+    out = tmp_path / "critic"
+    assert main(["train-critic", "--data", str(traj_file), "--model_name_or_path", str(tiny_model_dir),
+                 "--output_dir", str(out), "--num_train_epochs", "1", "--bf16", bf16, "--use_cpu", "true",
+                 "--eval_fraction", "0.34", *COMMON]) == 0
+    assert len(seen) >= 2 and set(seen) == {bf16 == "true"}, seen
