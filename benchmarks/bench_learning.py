@@ -48,6 +48,7 @@ log of docs/results/learning-v1.md, not code here.
 from __future__ import annotations
 
 import argparse
+import gzip
 import json
 import os
 import shlex
@@ -1232,8 +1233,6 @@ def save_records(stages: Mapping[str, Stage], run: Path, dest: Path) -> list[str
     23 h of stages); the records are small enough to commit, and :func:`restore_records` puts
     them back so the run continues where the records end. gzip without a timestamp: an unchanged
     file gives the same bytes, so git sees no change. Returns the paths written."""
-    import gzip
-
     written = []
     progress = {p for st in stages.values() for p in _progress_files(st)}
     for st in stages.values():  # a finished stage's progress records are spent
@@ -1279,8 +1278,6 @@ def restore_records(stages: Mapping[str, Stage], src: Path, run: Path) -> tuple[
     trains again is not restored: it was made with the lost model (a resumed rollout would mix
     two models' episodes; a step-pair journal records its critic's hash and would refuse).
     Returns (restored paths, training stages whose records wait for them to train again)."""
-    import gzip
-
     if not src.is_dir():
         raise SystemExit(f"error: --records {src} is not a directory of records; give the folder save_records wrote")
 
@@ -1829,7 +1826,6 @@ def main(argv: list[str] | None = None) -> int:
     settings_file = run / "settings.json"
     kept = Path(args.records) / "settings.json.gz" if args.records else None
     if kept is not None and kept.is_file() and not settings_file.exists():  # a run continued from its records
-        import gzip
         _write_atomic(settings_file, gzip.decompress(kept.read_bytes()).decode("utf-8"))
     old = json.loads(settings_file.read_text()) if settings_file.exists() else None
     for key, legacy in LEGACY_SETTINGS.items() if old is not None else ():
