@@ -67,6 +67,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from colbench_gym.jsonl import write_bytes_atomic, write_text_atomic  # noqa: E402 - after the sys.path set-up above
 from sweet_agent.evaluation.metrics import (  # noqa: E402 - after the sys.path set-up above
     EpisodeMetrics,
     agent_turn_kinds,
@@ -628,7 +629,7 @@ def build_stages(s: dict[str, Any], run: Path) -> dict[str, Stage]:
         val_stages = tuple(f"val-{m}-g{i}" for i in range(len(points)))
         stages[f"select-{m}"] = Stage(
             f"select-{m}", L.selection(m), val_stages, priority=prio[m] + 5,
-            fn=lambda m=m, n=len(points): _write_atomic(L.selection(m), json.dumps(
+            fn=lambda m=m, n=len(points): write_text_atomic(L.selection(m), json.dumps(
                 select([L.val(m, i) for i in range(n)]), indent=2)))
 
         def chosen(m: str = m) -> dict[str, float]:
@@ -802,7 +803,7 @@ def write_paired_subset(data: Path, out: Path, share: float, seed: int) -> None:
     if not lines:
         raise RuntimeError(f"{data} holds no trajectories")
     keep = sorted(random.Random(seed).sample(range(len(lines)), max(1, round(share * len(lines)))))
-    _write_atomic(out, "".join(lines[i] + "\n" for i in keep))
+    write_text_atomic(out, "".join(lines[i] + "\n" for i in keep))
 
 
 def finish_values(tmp: Path, out: Path) -> None:
@@ -1248,10 +1249,7 @@ def save_records(stages: Mapping[str, Stage], run: Path, dest: Path) -> list[str
         data = gzip.compress(_complete_lines(raw) if src in progress or src.suffix == ".jsonl" else raw, mtime=0)
         if out.exists() and out.read_bytes() == data:
             continue
-        out.parent.mkdir(parents=True, exist_ok=True)
-        tmp = out.with_name(out.name + ".tmp")
-        tmp.write_bytes(data)
-        os.replace(tmp, out)
+        write_bytes_atomic(out, data)
         written.append(rel)
     return written
 
@@ -1282,10 +1280,7 @@ def restore_records(stages: Mapping[str, Stage], src: Path, run: Path) -> tuple[
         raise SystemExit(f"error: --records {src} is not a directory of records; give the folder save_records wrote")
 
     def put(gz: Path, target: Path) -> None:
-        target.parent.mkdir(parents=True, exist_ok=True)
-        tmp = target.with_name(target.name + ".restoring")
-        tmp.write_bytes(gzip.decompress(gz.read_bytes()))
-        os.replace(tmp, target)
+        write_bytes_atomic(target, gzip.decompress(gz.read_bytes()))
         restored.append(target.relative_to(run).as_posix())
 
     trainers = {st.output: st for st in stages.values() if st.tmp is not None and st.tmp.name.endswith(".tmp")
@@ -1625,13 +1620,6 @@ def plot(rows: list[dict[str, Any]], path: Path, title: str) -> None:
     os.replace(tmp, path)
 
 
-def _write_atomic(path: Path, text: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(text, encoding="utf-8")
-    os.replace(tmp, path)
-
-
 def write_report(run: Path, settings: dict) -> dict[str, Any]:
     test = method_table(run, "test")
     collab = method_table(run, "collab")
@@ -1652,7 +1640,7 @@ def write_report(run: Path, settings: dict) -> dict[str, Any]:
               "critic_choices": choices, "budgets": budgets,
               "timings": timings, "loadavg_at_report": [round(x, 2) for x in load],
               "written": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
-    _write_atomic(run / "results.json", json.dumps(report, indent=2, default=str))
+    write_text_atomic(run / "results.json", json.dumps(report, indent=2, default=str))
     s = settings
     by_design = [f"the CPU's {s['num_candidates']} candidates per agent turn (the paper 16)",
                  "the question openers among them"]
@@ -1711,7 +1699,7 @@ def write_report(run: Path, settings: dict) -> dict[str, Any]:
         f"{k} {v['seconds']:.0f}" + (f" ({v['sittings']} sittings)" if v["sittings"] > 1 else "")
         + ("" if v["done"] else " (not done)") for k, v in times.items()))
     md.append(f"Load average when written: {load[0]:.1f} / {load[1]:.1f} / {load[2]:.1f} ({os.cpu_count()} cores).")
-    _write_atomic(run / "results.md", "\n\n".join(md) + "\n")
+    write_text_atomic(run / "results.md", "\n\n".join(md) + "\n")
     if test:
         try:
             plot(test, run / "results.png", f"test {s['test_tasks']}: mean over seeds and 95 % hierarchical CI")
@@ -1826,7 +1814,7 @@ def main(argv: list[str] | None = None) -> int:
     settings_file = run / "settings.json"
     kept = Path(args.records) / "settings.json.gz" if args.records else None
     if kept is not None and kept.is_file() and not settings_file.exists():  # a run continued from its records
-        _write_atomic(settings_file, gzip.decompress(kept.read_bytes()).decode("utf-8"))
+        write_text_atomic(settings_file, gzip.decompress(kept.read_bytes()).decode("utf-8"))
     old = json.loads(settings_file.read_text()) if settings_file.exists() else None
     for key, legacy in LEGACY_SETTINGS.items() if old is not None else ():
         if key not in old:
@@ -1851,7 +1839,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"error: {run} was made with other settings {diff}; use another --run-dir", file=sys.stderr)
             return 2
     else:
-        _write_atomic(settings_file, json.dumps(s, indent=2))
+        write_text_atomic(settings_file, json.dumps(s, indent=2))
     stages = build_stages(s, run)
     if args.records:
         global RECORDS

@@ -1,7 +1,9 @@
-"""Writing JSONL files so that nothing is lost: whole-file writes are atomic.
+"""Writing files so that nothing is lost: whole-file writes are atomic (JSONL, text, bytes).
 
-A reader never sees half a file: records go to a temporary file in the same directory, which
-is fsync'd and then renamed over the target. Readers live beside the record shapes
+A reader never sees half a file: the content goes to a temporary file in the same directory
+(a fresh name opened exclusively, so a planted symlink is never written through), which is
+fsync'd and then renamed over the target. This module is the one place for that rule; every
+package, script and benchmark imports it. Readers live beside the record shapes
 (:func:`colbench_gym.tasks.iter_jsonl`, :func:`sweet_agent.trajectories.iter_trajectories`).
 """
 
@@ -10,9 +12,9 @@ from __future__ import annotations
 import json
 import os
 import tempfile
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 
 def jsonl_line(record: Mapping[str, Any]) -> str:
@@ -33,15 +35,30 @@ def write_jsonl_atomic(path: str | os.PathLike[str], records: Iterable[Mapping[s
 
 
 def write_text_atomic(path: str | os.PathLike[str], text: str | Iterable[str]) -> Path:
-    """Write ``text`` (one string, or pieces streamed in order) to ``path`` atomically: a
-    temporary file in the same folder, fsync'd, then renamed over ``path``."""
+    """Write ``text`` (one string, or pieces streamed in order) to ``path`` atomically, as UTF-8:
+    a temporary file in the same folder, fsync'd, then renamed over ``path``."""
+    def write(fh: IO[Any]) -> None:
+        for piece in [text] if isinstance(text, str) else text:
+            fh.write(piece)
+    return _replace_atomically(path, write, binary=False)
+
+
+def write_bytes_atomic(path: str | os.PathLike[str], data: bytes) -> Path:
+    """Write ``data`` to ``path`` atomically: the same rule as :func:`write_text_atomic`."""
+    return _replace_atomically(path, lambda fh: fh.write(data), binary=True)
+
+
+def _replace_atomically(path: str | os.PathLike[str], write: Callable[[IO[Any]], object], *, binary: bool) -> Path:
+    """Create ``path``'s folder, let ``write`` fill a fresh temporary file there, fsync it, give it
+    the mode a plain ``open()`` would (``mkstemp`` makes 0600, which would hide a shared result
+    from its group) and rename it over ``path``; on any failure the temporary file goes."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            for piece in [text] if isinstance(text, str) else text:
-                fh.write(piece)
+        with os.fdopen(fd, "wb") if binary else os.fdopen(fd, "w", encoding="utf-8") as fh:
+            os.fchmod(fh.fileno(), 0o666 & ~_umask())
+            write(fh)
             fh.flush()
             os.fsync(fh.fileno())
         os.replace(tmp, path)
@@ -49,6 +66,19 @@ def write_text_atomic(path: str | os.PathLike[str], text: str | Iterable[str]) -
         Path(tmp).unlink(missing_ok=True)
         raise
     return path
+
+
+def _umask() -> int:
+    """The process's umask, read without changing it (``os.umask`` sets it, racing other
+    threads): Linux reports it in /proc/self/status; elsewhere the common 022."""
+    try:
+        with open("/proc/self/status", encoding="ascii") as fh:
+            for line in fh:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except (OSError, ValueError, IndexError):
+        pass
+    return 0o022
 
 
 class OutputNotWritable(ValueError):

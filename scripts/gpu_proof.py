@@ -49,6 +49,8 @@ sys.path.insert(0, str(ROOT / "scripts"))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 sys.path.insert(0, str(ROOT / "tests" / "training"))
 
+from colbench_gym.jsonl import write_text_atomic  # noqa: E402 - after the sys.path set-up above
+
 ASSETS = ROOT / ".gpu_assets" / "qwen2.5-0.5b"
 RECORDS = ROOT / "tests" / "agent" / "fixtures" / "paper_offline_sample.jsonl"
 #: (stage, timeout in seconds on the device, timeout in the dry run)
@@ -258,9 +260,7 @@ def _run_group(cmd: list[str], timeout: float, log: Path) -> tuple[int | str, st
 
 
 def _write(path: Path, data: dict) -> None:
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text(json.dumps(data, indent=1, default=str))
-    os.replace(tmp, path)
+    write_text_atomic(path, json.dumps(data, indent=1, default=str))
 
 
 def environment() -> dict:

@@ -19,7 +19,6 @@ import logging
 import math
 import os
 import queue
-import tempfile
 import threading
 from collections import OrderedDict
 from collections.abc import Mapping
@@ -32,6 +31,7 @@ from colbench_gym.grading.environmental import as_expected, reference_failed_rea
 from colbench_gym.grading.pytest_driver import Case, PytestDriver
 from colbench_gym.grading.sandbox import Isolation, Worker, WorkerFailed, probe_isolation
 from colbench_gym.grading.wire import Outcome, WireError, decode, encode, parse_segments, safe_text
+from colbench_gym.jsonl import write_text_atomic
 from colbench_gym.tasks import BackendTask
 from colbench_gym.tasks.accounting import INTERNAL_GRADING_ERROR
 
@@ -448,17 +448,9 @@ class BackendGrader:
             data = {"tests": [{"name": name, "call": call, "kind": o.kind,
                                "v": encode(o.value) if o.kind == "value" else o.value}
                               for (name, call), o in outcomes.items()]}
-            path.parent.mkdir(parents=True, exist_ok=True)
-            # mkstemp: a fresh name opened O_EXCL, so a planted symlink is never written through;
+            # a fresh temporary name, so a planted symlink is never written through;
             # ensure_ascii: text with lone surrogates is stored escaped, never fails to encode.
-            fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-            try:
-                with os.fdopen(fd, "w", encoding="utf-8") as fh:
-                    fh.write(json.dumps(data, ensure_ascii=True))
-                os.replace(tmp, path)
-            except BaseException:
-                Path(tmp).unlink(missing_ok=True)
-                raise
+            write_text_atomic(path, json.dumps(data, ensure_ascii=True))
         except (OSError, WireError, ValueError, RecursionError) as exc:
             # A cache that cannot be written only costs speed: grading goes on.
             _log.warning("reference cache %s not written: %s", path, exc)

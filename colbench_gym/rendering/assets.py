@@ -28,6 +28,8 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
+from colbench_gym.jsonl import write_text_atomic
+
 ENV_VAR = "COLBENCH_WEB_ASSETS"
 
 #: name -> (npm spec, folder, files kept from the tarball's ``package/`` prefix)
@@ -147,9 +149,7 @@ def install(target: str | os.PathLike[str] | None = None, *, quiet: bool = False
             if final.exists():
                 final.rename(old)
             stage.rename(final)
-        tmp_manifest = root / (MANIFEST + ".tmp")
-        tmp_manifest.write_text(json.dumps({"packages": pins}, indent=1))
-        os.replace(tmp_manifest, manifest)
+        write_text_atomic(manifest, json.dumps({"packages": pins}, indent=1))
     return root
 
 

@@ -23,6 +23,8 @@ from collections import OrderedDict
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from colbench_gym.jsonl import write_bytes_atomic, write_text_atomic
+
 if TYPE_CHECKING:  # pragma: no cover
     from colbench_gym.rendering.result import RenderResult
 
@@ -32,12 +34,6 @@ def _digest(data: bytes, dom) -> str:
     h.update(b"\x00")
     h.update(json.dumps(dom, sort_keys=True, ensure_ascii=True).encode())
     return h.hexdigest()
-
-
-def _write_atomic(path: Path, data: bytes) -> None:
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
-    tmp.write_bytes(data)
-    os.replace(tmp, path)
 
 
 class ScreenshotCache:
@@ -94,8 +90,8 @@ class ScreenshotCache:
         if self.directory:
             meta = {"key": key, "width": result.width, "height": result.height, "format": result.format,
                     "dom": result.dom, "sha256": _digest(result.data, result.dom)}
-            _write_atomic(self.directory / f"{key}.img", result.data)
-            _write_atomic(self.directory / f"{key}.json", json.dumps(meta).encode())  # written last: the commit
+            write_bytes_atomic(self.directory / f"{key}.img", result.data)
+            write_text_atomic(self.directory / f"{key}.json", json.dumps(meta))  # written last: the commit
         return True
 
     def _remember(self, key: str, result: RenderResult) -> None:

@@ -12,6 +12,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from colbench_gym.jsonl import write_bytes_atomic
+
 
 class RendererError(RuntimeError):
     """The browser could not be started or keeps failing."""
@@ -83,7 +85,4 @@ class RenderResult:
 
     def save(self, path: str | os.PathLike[str]) -> None:
         """Write the screenshot atomically; a ``.png`` path always gets PNG bytes."""
-        path = Path(path)
-        tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-        tmp.write_bytes(self.png if path.suffix.lower() == ".png" else self.data)
-        os.replace(tmp, path)
+        write_bytes_atomic(path, self.png if Path(path).suffix.lower() == ".png" else self.data)

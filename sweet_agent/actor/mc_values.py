@@ -52,7 +52,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from colbench_gym.jsonl import check_output_writable, jsonl_line, write_jsonl_atomic
+from colbench_gym.jsonl import check_output_writable, jsonl_line, write_jsonl_atomic, write_text_atomic
 from colbench_gym.protocol import Messages, parse_action
 from colbench_gym.spaces import encodable_data
 from colbench_gym.tasks.accounting import end_reason_of, is_infrastructure
@@ -505,10 +505,7 @@ class _Journal:
 def write_values_file(path: str | os.PathLike[str], rows: Sequence[dict[str, Any]], meta: dict[str, Any]) -> None:
     """The rows (atomically), then their meta (atomically)."""
     write_jsonl_atomic(path, rows)
-    mp = meta_path(path)
-    tmp = mp.with_name(f".{mp.name}.tmp")
-    tmp.write_text(json.dumps(meta, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
-    os.replace(tmp, mp)
+    write_text_atomic(meta_path(path), json.dumps(meta, indent=2, ensure_ascii=False) + "\n")
 
 
 def read_values_file(path: str | os.PathLike[str]) -> tuple[list[dict[str, Any]], dict[str, Any]]:

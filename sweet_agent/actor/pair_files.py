@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from colbench_gym.jsonl import write_jsonl_atomic
+from colbench_gym.jsonl import write_jsonl_atomic, write_text_atomic
 
 #: Written into every meta and journal header; a reader refuses other formats.
 FORMAT = "sweet-agent step pairs v1"
@@ -293,10 +293,7 @@ def sum_counts(entries: Iterable[dict[str, Any]]) -> dict[str, int]:
 def write_pair_file(path: str | os.PathLike[str], rows: Sequence[dict[str, Any]], meta: dict[str, Any]) -> None:
     """The pairs (atomically), then their meta (atomically): a meta never describes other rows."""
     write_jsonl_atomic(path, rows)
-    mp = meta_path(path)
-    tmp = mp.with_name(f".{mp.name}.tmp")
-    tmp.write_text(json.dumps(meta, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
-    os.replace(tmp, mp)
+    write_text_atomic(meta_path(path), json.dumps(meta, indent=2, ensure_ascii=False) + "\n")
 
 
 def read_pair_meta(path: str | os.PathLike[str]) -> dict[str, Any]:

@@ -51,6 +51,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from colbench_gym.jsonl import write_text_atomic
 from sweet_agent.policies.checkpoint_layout import adapter_dir
 
 DEFAULT_HUB_ID = "Qwen/Qwen2.5-Coder-0.5B-Instruct"
@@ -179,14 +180,7 @@ def sha256_file(path: Path) -> str:
 
 
 def _write_json_atomic(path: Path, data: Any) -> None:
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w") as fh:
-            json.dump(data, fh, indent=2)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    write_text_atomic(path, json.dumps(data, indent=2))
 
 
 # ---------------------------------------------------------------- the registry wheels, verified

@@ -7,18 +7,15 @@ half-written file the next stage would read) and reads the earlier stages' the s
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 from typing import Any
 
+from colbench_gym.jsonl import write_text_atomic
+
 
 def write_json(path: str | Path, obj: Any) -> None:
-    """Write ``obj`` as indented JSON atomically (a temporary file, then ``os.replace``)."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(path.suffix + ".tmp")
-    tmp.write_text(json.dumps(obj, indent=2, ensure_ascii=False), encoding="utf-8")
-    os.replace(tmp, path)
+    """Write ``obj`` as indented JSON atomically (:func:`colbench_gym.jsonl.write_text_atomic`)."""
+    write_text_atomic(path, json.dumps(obj, indent=2, ensure_ascii=False))
 
 
 def read_jsonl(path: str | Path) -> list[dict[str, Any]]:

@@ -9,12 +9,12 @@ the page; agent HTML reaches the viewer as screenshots (rendered in the sandboxe
 from __future__ import annotations
 
 import hashlib
-import os
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from colbench_gym.jsonl import write_bytes_atomic
 from colbench_gym.protocol import extract_answer_html, extract_html, parse_action
 from colbench_gym.tasks.accounting import END_REASONS, is_infrastructure
 from colbench_gym.tasks.kinds import BACKEND, FRONTEND, kind_of_task
@@ -77,10 +77,7 @@ class Screenshotter:
             try:
                 res = self._get().render(html)
                 if res.ok:
-                    self.dir.mkdir(parents=True, exist_ok=True)
-                    tmp = self.dir / f".{key}.png.tmp"
-                    tmp.write_bytes(res.png)
-                    os.replace(tmp, self.dir / f"{key}.png")
+                    write_bytes_atomic(self.dir / f"{key}.png", res.png)
                     self._done[key] = rel
                 else:
                     self._done[key] = None

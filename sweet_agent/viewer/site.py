@@ -10,11 +10,11 @@ trajectory can end the script or start markup; the page itself only ever writes 
 from __future__ import annotations
 
 import json
-import os
 import shutil
-import tempfile
 from pathlib import Path
 from typing import Any
+
+from colbench_gym.jsonl import write_text_atomic
 
 ASSETS = Path(__file__).parent / "assets"
 DATA_FILE = "data.js"
@@ -29,19 +29,6 @@ def safe_json(obj: Any) -> str:
     return text
 
 
-def _atomic_write(path: Path, text: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
-        os.chmod(tmp, 0o644)  # a site is meant to be shared (mkstemp creates 0600)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-
-
 def write_site(out_dir: str | Path, payload: dict[str, Any]) -> Path:
     """Write the site for ``payload`` (runs, summaries, comparisons, episodes); returns ``index.html``."""
     out = Path(out_dir)
@@ -49,7 +36,7 @@ def write_site(out_dir: str | Path, payload: dict[str, Any]) -> Path:
     (out / "assets").mkdir(exist_ok=True)
     for name in ("app.js", "app.css"):
         shutil.copyfile(ASSETS / name, out / "assets" / name)
-    _atomic_write(out / DATA_FILE, f"window.COLBENCH_VIEW = {safe_json(payload)};\n")
+    write_text_atomic(out / DATA_FILE, f"window.COLBENCH_VIEW = {safe_json(payload)};\n")
     index = out / "index.html"
-    _atomic_write(index, (ASSETS / "index.html").read_text(encoding="utf-8"))
+    write_text_atomic(index, (ASSETS / "index.html").read_text(encoding="utf-8"))
     return index

@@ -29,7 +29,7 @@ def _stages(bench, name, tmp_path):
     s = dict(bench.PROFILES[name], candidate_server="none", frontend_arm=True)  # with v2's optional frontend arm
     stages = bench.build_stages(s, tmp_path / name)
     for m in ("rft", "mtdpo", "sweet", "best-of-n"):  # the commands after a selection
-        bench._write_atomic(tmp_path / name / "selection" / f"{m}.json", json.dumps({"chosen": 0}))
+        bench.write_text_atomic(tmp_path / name / "selection" / f"{m}.json", json.dumps({"chosen": 0}))
     return s, stages
 
 

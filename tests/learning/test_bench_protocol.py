@@ -117,7 +117,7 @@ def test_protocol_v2_trains_on_multi_detail_tasks_and_tests_two_families(bench, 
 def test_the_oracle_credit_actor_is_sweets_chosen_setting_on_monte_carlo_pairs(bench, tmp_path):
     s = dict(bench.PROFILES["quick"])
     stages = bench.build_stages(s, tmp_path)
-    bench._write_atomic(tmp_path / "selection" / "sweet.json", json.dumps({"chosen": 1}))
+    bench.write_text_atomic(tmp_path / "selection" / "sweet.json", json.dumps({"chosen": 1}))
     for sd in bench.seeds_of(s):
         st = stages[f"train-oracle-s{sd}"]
         assert set(st.deps) == {"select-sweet", "mc-train"}
@@ -158,7 +158,7 @@ def _ancestors(stages, name):
 def test_commands_after_the_selection_use_the_chosen_setting(bench, tmp_path):
     s = dict(bench.PROFILES["quick"])
     stages = bench.build_stages(s, tmp_path)
-    bench._write_atomic(tmp_path / "selection" / "rft.json", json.dumps({"chosen": 1}))
+    bench.write_text_atomic(tmp_path / "selection" / "rft.json", json.dumps({"chosen": 1}))
     lr = bench.grid_points(s, "rft")[1]["learning_rate"]
     train = stages["train-rft-s1"].command()
     assert train[train.index("--learning_rate") + 1] == str(lr)
@@ -175,8 +175,8 @@ def test_frontend_trainers_checkpoint_activations_and_backend_ones_do_not(bench,
     checkpointing and was killed; the backend stages keep the setting they ran with."""
     stages = bench.build_stages(dict(bench.PROFILES["quick"], frontend_arm=True), tmp_path)
     for sd in bench.seeds_of(bench.PROFILES["quick"]):
-        bench._write_atomic(tmp_path / "selection" / "rft.json", json.dumps({"chosen": 0}))
-        bench._write_atomic(tmp_path / "selection" / "sweet.json", json.dumps({"chosen": 0}))
+        bench.write_text_atomic(tmp_path / "selection" / "rft.json", json.dumps({"chosen": 0}))
+        bench.write_text_atomic(tmp_path / "selection" / "sweet.json", json.dumps({"chosen": 0}))
         for name in (f"train-frontend-critic-s{sd}", f"train-frontend-rft-s{sd}", f"train-frontend-sweet-s{sd}"):
             cmd = [str(x) for x in stages[name].command()]
             assert cmd[cmd.index("--gradient_checkpointing") + 1] == "true", name
@@ -738,7 +738,7 @@ def test_export_adapter_writes_the_chosen_point_in_bf16_with_its_provenance(benc
     sel = {"chosen": 1, "rule": "max val tests passed", "val": [
         {"point": 0, "episodes": 2, "tests_passed": 0.1, "success": 0.0},
         {"point": 1, "episodes": 2, "tests_passed": 0.3, "success": 0.5}]}
-    bench._write_atomic(run / "selection" / "sweet.json", json.dumps(sel))
+    bench.write_text_atomic(run / "selection" / "sweet.json", json.dumps(sel))
     peft_model = get_peft_model(build_tiny_model(build_tiny_tokenizer(), seed=0),
                                 LoraConfig(r=2, target_modules="all-linear", init_lora_weights=False))
     peft_model.save_pretrained(run / "models" / "sweet" / "g1-s0" / "adapter")
@@ -870,7 +870,7 @@ def test_every_training_stage_computes_in_the_runs_precision(bench, tmp_path, ca
     monkeypatch.setattr("sweet_agent.devices.resolve_device", lambda *a, **k: device)
     for precision, flag in (("bf16", "true"), ("fp32", "false")):
         stages = bench.build_stages(dict(bench.PROFILES["quick"], train_precision=precision), tmp_path)
-        bench._write_atomic(tmp_path / "selection" / "sweet.json", json.dumps({"chosen": 0}))
+        bench.write_text_atomic(tmp_path / "selection" / "sweet.json", json.dumps({"chosen": 0}))
         trains = [st for st in stages.values() if st.name.startswith("train-") and "-s" in st.name
                   and not st.name.startswith(("train-rft-s", "train-mtdpo-s", "train-sweet-s"))]
         assert {st.name for st in trains} >= {"train-critic-s0", "train-critic-noref-s0", "train-oracle-s1",
