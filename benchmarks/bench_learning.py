@@ -49,6 +49,7 @@ from __future__ import annotations
 
 import argparse
 import gzip
+import io
 import json
 import os
 import shlex
@@ -1614,10 +1615,10 @@ def plot(rows: list[dict[str, Any]], path: Path, title: str) -> None:
         ax.set_title(lab)
     fig.suptitle(title, fontsize=10)
     fig.tight_layout()
-    tmp = path.with_name(path.name + ".tmp.png")
-    fig.savefig(tmp, dpi=110)
+    png = io.BytesIO()
+    fig.savefig(png, format="png", dpi=110)
     plt.close(fig)
-    os.replace(tmp, path)
+    write_bytes_atomic(path, png.getvalue())
 
 
 def write_report(run: Path, settings: dict) -> dict[str, Any]:

@@ -9,6 +9,7 @@ package, script and benchmark imports it. Readers live beside the record shapes
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import tempfile
@@ -34,30 +35,36 @@ def write_jsonl_atomic(path: str | os.PathLike[str], records: Iterable[Mapping[s
     return write_text_atomic(path, (jsonl_line(record) + "\n" for record in records))
 
 
-def write_text_atomic(path: str | os.PathLike[str], text: str | Iterable[str]) -> Path:
+def write_text_atomic(path: str | os.PathLike[str], text: str | Iterable[str], *, mode: int | None = None) -> Path:
     """Write ``text`` (one string, or pieces streamed in order) to ``path`` atomically, as UTF-8:
-    a temporary file in the same folder, fsync'd, then renamed over ``path``."""
+    a temporary file in the same folder, fsync'd, then renamed over ``path``. ``mode``: the
+    file's permissions (default: what a plain ``open()`` gives under the umask)."""
     def write(fh: IO[Any]) -> None:
         for piece in [text] if isinstance(text, str) else text:
             fh.write(piece)
-    return _replace_atomically(path, write, binary=False)
+    return _replace_atomically(path, write, binary=False, mode=mode)
 
 
-def write_bytes_atomic(path: str | os.PathLike[str], data: bytes) -> Path:
+def write_bytes_atomic(path: str | os.PathLike[str], data: bytes, *, mode: int | None = None) -> Path:
     """Write ``data`` to ``path`` atomically: the same rule as :func:`write_text_atomic`."""
-    return _replace_atomically(path, lambda fh: fh.write(data), binary=True)
+    return _replace_atomically(path, lambda fh: fh.write(data), binary=True, mode=mode)
 
 
-def _replace_atomically(path: str | os.PathLike[str], write: Callable[[IO[Any]], object], *, binary: bool) -> Path:
+def _replace_atomically(path: str | os.PathLike[str], write: Callable[[IO[Any]], object], *, binary: bool,
+                        mode: int | None) -> Path:
     """Create ``path``'s folder, let ``write`` fill a fresh temporary file there, fsync it, give it
-    the mode a plain ``open()`` would (``mkstemp`` makes 0600, which would hide a shared result
-    from its group) and rename it over ``path``; on any failure the temporary file goes."""
+    ``mode`` or else the mode a plain ``open()`` would (``mkstemp`` makes 0600, which would hide a
+    shared result from its group; where the umask cannot be read, or the file system refuses a
+    chmod, 0600 stays) and rename it over ``path``; on any failure the temporary file goes."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
         with os.fdopen(fd, "wb") if binary else os.fdopen(fd, "w", encoding="utf-8") as fh:
-            os.fchmod(fh.fileno(), 0o666 & ~_umask())
+            umask = _umask() if mode is None else None
+            if mode is not None or umask is not None:
+                with contextlib.suppress(OSError):
+                    os.fchmod(fh.fileno(), mode if mode is not None else 0o666 & ~umask)
             write(fh)
             fh.flush()
             os.fsync(fh.fileno())
@@ -68,9 +75,9 @@ def _replace_atomically(path: str | os.PathLike[str], write: Callable[[IO[Any]],
     return path
 
 
-def _umask() -> int:
+def _umask() -> int | None:
     """The process's umask, read without changing it (``os.umask`` sets it, racing other
-    threads): Linux reports it in /proc/self/status; elsewhere the common 022."""
+    threads): Linux reports it in /proc/self/status; ``None`` where it cannot be read."""
     try:
         with open("/proc/self/status", encoding="ascii") as fh:
             for line in fh:
@@ -78,7 +85,7 @@ def _umask() -> int:
                     return int(line.split()[1], 8)
     except (OSError, ValueError, IndexError):
         pass
-    return 0o022
+    return None
 
 
 class OutputNotWritable(ValueError):

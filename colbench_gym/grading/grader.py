@@ -448,9 +448,10 @@ class BackendGrader:
             data = {"tests": [{"name": name, "call": call, "kind": o.kind,
                                "v": encode(o.value) if o.kind == "value" else o.value}
                               for (name, call), o in outcomes.items()]}
-            # a fresh temporary name, so a planted symlink is never written through;
-            # ensure_ascii: text with lone surrogates is stored escaped, never fails to encode.
-            write_text_atomic(path, json.dumps(data, ensure_ascii=True))
+            # a fresh temporary name, so a planted symlink is never written through; 0600: the
+            # expected values must stay unreadable to answers run as another user (rlimits-only
+            # as root); ensure_ascii: text with lone surrogates is stored escaped, never fails to encode.
+            write_text_atomic(path, json.dumps(data, ensure_ascii=True), mode=0o600)
         except (OSError, WireError, ValueError, RecursionError) as exc:
             # A cache that cannot be written only costs speed: grading goes on.
             _log.warning("reference cache %s not written: %s", path, exc)

@@ -7,6 +7,8 @@ import json
 import sys
 from pathlib import Path
 
+from colbench_gym.jsonl import write_text_atomic
+
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("page", help="HTML file to render ('-' reads standard input)")
@@ -49,10 +51,7 @@ def run(args: argparse.Namespace) -> int:
         return 1
     result.save(out)
     if args.dom:
-        dom_path = Path(args.dom)
-        tmp = dom_path.with_name(f".{dom_path.name}.tmp")
-        tmp.write_text(json.dumps(result.dom, indent=1), encoding="utf-8")
-        tmp.replace(dom_path)
+        write_text_atomic(args.dom, json.dumps(result.dom, indent=1))
     status = f"warning: {result.error}; " if result.error else ""
     print(f"{status}wrote {out} ({result.width}x{result.height}, {result.elapsed:.2f}s)")
     return 0

@@ -439,13 +439,10 @@ def run(args: argparse.Namespace) -> int:
                           source=str(args.values))
     print(format_report(report))
     if args.json:
-        from colbench_gym.jsonl import check_output_writable
+        from colbench_gym.jsonl import check_output_writable, write_text_atomic
 
         check_output_writable(args.json, "--json")
-        path = Path(args.json)
-        tmp = path.with_name(f".{path.name}.tmp")
-        tmp.write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
-        tmp.replace(path)
+        write_text_atomic(args.json, json.dumps(report, indent=2) + "\n")
     return 0
 
 

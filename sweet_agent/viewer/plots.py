@@ -11,11 +11,14 @@ no display needed.
 from __future__ import annotations
 
 import argparse
+import io
 import json
 import re
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
+
+from colbench_gym.jsonl import write_bytes_atomic
 
 #: Logged keys that are bookkeeping, not curves.
 _SKIP = {"epoch", "step", "total_flos", "train_runtime", "train_samples_per_second", "train_steps_per_second",
@@ -90,10 +93,10 @@ def plot_runs(run_dirs: Sequence[str | Path], out_dir: str | Path, names: Sequen
             ax.legend(fontsize=8)
         fig.tight_layout()
         path = out / f"{_safe_name(key)}.png"
-        tmp = path.with_suffix(".png.tmp")
-        fig.savefig(tmp, format="png")
+        png = io.BytesIO()
+        fig.savefig(png, format="png")
         plt.close(fig)
-        tmp.replace(path)
+        write_bytes_atomic(path, png.getvalue())
         written.append(path)
     return written
 

@@ -149,6 +149,9 @@ def test_reference_cache_on_disk(tmp_path):
         assert g.grade("def c(x):\n    return {'nan': float('nan'), 'v': x}\n", task).success
     files = list(tmp_path.glob("ref-*.json"))
     assert len(files) == 1 and task.task_id in files[0].name
+    # The expected values stay the owner's alone: an answer run as another user (rlimits-only
+    # as root) must not read them, whatever the umask.
+    assert files[0].stat().st_mode & 0o777 == 0o600
     data = json.loads(files[0].read_text())
     assert [(o["name"], o["call"], o["kind"]) for o in data["tests"]] == [("test1", "c(1)", "value"),
                                                                           ("test2", "c('a')", "value")]

@@ -60,3 +60,14 @@ def test_a_planted_symlink_is_replaced_not_written_through(tmp_path):
     write_bytes_atomic(link, b"{}")
     assert not link.is_symlink() and link.read_bytes() == b"{}"
     assert victim.read_text() == "keep me"
+
+
+def test_an_explicit_mode_wins_and_an_unreadable_umask_keeps_0600(tmp_path, monkeypatch):
+    from colbench_gym import jsonl
+
+    write_text_atomic(tmp_path / "secret", "x", mode=0o600)
+    write_bytes_atomic(tmp_path / "shared", b"x", mode=0o640)
+    assert _mode(tmp_path / "secret") == 0o600 and _mode(tmp_path / "shared") == 0o640
+    monkeypatch.setattr(jsonl, "_umask", lambda: None)  # no /proc: never more open than asked
+    write_text_atomic(tmp_path / "guess", "x")
+    assert _mode(tmp_path / "guess") == 0o600
