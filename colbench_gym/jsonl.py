@@ -61,10 +61,11 @@ def _replace_atomically(path: str | os.PathLike[str], write: Callable[[IO[Any]],
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
         with os.fdopen(fd, "wb") if binary else os.fdopen(fd, "w", encoding="utf-8") as fh:
-            umask = _umask() if mode is None else None
-            if mode is not None or umask is not None:
+            if mode is None and (umask := _umask()) is not None:
+                mode = 0o666 & ~umask
+            if mode is not None:
                 with contextlib.suppress(OSError):
-                    os.fchmod(fh.fileno(), mode if mode is not None else 0o666 & ~umask)
+                    os.fchmod(fh.fileno(), mode)
             write(fh)
             fh.flush()
             os.fsync(fh.fileno())
