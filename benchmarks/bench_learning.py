@@ -1427,7 +1427,34 @@ def critic_choices(run: Path) -> list[dict[str, Any]]:
             if set(kinds) == {"question", "answer"}:
                 c["question_vs_answer"] += 1
                 c["chose_question"] += kinds[0] == "question"
-        out += [{"file": f.name, "agent_turn": t, **c} for t, c in sorted(per.items())]
+        weights = pair_critic_weights(f)
+        out += [{"file": f.name, "agent_turn": t, **c, "critic_weights": weights} for t, c in sorted(per.items())]
+    return out
+
+
+def pair_critic_weights(pairs: Path) -> str | None:
+    """The fingerprint of the critic that scored a step-pair file (its meta), None when the file
+    predates it or has no meta."""
+    from sweet_agent.actor.pair_files import PairFileError, read_pair_meta
+
+    try:
+        return ((read_pair_meta(pairs).get("settings") or {}).get("critic") or {}).get("weights_sha256")
+    except PairFileError:
+        return None
+
+
+def critic_mismatches(choices: Sequence[Mapping[str, Any]], agreement: Mapping[str, Any] | None) -> list[str]:
+    """Where the critic report scored another critic than the one that made a seed's step pairs
+    (``pairs/sN.jsonl`` against the report's ``sweet-sN`` and ``release-sN`` columns): a critic
+    trained again after a lost machine. Unknown fingerprints (older files) are no mismatch."""
+    made = {Path(c["file"]).stem: c.get("critic_weights") for c in choices}
+    out = []
+    for col in (agreement or {}).get("scorers", []):
+        kind, _, stem = str(col.get("name", "")).partition("-")
+        if kind in ("sweet", "release") and made.get(stem) and col.get("weights_sha256") \
+                and made[stem] != col["weights_sha256"]:
+            out.append(f"{col['name']} scored critic {col['weights_sha256'][:12]}, but pairs/{stem}.jsonl was scored by "
+                       f"{made[stem][:12]}")
     return out
 
 
@@ -1638,7 +1665,7 @@ def write_report(run: Path, settings: dict) -> dict[str, Any]:
     report = {"settings": settings, "departures": gone, "grid": {m: grid_points(settings, m) for m in GRID},
               "validation": val, "offline_data": offline, "test": test, "collab": collab, "embedded": emb,
               "frontend": front, "critic_agreement": agreement, "mc_prefers": prefers,
-              "critic_choices": choices, "budgets": budgets,
+              "critic_choices": choices, "critic_mismatches": critic_mismatches(choices, agreement), "budgets": budgets,
               "timings": timings, "loadavg_at_report": [round(x, 2) for x in load],
               "written": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
     write_text_atomic(run / "results.json", json.dumps(report, indent=2, default=str))
@@ -1660,6 +1687,10 @@ def write_report(run: Path, settings: dict) -> dict[str, Any]:
         md.append(markdown(emb, f"Embedded ColBench {s['embedded_tasks']} ({s['embedded_episodes']} tasks)"))
     if agreement:
         md.append(critic_agreement_markdown(agreement))
+        wrong = report["critic_mismatches"]
+        if wrong:
+            md.append("**The critic report did not score the critics that made SWEET-RL's step pairs** (trained again "
+                      "in between; its agreement is not theirs): " + "; ".join(wrong) + ".")
     if prefers:
         md.append(mc_prefers_markdown(prefers))
     if front:
@@ -1676,7 +1707,8 @@ def write_report(run: Path, settings: dict) -> dict[str, Any]:
         md.append("Critic's choices (step pairs offering a question against an answer): " + "; ".join(
             f"{c['file']} agent turn {c['agent_turn']}: chose the question in {c['chose_question']} of "
             f"{c['question_vs_answer']} ({c['pairs']} pairs; candidates from "
-            f"{', '.join(c.get('candidates_from') or ['?'])})" for c in choices) + ".")
+            f"{', '.join(c.get('candidates_from') or ['?'])}"
+            + (f"; critic {c['critic_weights'][:12]}" if c.get("critic_weights") else "") + ")" for c in choices) + ".")
     if budgets:
         md.append("Training budgets (training_budget.json of each model: epochs over its own data, samples seen, "
                   "optimizer steps, learning rate, arithmetic):\n\n| model | rows | epochs | samples seen | steps | lr | "

@@ -136,7 +136,7 @@ def build_step_pairs(records: Sequence[dict[str, Any]], policy, policy_tokenizer
     ``candidates_file``: the candidates are sampled once and shared. When the file exists, every
     turn's candidates are read from it instead of sampled, after checking that it was written
     for the same base policy (``policy_identity``: the model's fingerprint,
-    :func:`~sweet_agent.actor.pair_files.model_fingerprint`; default: the local ``policy``'s
+    :func:`~sweet_agent.training.models.model_fingerprint`; default: the local ``policy``'s
     name), the same sampling settings, seed, turns and records
     (:func:`~sweet_agent.actor.pair_files.candidate_settings`; any difference is a one-line
     :class:`~sweet_agent.actor.pair_files.CandidateFileError`); when it does not, the candidates
@@ -190,7 +190,8 @@ def build_step_pairs(records: Sequence[dict[str, Any]], policy, policy_tokenizer
     turns = stage_turns(records, config, cseed, system_prompt)
     settings = PF.stage_settings(config, [f.name for f in fields(StepPairConfig)], seed=seed,
                                  system_prompt=system_prompt, records=records, total_turns=len(turns),
-                                 critic_meta=critic.meta, candidates_from=label)
+                                 critic_meta=critic.meta, candidates_from=label,
+                                 critic_weights=getattr(critic, "weights_sha256", None))
     mine = [k for k in range(len(turns)) if shard.owns(k)]
     shared: dict[int, list[dict[str, Any]]] = {}
     cand_path = cand_settings = None

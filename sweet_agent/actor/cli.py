@@ -183,10 +183,9 @@ def check_stage(data_args: StepPairArguments, cfg):
 
 def policy_identity(model_args) -> dict:
     """What a shared candidates file is keyed by on the policy's side: the checkpoint's
-    fingerprint (:func:`~sweet_agent.actor.pair_files.model_fingerprint`) and the dtype it
+    fingerprint (:func:`~sweet_agent.training.models.model_fingerprint`) and the dtype it
     samples in."""
-    from sweet_agent.actor.pair_files import model_fingerprint
-    from sweet_agent.training.models import resolve_model
+    from sweet_agent.training.models import model_fingerprint, resolve_model
 
     spec = getattr(model_args, "model_name_or_path", None)
     return {**model_fingerprint(resolve_model(spec)), "name": spec, "dtype": getattr(model_args, "dtype", None)}

@@ -95,9 +95,11 @@ def digest(obj: Any) -> str:
 
 def stage_settings(config: Any, config_fields: Iterable[str], *, seed: int, system_prompt: str | None,
                    records: Sequence[dict[str, Any]], total_turns: int, critic_meta: dict[str, Any],
-                   candidates_from: str) -> dict[str, Any]:
+                   candidates_from: str, critic_weights: str | None = None) -> dict[str, Any]:
     """Everything that decides a turn's pairs, as JSON: two files with equal settings hold the
-    same pairs for the same turn (on the local path; a server's samples vary with the server)."""
+    same pairs for the same turn (on the local path; a server's samples vary with the server).
+    ``critic_weights`` (the critic checkpoint's fingerprint) tells a critic trained again with the
+    same settings from the one that scored the file: a journal or shard of the other is refused."""
     return {
         "format": FORMAT,
         "step_pairs": {name: getattr(config, name) for name in config_fields},
@@ -105,7 +107,7 @@ def stage_settings(config: Any, config_fields: Iterable[str], *, seed: int, syst
         "system_prompt": system_prompt,
         "records": {"count": len(records), "sha256": digest(list(records))},
         "total_turns": int(total_turns),
-        "critic": {"meta_sha256": digest(critic_meta)},
+        "critic": {"meta_sha256": digest(critic_meta), "weights_sha256": critic_weights},
         "candidates_from": candidates_from,
     }
 
@@ -125,7 +127,7 @@ class CandidateFileError(PairFileError):
 def candidate_settings(config: Any, *, seed: int, system_prompt: str | None, records: Sequence[dict[str, Any]],
                        total_turns: int, candidates_from: str, policy: dict[str, Any], shard: Shard) -> dict[str, Any]:
     """Everything that decides a turn's candidates: the base policy (``policy``: its identity,
-    :func:`model_fingerprint`) and backend, the sampling settings (:data:`SAMPLING_FIELDS`),
+    :func:`~sweet_agent.training.models.model_fingerprint`) and backend, the sampling settings (:data:`SAMPLING_FIELDS`),
     the seed, the records and their turns. The critic is not part of it: every training seed's
     critic may score the same candidates."""
     return {
@@ -169,34 +171,6 @@ def read_candidate_file(path: str | os.PathLike[str], settings: dict[str, Any]) 
                                  "candidates are shared only between runs of the same base policy and settings; "
                                  "pass another --candidates_file or remove it")
     return {int(row["turn"]): row["candidates"] for row in lines[1:]}
-
-
-def model_fingerprint(path: str | os.PathLike[str] | None, chunk: int = 4 << 20, whole_below: int = 64 << 20
-                      ) -> dict[str, Any]:
-    """The identity of a model checkpoint (folder or single file such as a GGUF): its path and a
-    sha256 over every file's name and size, the whole content of files under ``whole_below``
-    bytes (configs, tokenizers, LoRA adapters) and the first and last ``chunk`` bytes of larger
-    ones (weights: reading 16 GB per stage would cost more than the check is worth). A name that
-    is not a local path (a hub id) is its own identity."""
-    if path is None:
-        return {"model": None}
-    p = Path(path)
-    if not p.exists():
-        return {"model": str(path)}
-    files = sorted(f for f in (p.rglob("*") if p.is_dir() else [p]) if f.is_file()
-                   and not any(part.startswith(".") for part in f.relative_to(p if p.is_dir() else p.parent).parts))
-    h = hashlib.sha256()
-    for f in files:
-        size = f.stat().st_size
-        h.update(f"{f.relative_to(p) if p.is_dir() else f.name}\0{size}\0".encode())
-        with open(f, "rb") as fh:
-            if size <= whole_below:
-                h.update(fh.read())
-            else:
-                h.update(fh.read(chunk))
-                fh.seek(size - chunk)
-                h.update(fh.read(chunk))
-    return {"model": str(p.resolve()), "sha256": h.hexdigest(), "files": len(files)}
 
 
 def differences(a: dict[str, Any], b: dict[str, Any], prefix: str = "") -> list[str]:

@@ -24,12 +24,16 @@ class CriticLoadError(ValueError):
 
 @dataclass
 class LoadedCritic:
-    """A trained critic ready to score: ``ref`` is ``None`` for a regression-head critic."""
+    """A trained critic ready to score: ``ref`` is ``None`` for a regression-head critic.
+    ``weights_sha256`` is the checkpoint's :func:`~sweet_agent.training.models.model_fingerprint`
+    (``None`` for a critic built in memory): what a step-pair file and the critic report record,
+    so a critic trained again after a lost machine is told from the one that scored a file."""
 
     model: Any
     ref: Any
     tokenizer: Any
     meta: dict[str, Any]
+    weights_sha256: str | None = None
 
     @property
     def normalize(self) -> str:
@@ -62,22 +66,23 @@ def load_critic(path: str | Path, dtype: str | None = "float32", reference: str 
     (``ref`` is ``None``): for the paper release's step score, where the sampling policy takes
     its place."""
     from sweet_agent.devices import place, resolve_device
-    from sweet_agent.training.models import load_model
+    from sweet_agent.training.models import load_model, model_fingerprint
 
     meta = read_critic_meta(path)
     device = resolve_device(device)
+    weights = model_fingerprint(path).get("sha256")
     if meta.get("critic_type") == "regression":
         from transformers import AutoTokenizer
 
         from sweet_agent.critic.regression import RegressionCritic
 
         return LoadedCritic(place(RegressionCritic.from_pretrained(str(path)), device).eval(), None,
-                            AutoTokenizer.from_pretrained(str(path)), meta)
+                            AutoTokenizer.from_pretrained(str(path)), meta, weights)
     critic, tok = load_model(str(path), dtype, device=device)
     if not with_reference:
-        return LoadedCritic(critic.eval(), None, tok, meta)
+        return LoadedCritic(critic.eval(), None, tok, meta, weights)
     ref_name = reference or meta.get("reference_model")
     if not ref_name:
         raise CriticLoadError(f"{Path(path) / META_FILE} names no reference_model; pass the reference explicitly")
     ref, _ = load_model(ref_name, dtype, device=device)
-    return LoadedCritic(critic.eval(), ref.eval(), tok, meta)
+    return LoadedCritic(critic.eval(), ref.eval(), tok, meta, weights)

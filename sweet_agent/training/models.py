@@ -4,11 +4,15 @@ WHY a module of its own: every trainer (and the stages that run models outside a
 step-pair stage, the critic report, the critic reward) loads through :func:`load_model`, so a
 default model name, a LoRA adapter folder, the chat-template check and the attention choice
 behave the same everywhere; :func:`initial_copy` is the one way to copy a model that also works
-under DeepSpeed ZeRO-3.
+under DeepSpeed ZeRO-3; :func:`model_fingerprint` is the one identity of a checkpoint on disk
+(which base policy sampled shared candidates, which critic scored a step-pair file).
 """
 
 from __future__ import annotations
 
+import hashlib
+import os
+from pathlib import Path
 from typing import Any
 
 
@@ -20,6 +24,41 @@ def resolve_model(spec: str | None) -> str:
     except ImportError:  # pragma: no cover - policies ship with the package
         return spec
     return resolve_model_path(spec)
+
+
+def model_fingerprint(path: str | os.PathLike[str] | None, chunk: int = 4 << 20, whole_below: int = 64 << 20
+                      ) -> dict[str, Any]:
+    """The identity of a model checkpoint (folder or single file such as a GGUF): its path and a
+    sha256 over every file's name and size, the whole content of files under ``whole_below``
+    bytes (configs, tokenizers, LoRA adapters) and the first and last ``chunk`` bytes of larger
+    ones (weights: reading 16 GB per stage would cost more than the check is worth). Hidden files
+    and a Trainer's ``checkpoint-N`` folders (optimizer and RNG states to resume from, not the
+    model; a run may keep or prune them) are left out. A name that is not a local path (a hub id)
+    is its own identity."""
+    if path is None:
+        return {"model": None}
+    p = Path(path)
+    if not p.exists():
+        return {"model": str(path)}
+
+    def counted(f: Path) -> bool:
+        parts = f.relative_to(p if p.is_dir() else p.parent).parts
+        return not any(part.startswith(".") for part in parts) and not (
+            p.is_dir() and len(parts) > 1 and parts[0].startswith("checkpoint-"))
+
+    files = sorted(f for f in (p.rglob("*") if p.is_dir() else [p]) if f.is_file() and counted(f))
+    h = hashlib.sha256()
+    for f in files:
+        size = f.stat().st_size
+        h.update(f"{f.relative_to(p) if p.is_dir() else f.name}\0{size}\0".encode())
+        with open(f, "rb") as fh:
+            if size <= whole_below:
+                h.update(fh.read())
+            else:
+                h.update(fh.read(chunk))
+                fh.seek(size - chunk)
+                h.update(fh.read(chunk))
+    return {"model": str(p.resolve()), "sha256": h.hexdigest(), "files": len(files)}
 
 
 def load_model(spec, dtype: str | None = "float32", attn_implementation: str | None = None,

@@ -458,9 +458,34 @@ def test_critic_choices_skip_a_running_stage_and_name_the_backend(bench, tmp_pat
     _write(tmp_path / "pairs" / "s1.jsonl.tmp", [{"turn": 3}])
     got = bench.critic_choices(tmp_path)
     assert got == [{"file": "s0.jsonl", "agent_turn": 1, "turn_index": 1, "pairs": 3, "question_vs_answer": 2,
-                    "chose_question": 1, "candidates_from": ["openai:m"]},
+                    "chose_question": 1, "candidates_from": ["openai:m"], "critic_weights": None},
                    {"file": "s0.jsonl", "agent_turn": 2, "turn_index": 3, "pairs": 1, "question_vs_answer": 1,
-                    "chose_question": 0, "candidates_from": ["openai:m"]}]
+                    "chose_question": 0, "candidates_from": ["openai:m"], "critic_weights": None}]
+
+
+def test_the_report_says_when_the_critic_report_scored_another_critic_than_the_pairs(bench, tmp_path):
+    """A critic trained again (a lost machine) is not the one that scored a restored pair file:
+    the pair file's meta and the critic report each record the critic's fingerprint, and the
+    report names every seed whose two differ; files from before the fingerprint are no mismatch."""
+    from sweet_agent.actor.pair_files import FORMAT, meta_path
+
+    q = [{"role": "user", "content": "p"}, {"role": "assistant", "content": "What rate should I use?"}]
+    a = [{"role": "user", "content": "p"}, {"role": "assistant", "content": "I WANT TO ANSWER: def f(): return 0"}]
+    for stem, sha in (("s0", "a" * 64), ("s1", "b" * 64), ("s2", None)):
+        _write(tmp_path / "pairs" / f"{stem}.jsonl", [{"chosen": q, "rejected": a, "agent_turn": 1}])
+        meta_path(tmp_path / "pairs" / f"{stem}.jsonl").write_text(json.dumps(
+            {"format": FORMAT, "settings": {"critic": {"meta_sha256": "m", "weights_sha256": sha}}}))
+    choices = bench.critic_choices(tmp_path)
+    assert [c["critic_weights"] for c in choices] == ["a" * 64, "b" * 64, None]
+    report = {"scorers": [{"name": "sweet-s0", "weights_sha256": "a" * 64},      # the same critic
+                          {"name": "sweet-s1", "weights_sha256": "c" * 64},      # trained again
+                          {"name": "release-s1", "weights_sha256": "c" * 64},
+                          {"name": "sweet-s2", "weights_sha256": "d" * 64},      # pairs predate the fingerprint
+                          {"name": "noref-s0", "weights_sha256": "e" * 64}]}    # made no pairs
+    assert bench.critic_mismatches(choices, report) == [
+        f"sweet-s1 scored critic {'c' * 12}, but pairs/s1.jsonl was scored by {'b' * 12}",
+        f"release-s1 scored critic {'c' * 12}, but pairs/s1.jsonl was scored by {'b' * 12}"]
+    assert bench.critic_mismatches(choices, None) == []
 
 
 #: A stage command for the fork server's path (``python -m``): tests/agent/command_probe.py.

@@ -37,7 +37,7 @@ def _train(tmp_path, data, base, name, command="train-rft", merge=True, extra=()
 
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory, tiny_model_dir):
-    from conftest import make_task, make_traj
+    from tests.training.conftest import make_task, make_traj
 
     tmp = tmp_path_factory.mktemp("adapters")
     recs = [r for i in range(6) for r in (make_traj(make_task(i), True), make_traj(make_task(i), False))]

@@ -6,12 +6,12 @@ import math
 
 import pytest
 import torch
-from conftest import make_task, make_traj
 
 from sweet_agent.critic.config import CriticConfig
 from sweet_agent.critic.trainer import CriticCollator, CriticTrainer
 from sweet_agent.sweet_rl.algorithm import bradley_terry_loss
 from sweet_agent.training_data.pairs import build_trajectory_pairs, pairs_to_rows, split_by_task
+from tests.training.conftest import make_task, make_traj
 
 
 def test_bradley_terry_loss_by_hand():

@@ -8,10 +8,10 @@ import json
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
-from conftest import make_task
 from mc_fixtures import FULL, GRADE, HALF, QUESTION, SYSTEM, ZERO, ScriptedPolicy, offline_record
 
 from sweet_agent.actor import mc_values as MC
+from tests.training.conftest import make_task
 
 
 def _graded(answer: str, task: dict) -> float:

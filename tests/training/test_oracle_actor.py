@@ -6,11 +6,11 @@ from __future__ import annotations
 import json
 
 import pytest
-from conftest import make_task
 from mc_fixtures import FULL, HALF, QUESTION, ZERO, ScriptedPolicy, offline_record
 
 from sweet_agent.actor import mc_values as MC
 from sweet_agent.cli import main
+from tests.training.conftest import make_task
 
 COMMON = ["--max-steps", "2", "--batch-size", "2", "--learning-rate", "1e-3", "--max-length", "256"]
 

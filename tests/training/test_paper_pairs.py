@@ -153,19 +153,27 @@ def test_candidates_of_another_policy_or_sampling_are_refused_in_one_line(change
 def test_model_fingerprint_tells_checkpoints_apart(tmp_path):
     from tiny_model import save_tiny
 
+    from sweet_agent.training.models import model_fingerprint
+
     a, b = save_tiny(tmp_path / "a", seed=0), save_tiny(tmp_path / "b", seed=1)
-    fa, fb = PF.model_fingerprint(a), PF.model_fingerprint(b)
-    assert fa["sha256"] != fb["sha256"] and fa == PF.model_fingerprint(a)
+    fa, fb = model_fingerprint(a), model_fingerprint(b)
+    assert fa["sha256"] != fb["sha256"] and fa == model_fingerprint(a)
     copy = tmp_path / "copy"
     copy.mkdir()
     for f in a.iterdir():
         (copy / f.name).write_bytes(f.read_bytes())
-    assert PF.model_fingerprint(copy)["sha256"] == fa["sha256"]  # the same weights elsewhere are the same policy
+    assert model_fingerprint(copy)["sha256"] == fa["sha256"]  # the same weights elsewhere are the same policy
+    (copy / "checkpoint-5").mkdir()  # a Trainer's resumable state is not the model
+    (copy / "checkpoint-5" / "optimizer.pt").write_bytes(b"state")
+    assert model_fingerprint(copy)["sha256"] == fa["sha256"]
+    (copy / "adapter").mkdir()  # but everything else in the folder is
+    (copy / "adapter" / "adapter_model.safetensors").write_bytes(b"weights")
+    assert model_fingerprint(copy)["sha256"] != fa["sha256"]
     big = tmp_path / "big.gguf"
     big.write_bytes(b"\0" * 100 + b"x")
-    assert PF.model_fingerprint(big, chunk=8, whole_below=16)["sha256"] != PF.model_fingerprint(
+    assert model_fingerprint(big, chunk=8, whole_below=16)["sha256"] != model_fingerprint(
         tmp_path / "a", chunk=8, whole_below=16)["sha256"]
-    assert PF.model_fingerprint("some/hub-id") == {"model": "some/hub-id"}
+    assert model_fingerprint("some/hub-id") == {"model": "some/hub-id"}
 
 
 def test_train_actor_shares_candidates_between_seeds_and_refuses_another_policy(tmp_path, toy_records, capsys):

@@ -6,6 +6,7 @@ a resumed stage equal to an uninterrupted one, and merges of mismatched shards r
 from __future__ import annotations
 
 import json
+import os
 import sys
 from pathlib import Path
 
@@ -252,6 +253,48 @@ def test_resume_and_merge_refuse_other_settings(tiny_critic, tiny_tokenizer, pol
     assert "[merge-pairs]" in capsys.readouterr().out and PF.read_pair_meta(tmp_path / "merged.jsonl")["shard"] == "0/1"
 
 
+def test_a_critic_trained_again_cannot_resume_or_merge_with_the_one_that_scored_a_file(
+        tiny_critic, tiny_tokenizer, policy, toy_records, tmp_path):
+    """Same settings, same metadata, other weights (a critic retrained after a lost machine):
+    the pairs' meta records the critic checkpoint's fingerprint, so --resume and merge-pairs
+    refuse to mix its turns with the first critic's, in one line."""
+    import dataclasses
+
+    first = dataclasses.replace(tiny_critic, weights_sha256="a" * 64)
+    again = dataclasses.replace(tiny_critic, weights_sha256="b" * 64)
+    recs = toy_records[:2]
+    a = PF.Shard(0, 2).path(tmp_path / "pairs.jsonl")
+    b = PF.Shard(1, 2).path(tmp_path / "pairs.jsonl")
+    rows = build_step_pairs(recs, policy, tiny_tokenizer, first, _config(), seed=0, shard="0/2", pairs_out=a)
+    assert PF.read_pair_meta(a)["settings"]["critic"]["weights_sha256"] == "a" * 64
+    with pytest.raises(PF.PairFileError, match="--resume: .* other settings .*critic.weights_sha256") as err:
+        build_step_pairs(recs, policy, tiny_tokenizer, again, _config(), seed=0, shard="0/2", pairs_out=a, resume=True)
+    assert "\n" not in str(err.value)
+    # the same critic resumes its finished file without sampling anything
+    assert build_step_pairs(recs, policy, tiny_tokenizer, first, _config(), seed=0, shard="0/2", pairs_out=a,
+                            resume=True) == rows
+    build_step_pairs(recs, policy, tiny_tokenizer, again, _config(), seed=0, shard="1/2", pairs_out=b)
+    with pytest.raises(PF.PairFileError, match=r"built with different settings \(critic.weights_sha256"):
+        PF.merge_pair_files([a, b])
+
+
+def test_a_loaded_critic_carries_its_checkpoint_fingerprint(tmp_path, tiny_model_dir):
+    """load_critic fingerprints the folder it loads (what the pair meta and critic report record);
+    a critic built in memory has none."""
+    import shutil
+
+    from sweet_agent.critic.loading import META_FILE, LoadedCritic, load_critic
+    from sweet_agent.training.models import model_fingerprint
+
+    critic = tmp_path / "critic"
+    shutil.copytree(tiny_model_dir, critic)
+    (critic / META_FILE).write_text(json.dumps({"reference_model": str(tiny_model_dir)}))
+    loaded = load_critic(critic, "float32", device="cpu")
+    assert loaded.weights_sha256 == model_fingerprint(critic)["sha256"] and len(loaded.weights_sha256) == 64
+    assert load_critic(critic, "float32", with_reference=False, device="cpu").weights_sha256 == loaded.weights_sha256
+    assert LoadedCritic(loaded.model, loaded.ref, loaded.tokenizer, {}).weights_sha256 is None
+
+
 def test_train_actor_shard_needs_only_pairs(tmp_path, toy_records, tiny_model_dir, capsys):
     from sweet_agent.cli import main
 
@@ -297,15 +340,19 @@ def test_a_two_process_launch_builds_one_shard_each_and_merges_them(tmp_path, to
     data.write_text("".join(json.dumps(r) + "\n" for r in toy_records[:4]))
     args = ["train-actor", "--data", str(data), "--critic", str(critic), "--model_name_or_path", str(model),
             "--num_candidates", "3", "--max_new_tokens", "6", "--only_pairs", "--report_to", "none", "--use_cpu", "true"]
+    # one intra-op thread in every process (torchrun's default per worker): a score summed by two threads
+    # rounds differently in the last bits than by one, and the files are compared byte for byte
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
     launch = subprocess.run([str(Path(sys.executable).with_name("torchrun")), "--nproc_per_node", "2",
                              "--master_port", str(_free_port()), "-m", "sweet_agent.cli", *args, "--output_dir",
                              str(tmp_path / "o2"), "--pairs_out", str(tmp_path / "two.jsonl")],
-                            capture_output=True, text=True, timeout=900)
+                            capture_output=True, text=True, timeout=900, env=env)
     assert launch.returncode == 0, launch.stderr[-3000:]
     assert "shard 0/2" in launch.stdout and "shard 1/2" in launch.stdout
     assert "step pairs of 2 processes merged" in launch.stdout
     one = subprocess.run([sys.executable, "-m", "sweet_agent.cli", *args, "--output_dir", str(tmp_path / "o1"),
-                          "--pairs_out", str(tmp_path / "one.jsonl")], capture_output=True, text=True, timeout=900)
+                          "--pairs_out", str(tmp_path / "one.jsonl")], capture_output=True, text=True, timeout=900,
+                         env=env)
     assert one.returncode == 0, one.stderr[-3000:]
     assert (tmp_path / "two.jsonl").read_text() == (tmp_path / "one.jsonl").read_text() != ""
     assert PF.read_pair_meta(tmp_path / "two.jsonl")["merged_from"] == [

@@ -9,13 +9,13 @@ import math
 
 import pytest
 import torch
-from conftest import make_task, make_traj
 
 from sweet_agent.cli import main
 from sweet_agent.critic.config import CriticConfig
 from sweet_agent.critic.trainer import CriticCollator, CriticTrainer, pair_stats
 from sweet_agent.training.command import NOTHING_TO_TRAIN
 from sweet_agent.training_data.pairs import build_trajectory_pairs, pairs_to_rows
+from tests.training.conftest import make_task, make_traj
 
 # ------------------------------------------------------------------------------ pair rules
 
