@@ -1427,18 +1427,18 @@ def critic_choices(run: Path) -> list[dict[str, Any]]:
             if set(kinds) == {"question", "answer"}:
                 c["question_vs_answer"] += 1
                 c["chose_question"] += kinds[0] == "question"
-        weights = pair_critic_weights(f)
-        out += [{"file": f.name, "agent_turn": t, **c, "critic_weights": weights} for t, c in sorted(per.items())]
+        weights = pair_critic_fingerprint(f)
+        out += [{"file": f.name, "agent_turn": t, **c, "critic_fingerprint": weights} for t, c in sorted(per.items())]
     return out
 
 
-def pair_critic_weights(pairs: Path) -> str | None:
+def pair_critic_fingerprint(pairs: Path) -> str | None:
     """The fingerprint of the critic that scored a step-pair file (its meta), None when the file
     predates it or has no meta."""
     from sweet_agent.actor.pair_files import PairFileError, read_pair_meta
 
     try:
-        return ((read_pair_meta(pairs).get("settings") or {}).get("critic") or {}).get("weights_sha256")
+        return ((read_pair_meta(pairs).get("settings") or {}).get("critic") or {}).get("fingerprint")
     except PairFileError:
         return None
 
@@ -1447,13 +1447,13 @@ def critic_mismatches(choices: Sequence[Mapping[str, Any]], agreement: Mapping[s
     """Where the critic report scored another critic than the one that made a seed's step pairs
     (``pairs/sN.jsonl`` against the report's ``sweet-sN`` and ``release-sN`` columns): a critic
     trained again after a lost machine. Unknown fingerprints (older files) are no mismatch."""
-    made = {Path(c["file"]).stem: c.get("critic_weights") for c in choices}
+    made = {Path(c["file"]).stem: c.get("critic_fingerprint") for c in choices}
     out = []
     for col in (agreement or {}).get("scorers", []):
         kind, _, stem = str(col.get("name", "")).partition("-")
-        if kind in ("sweet", "release") and made.get(stem) and col.get("weights_sha256") \
-                and made[stem] != col["weights_sha256"]:
-            out.append(f"{col['name']} scored critic {col['weights_sha256'][:12]}, but pairs/{stem}.jsonl was scored by "
+        if kind in ("sweet", "release") and made.get(stem) and col.get("fingerprint") \
+                and made[stem] != col["fingerprint"]:
+            out.append(f"{col['name']} scored critic {col['fingerprint'][:12]}, but pairs/{stem}.jsonl was scored by "
                        f"{made[stem][:12]}")
     return out
 
@@ -1708,7 +1708,7 @@ def write_report(run: Path, settings: dict) -> dict[str, Any]:
             f"{c['file']} agent turn {c['agent_turn']}: chose the question in {c['chose_question']} of "
             f"{c['question_vs_answer']} ({c['pairs']} pairs; candidates from "
             f"{', '.join(c.get('candidates_from') or ['?'])}"
-            + (f"; critic {c['critic_weights'][:12]}" if c.get("critic_weights") else "") + ")" for c in choices) + ".")
+            + (f"; critic {c['critic_fingerprint'][:12]}" if c.get("critic_fingerprint") else "") + ")" for c in choices) + ".")
     if budgets:
         md.append("Training budgets (training_budget.json of each model: epochs over its own data, samples seen, "
                   "optimizer steps, learning rate, arithmetic):\n\n| model | rows | epochs | samples seen | steps | lr | "

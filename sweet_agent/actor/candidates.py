@@ -191,7 +191,7 @@ def build_step_pairs(records: Sequence[dict[str, Any]], policy, policy_tokenizer
     settings = PF.stage_settings(config, [f.name for f in fields(StepPairConfig)], seed=seed,
                                  system_prompt=system_prompt, records=records, total_turns=len(turns),
                                  critic_meta=critic.meta, candidates_from=label,
-                                 critic_weights=getattr(critic, "weights_sha256", None))
+                                 critic_fingerprint=getattr(critic, "fingerprint", None))
     mine = [k for k in range(len(turns)) if shard.owns(k)]
     shared: dict[int, list[dict[str, Any]]] = {}
     cand_path = cand_settings = None
@@ -348,7 +348,7 @@ def _finished_file(pairs_out, settings: dict[str, Any], shard: Shard):
     if PF.journal_path(pairs_out).exists() or not Path(pairs_out).is_file() or not PF.meta_path(pairs_out).is_file():
         return None
     meta = PF.read_pair_meta(pairs_out)
-    diff = PF.differences(meta.get("settings", {}), settings)
+    diff = PF.pair_settings_differences(meta.get("settings", {}), settings)
     if diff or meta.get("shard") != shard.label:
         raise PF.PairFileError(f"--resume: {pairs_out} was built with other settings or shard "
                                f"({'; '.join(diff[:4]) or 'shard ' + str(meta.get('shard'))}); restore them, or rerun "

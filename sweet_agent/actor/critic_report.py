@@ -243,7 +243,7 @@ class Scorer:
     privileged: bool | None = None
     trained_tasks: set[str] | None = None  # None: unknown (the critic recorded none)
     notes: list[str] = field(default_factory=list)
-    weights_sha256: str | None = None  # the critic checkpoint's fingerprint (None: scores from a file)
+    fingerprint: str | None = None  # the critic checkpoint's fingerprint (None: scores from a file)
 
 
 def critic_scores(rows: Sequence[dict[str, Any]], critic, step_score: str = "critic-ref", policy=None,
@@ -312,7 +312,7 @@ def build_report(rows: Sequence[dict[str, Any]], scorers: Sequence[Scorer], *, t
         skip = s.trained_tasks if tasks == "heldout" else None
         table = agreement_by_turn(rows, s.scores, skip)
         columns.append({
-            "name": s.name, "kind": s.kind, "source": s.source, "weights_sha256": s.weights_sha256,
+            "name": s.name, "kind": s.kind, "source": s.source, "fingerprint": s.fingerprint,
             "privileged_info": s.privileged,
             "pairs_held_out": (skip is not None) if tasks == "heldout" else False, "notes": s.notes,
             "by_agent_turn": {k: {"pairs": a.pairs, "agree": a.agree, "agreement": a.rate,
@@ -476,4 +476,4 @@ def _critic_scorer(rows, spec: str, kind: str, args) -> Scorer:
     scores = critic_scores(rows, critic, kind, policy, tok, args.batch_size)
     label = name or f"{Path(path).name} ({kind}, {'with' if critic.use_privileged_info else 'without'} reference)"
     return Scorer(label, kind, scores, source=path, privileged=critic.use_privileged_info, trained_tasks=trained,
-                  notes=notes, weights_sha256=critic.weights_sha256)
+                  notes=notes, fingerprint=critic.fingerprint)

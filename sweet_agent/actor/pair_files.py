@@ -95,10 +95,10 @@ def digest(obj: Any) -> str:
 
 def stage_settings(config: Any, config_fields: Iterable[str], *, seed: int, system_prompt: str | None,
                    records: Sequence[dict[str, Any]], total_turns: int, critic_meta: dict[str, Any],
-                   candidates_from: str, critic_weights: str | None = None) -> dict[str, Any]:
+                   candidates_from: str, critic_fingerprint: str | None = None) -> dict[str, Any]:
     """Everything that decides a turn's pairs, as JSON: two files with equal settings hold the
     same pairs for the same turn (on the local path; a server's samples vary with the server).
-    ``critic_weights`` (the critic checkpoint's fingerprint) tells a critic trained again with the
+    ``critic_fingerprint`` (the critic checkpoint's fingerprint) tells a critic trained again with the
     same settings from the one that scored the file: a journal or shard of the other is refused."""
     return {
         "format": FORMAT,
@@ -107,7 +107,7 @@ def stage_settings(config: Any, config_fields: Iterable[str], *, seed: int, syst
         "system_prompt": system_prompt,
         "records": {"count": len(records), "sha256": digest(list(records))},
         "total_turns": int(total_turns),
-        "critic": {"meta_sha256": digest(critic_meta), "weights_sha256": critic_weights},
+        "critic": {"meta_sha256": digest(critic_meta), "fingerprint": critic_fingerprint},
         "candidates_from": candidates_from,
     }
 
@@ -185,6 +185,17 @@ def differences(a: dict[str, Any], b: dict[str, Any], prefix: str = "") -> list[
     return out
 
 
+def pair_settings_differences(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
+    """:func:`differences` of two step-pair stages' settings. A side written before the critic's
+    fingerprint was recorded (no ``critic.fingerprint`` key) is compared without it: which critic
+    scored it is unknown, not different, so an older journal or shard still resumes and merges."""
+    co, cn = old.get("critic") or {}, new.get("critic") or {}
+    if isinstance(co, dict) and isinstance(cn, dict) and ("fingerprint" in co) != ("fingerprint" in cn):
+        old = {**old, "critic": {k: v for k, v in co.items() if k != "fingerprint"}}
+        new = {**new, "critic": {k: v for k, v in cn.items() if k != "fingerprint"}}
+    return differences(old, new)
+
+
 def _short(value: Any) -> str:
     text = json.dumps(value, ensure_ascii=False, default=str)
     return text if len(text) <= 40 else text[:37] + "..."
@@ -234,7 +245,7 @@ class TurnJournal:
         if old.get("shard") != self.header["shard"]:
             raise PairFileError(f"--resume: {self.path} holds shard {old.get('shard')}, not {self.header['shard']}; "
                                 "pass the same --shard or rerun without --resume")
-        diff = differences(old.get("settings", {}), self.header["settings"])
+        diff = pair_settings_differences(old.get("settings", {}), self.header["settings"])
         if diff:
             raise PairFileError(f"--resume: {self.path} was built with other settings ({'; '.join(diff[:4])}); "
                                 "restore them, or rerun without --resume to start over")
@@ -299,7 +310,7 @@ def merge_pair_files(paths: Sequence[str | os.PathLike[str]]) -> tuple[list[dict
     metas = [(Path(p), read_pair_meta(p)) for p in paths]
     first_path, first = metas[0]
     for path, meta in metas[1:]:
-        diff = differences(first["settings"], meta["settings"])
+        diff = pair_settings_differences(first["settings"], meta["settings"])
         if diff:
             raise PairFileError(f"cannot merge {first_path} and {path}: built with different settings "
                                 f"({'; '.join(diff[:4])})")

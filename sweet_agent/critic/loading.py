@@ -25,7 +25,7 @@ class CriticLoadError(ValueError):
 @dataclass
 class LoadedCritic:
     """A trained critic ready to score: ``ref`` is ``None`` for a regression-head critic.
-    ``weights_sha256`` is the checkpoint's :func:`~sweet_agent.training.models.model_fingerprint`
+    ``fingerprint`` is the checkpoint's :func:`~sweet_agent.training.models.model_fingerprint`
     (``None`` for a critic built in memory): what a step-pair file and the critic report record,
     so a critic trained again after a lost machine is told from the one that scored a file."""
 
@@ -33,7 +33,7 @@ class LoadedCritic:
     ref: Any
     tokenizer: Any
     meta: dict[str, Any]
-    weights_sha256: str | None = None
+    fingerprint: str | None = None
 
     @property
     def normalize(self) -> str:

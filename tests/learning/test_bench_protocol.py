@@ -458,9 +458,9 @@ def test_critic_choices_skip_a_running_stage_and_name_the_backend(bench, tmp_pat
     _write(tmp_path / "pairs" / "s1.jsonl.tmp", [{"turn": 3}])
     got = bench.critic_choices(tmp_path)
     assert got == [{"file": "s0.jsonl", "agent_turn": 1, "turn_index": 1, "pairs": 3, "question_vs_answer": 2,
-                    "chose_question": 1, "candidates_from": ["openai:m"], "critic_weights": None},
+                    "chose_question": 1, "candidates_from": ["openai:m"], "critic_fingerprint": None},
                    {"file": "s0.jsonl", "agent_turn": 2, "turn_index": 3, "pairs": 1, "question_vs_answer": 1,
-                    "chose_question": 0, "candidates_from": ["openai:m"], "critic_weights": None}]
+                    "chose_question": 0, "candidates_from": ["openai:m"], "critic_fingerprint": None}]
 
 
 def test_the_report_says_when_the_critic_report_scored_another_critic_than_the_pairs(bench, tmp_path):
@@ -474,18 +474,29 @@ def test_the_report_says_when_the_critic_report_scored_another_critic_than_the_p
     for stem, sha in (("s0", "a" * 64), ("s1", "b" * 64), ("s2", None)):
         _write(tmp_path / "pairs" / f"{stem}.jsonl", [{"chosen": q, "rejected": a, "agent_turn": 1}])
         meta_path(tmp_path / "pairs" / f"{stem}.jsonl").write_text(json.dumps(
-            {"format": FORMAT, "settings": {"critic": {"meta_sha256": "m", "weights_sha256": sha}}}))
+            {"format": FORMAT, "settings": {"critic": {"meta_sha256": "m", "fingerprint": sha}}}))
     choices = bench.critic_choices(tmp_path)
-    assert [c["critic_weights"] for c in choices] == ["a" * 64, "b" * 64, None]
-    report = {"scorers": [{"name": "sweet-s0", "weights_sha256": "a" * 64},      # the same critic
-                          {"name": "sweet-s1", "weights_sha256": "c" * 64},      # trained again
-                          {"name": "release-s1", "weights_sha256": "c" * 64},
-                          {"name": "sweet-s2", "weights_sha256": "d" * 64},      # pairs predate the fingerprint
-                          {"name": "noref-s0", "weights_sha256": "e" * 64}]}    # made no pairs
+    assert [c["critic_fingerprint"] for c in choices] == ["a" * 64, "b" * 64, None]
+    report = {"scorers": [{"name": "sweet-s0", "fingerprint": "a" * 64},      # the same critic
+                          {"name": "sweet-s1", "fingerprint": "c" * 64},      # trained again
+                          {"name": "release-s1", "fingerprint": "c" * 64},
+                          {"name": "sweet-s2", "fingerprint": "d" * 64},      # pairs predate the fingerprint
+                          {"name": "noref-s0", "fingerprint": "e" * 64}]}    # made no pairs
     assert bench.critic_mismatches(choices, report) == [
         f"sweet-s1 scored critic {'c' * 12}, but pairs/s1.jsonl was scored by {'b' * 12}",
         f"release-s1 scored critic {'c' * 12}, but pairs/s1.jsonl was scored by {'b' * 12}"]
     assert bench.critic_mismatches(choices, None) == []
+    # the written report says it, beside each pair file's critic
+    path = bench.Layout(tmp_path).critic_report
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps({**report, "turns": 1, "ci": {"method": "wilson", "about": "Wilson"},
+                                "scorers": [dict(c, kind="critic-ref", by_agent_turn={}) for c in report["scorers"]]}))
+    written = bench.write_report(tmp_path, dict(bench.PROFILES["quick"], candidate_server="none"))
+    assert written["critic_mismatches"] == bench.critic_mismatches(choices, report)
+    md = (tmp_path / "results.md").read_text()
+    assert "**The critic report did not score the critics that made SWEET-RL's step pairs**" in md
+    assert f"sweet-s1 scored critic {'c' * 12}, but pairs/s1.jsonl was scored by {'b' * 12}" in md
+    assert f"s0.jsonl agent turn 1: chose the question in 1 of 1 (1 pairs; candidates from ?; critic {'a' * 12})" in md
 
 
 #: A stage command for the fork server's path (``python -m``): tests/agent/command_probe.py.

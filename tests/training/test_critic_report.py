@@ -115,7 +115,7 @@ def test_critic_report_command_prints_and_writes_the_hand_count(tmp_path, capsys
     assert "0.667" in lines["1"] and "n=3" in lines["1"] and "n=3" in lines["2"]
     report = json.loads(out.read_text())
     col = report["scorers"][0]
-    assert col["name"] == "hand" and report["ci"]["method"] == "wilson" and col["weights_sha256"] is None
+    assert col["name"] == "hand" and report["ci"]["method"] == "wilson" and col["fingerprint"] is None
     kinds = col["by_agent_turn"]["all"].pop("by_pair_kind")
     assert {k: (v["agree"], v["pairs"]) for k, v in kinds.items()} == {"answer-answer": (1, 1), "ask-answer": (1, 2),
                                                                        "ask-ask": (2, 3)}
@@ -181,8 +181,8 @@ def test_critic_report_scores_critics_as_train_actor_does(tmp_path, critics, tin
     # which critic each column scored (the bench checks it against the one that made the step pairs)
     from sweet_agent.training.models import model_fingerprint
 
-    assert cols["sweet"]["weights_sha256"] == cols["release"]["weights_sha256"] == model_fingerprint(sweet)["sha256"]
-    assert cols["critic-noref (critic-ref, without reference)"]["weights_sha256"] == model_fingerprint(plain)["sha256"]
+    assert cols["sweet"]["fingerprint"] == cols["release"]["fingerprint"] == model_fingerprint(sweet)["sha256"]
+    assert cols["critic-noref (critic-ref, without reference)"]["fingerprint"] == model_fingerprint(plain)["sha256"]
 
     # by hand: each candidate scored by score_candidates, the pairs counted on the held-out tasks
     critic = load_critic(sweet, "float32", device="cpu")

@@ -260,22 +260,29 @@ def test_a_critic_trained_again_cannot_resume_or_merge_with_the_one_that_scored_
     refuse to mix its turns with the first critic's, in one line."""
     import dataclasses
 
-    first = dataclasses.replace(tiny_critic, weights_sha256="a" * 64)
-    again = dataclasses.replace(tiny_critic, weights_sha256="b" * 64)
+    first = dataclasses.replace(tiny_critic, fingerprint="a" * 64)
+    again = dataclasses.replace(tiny_critic, fingerprint="b" * 64)
     recs = toy_records[:2]
     a = PF.Shard(0, 2).path(tmp_path / "pairs.jsonl")
     b = PF.Shard(1, 2).path(tmp_path / "pairs.jsonl")
     rows = build_step_pairs(recs, policy, tiny_tokenizer, first, _config(), seed=0, shard="0/2", pairs_out=a)
-    assert PF.read_pair_meta(a)["settings"]["critic"]["weights_sha256"] == "a" * 64
-    with pytest.raises(PF.PairFileError, match="--resume: .* other settings .*critic.weights_sha256") as err:
+    assert PF.read_pair_meta(a)["settings"]["critic"]["fingerprint"] == "a" * 64
+    with pytest.raises(PF.PairFileError, match="--resume: .* other settings .*critic.fingerprint") as err:
         build_step_pairs(recs, policy, tiny_tokenizer, again, _config(), seed=0, shard="0/2", pairs_out=a, resume=True)
     assert "\n" not in str(err.value)
     # the same critic resumes its finished file without sampling anything
     assert build_step_pairs(recs, policy, tiny_tokenizer, first, _config(), seed=0, shard="0/2", pairs_out=a,
                             resume=True) == rows
     build_step_pairs(recs, policy, tiny_tokenizer, again, _config(), seed=0, shard="1/2", pairs_out=b)
-    with pytest.raises(PF.PairFileError, match=r"built with different settings \(critic.weights_sha256"):
+    with pytest.raises(PF.PairFileError, match=r"built with different settings \(critic.fingerprint"):
         PF.merge_pair_files([a, b])
+    # a file from before the fingerprint was recorded: which critic scored it is unknown, not different
+    meta = PF.read_pair_meta(a)
+    del meta["settings"]["critic"]["fingerprint"]
+    PF.meta_path(a).write_text(json.dumps(meta))
+    assert build_step_pairs(recs, policy, tiny_tokenizer, again, _config(), seed=0, shard="0/2", pairs_out=a,
+                            resume=True) == rows
+    assert len(PF.merge_pair_files([a, b])[0]) == len(rows) + len(PF.read_pair_rows(b))
 
 
 def test_a_loaded_critic_carries_its_checkpoint_fingerprint(tmp_path, tiny_model_dir):
@@ -290,9 +297,9 @@ def test_a_loaded_critic_carries_its_checkpoint_fingerprint(tmp_path, tiny_model
     shutil.copytree(tiny_model_dir, critic)
     (critic / META_FILE).write_text(json.dumps({"reference_model": str(tiny_model_dir)}))
     loaded = load_critic(critic, "float32", device="cpu")
-    assert loaded.weights_sha256 == model_fingerprint(critic)["sha256"] and len(loaded.weights_sha256) == 64
-    assert load_critic(critic, "float32", with_reference=False, device="cpu").weights_sha256 == loaded.weights_sha256
-    assert LoadedCritic(loaded.model, loaded.ref, loaded.tokenizer, {}).weights_sha256 is None
+    assert loaded.fingerprint == model_fingerprint(critic)["sha256"] and len(loaded.fingerprint) == 64
+    assert load_critic(critic, "float32", with_reference=False, device="cpu").fingerprint == loaded.fingerprint
+    assert LoadedCritic(loaded.model, loaded.ref, loaded.tokenizer, {}).fingerprint is None
 
 
 def test_train_actor_shard_needs_only_pairs(tmp_path, toy_records, tiny_model_dir, capsys):
