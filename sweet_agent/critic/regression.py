@@ -9,10 +9,13 @@ the turn's last token.
 
 from __future__ import annotations
 
+import io
 from pathlib import Path
 
 import torch
 from torch import nn
+
+from colbench_gym.jsonl import write_bytes_atomic
 
 HEAD_FILE = "value_head.pt"
 
@@ -52,9 +55,9 @@ class RegressionCritic(nn.Module):
     def save_pretrained(self, path: str | Path, **kwargs) -> None:
         path = Path(path)
         self.lm.save_pretrained(path, **kwargs)
-        tmp = path / (HEAD_FILE + ".tmp")
-        torch.save(self.value_head.state_dict(), tmp)
-        tmp.replace(path / HEAD_FILE)
+        head = io.BytesIO()  # a few kB: serialised in memory, written whole (no torn head beside a saved backbone)
+        torch.save(self.value_head.state_dict(), head)
+        write_bytes_atomic(path / HEAD_FILE, head.getvalue())
 
     @classmethod
     def from_pretrained(cls, path: str | Path, **kwargs) -> RegressionCritic:

@@ -242,6 +242,13 @@ def test_regression_head_loss_by_hand(tiny_model, tiny_tokenizer, toy_records, t
     pairs = [(score(r["chosen"], r["privileged_info"]), score(r["rejected"], r["privileged_info"])) for r in rows]
     assert loss == pytest.approx(_bt(pairs), rel=1e-4)
     assert abs(loss - math.log(2)) > 1e-3  # the head moved the scores: not the untrained log 2
+    # saved and loaded whole: the head written atomically beside the backbone, the same weights back
+    from sweet_agent.critic.regression import HEAD_FILE, RegressionCritic
+
+    trainer.model.save_pretrained(tmp_path / "saved")
+    assert sorted(p.name for p in (tmp_path / "saved").iterdir() if HEAD_FILE in p.name) == [HEAD_FILE]
+    back = RegressionCritic.from_pretrained(tmp_path / "saved").value_head
+    assert torch.equal(back.weight, head.weight) and torch.equal(back.bias, head.bias)
 
 
 # ------------------------------------------------------------------------------ nothing to train on
