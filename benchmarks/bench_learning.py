@@ -88,6 +88,10 @@ from sweet_agent.trajectories import record_prefilled_turns  # noqa: E402
 METHODS = ("zero-shot", "rft", "mtdpo", "sweet", "oracle", "best-of-n")
 LABELS = {"zero-shot": "zero-shot", "rft": "RFT", "mtdpo": "multi-turn DPO", "sweet": "SWEET-RL",
           "oracle": "oracle-credit actor (Monte-Carlo pairs)", "best-of-n": "best-of-N (critic w/o reference)"}
+#: The LoRA adapter `make demo` plays (SWEET-RL of an earlier run, on the default model): validated
+#: on each run's val tasks (stage ``val-shipped``), and replaced only by a SWEET-RL policy that
+#: passes more of them (:func:`demo_adapter_verdict`).
+SHIPPED_ADAPTER = ROOT / "examples" / "adapters" / "sweet-collab-qwen2.5-coder-0.5b"
 #: The baselines SWEET-RL is compared with, pair by pair.
 BASELINES = ("zero-shot", "rft", "mtdpo", "best-of-n")
 #: The result splits a method is tested on (``Layout.result``), in report order.
@@ -521,6 +525,11 @@ def build_stages(s: dict[str, Any], run: Path) -> dict[str, Stage]:
             extra=["--explore-rates", s["explore_rates"]])
     rollout("val-zero-shot", L.val("zero-shot"), (), 95, tasks=s["val_tasks"], policy=s["model"],
             episodes=s["val_episodes"])
+    if s["model"] == "default" and SHIPPED_ADAPTER.is_dir():
+        # the demo's adapter on this protocol's validation tasks: what SWEET-RL's chosen point must beat to replace
+        # it (demo_adapter_verdict); a validation rollout like the grid's, read by no selection
+        rollout("val-shipped", L.val("shipped"), (), 10, tasks=s["val_tasks"], policy=SHIPPED_ADAPTER,
+                episodes=s["val_episodes"])
 
     # -- the trajectories SWEET pairs (every agent turn of a seeded share of them, as the release) and the
     #    Monte-Carlo values the oracle-credit actor and the critic report read
@@ -1397,6 +1406,24 @@ def validation_table(run: Path, s: Mapping[str, Any]) -> list[dict[str, Any]]:
     return out
 
 
+def demo_adapter_verdict(run: Path) -> dict[str, Any] | None:
+    """Whether SWEET-RL's validation-chosen policy should replace the demo's adapter: both played
+    the same val tasks greedily, and the rule is the selection's (mean fraction of tests passed;
+    a tie keeps the shipped adapter). None until both are known."""
+    L = Layout(run)
+    if not (L.val("shipped").exists() and L.selection("sweet").exists()):
+        return None
+    point = L.chosen("sweet")
+    sides = {}
+    for name, path in (("sweet", L.val("sweet", point)), ("shipped", L.val("shipped"))):
+        eps = list(_measure(_load(path)).values())
+        sides[name] = {"episodes": len(eps), "tests_passed": mean(metric_values(eps, "tests_passed")),
+                       "success": mean(metric_values(eps, "success"))}
+    if sides["sweet"]["tests_passed"] is None or sides["shipped"]["tests_passed"] is None:
+        return None
+    return {"sweet_point": point, **sides, "replace": sides["sweet"]["tests_passed"] > sides["shipped"]["tests_passed"]}
+
+
 def row_agent_turn(row: Mapping[str, Any]) -> int:
     """A step pair's agent turn (1-based): its ``agent_turn``, else (pair files from before it)
     one more than the agent turns in its prompt. Never the dialogue position ``turn_index``."""
@@ -1666,6 +1693,7 @@ def write_report(run: Path, settings: dict) -> dict[str, Any]:
               "validation": val, "offline_data": offline, "test": test, "collab": collab, "embedded": emb,
               "frontend": front, "critic_agreement": agreement, "mc_prefers": prefers,
               "critic_choices": choices, "critic_mismatches": critic_mismatches(choices, agreement), "budgets": budgets,
+              "demo_adapter": demo_adapter_verdict(run),
               "timings": timings, "loadavg_at_report": [round(x, 2) for x in load],
               "written": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
     write_text_atomic(run / "results.json", json.dumps(report, indent=2, default=str))
@@ -1703,6 +1731,14 @@ def write_report(run: Path, settings: dict) -> dict[str, Any]:
                       f"| {LABELS[v['method']]} | {', '.join(f'{k}={x:g}' for k, x in v['setting'].items())} | "
                       f"{v['episodes']} | {_fmt_num(v['tests_passed'], True)} | {_fmt_num(v['success'], True)} | "
                       f"{_fmt_num(v['questions'], False)} | {'yes' if v['chosen'] else ''} |" for v in val))
+    demo = report["demo_adapter"]
+    if demo:
+        md.append(f"Demo adapter (`make demo`): on the same {demo['sweet']['episodes']} validation tasks SWEET-RL's chosen "
+                  f"grid point passes {_fmt_num(demo['sweet']['tests_passed'], True)} % of the tests "
+                  f"({_fmt_num(demo['sweet']['success'], True)} % success), the shipped adapter "
+                  f"{_fmt_num(demo['shipped']['tests_passed'], True)} % ({_fmt_num(demo['shipped']['success'], True)} %): "
+                  + ("**replace it** (`--export-adapter DIR`, then copy DIR over examples/adapters/"
+                     f"{SHIPPED_ADAPTER.name})." if demo["replace"] else "keep the shipped adapter (a tie keeps it)."))
     if choices:
         md.append("Critic's choices (step pairs offering a question against an answer): " + "; ".join(
             f"{c['file']} agent turn {c['agent_turn']}: chose the question in {c['chose_question']} of "
@@ -1888,6 +1924,11 @@ def main(argv: list[str] | None = None) -> int:
         info = export_adapter(run, Path(args.export_adapter))
         print(f"{args.export_adapter}: {info['summary']}; {info['weights_bytes'] / 1e6:.1f} MB of weights "
               f"(sha256 {info['weights_sha256'][:12]}), validation tests passed {info['validation']['tests_passed']}")
+        demo = demo_adapter_verdict(run)
+        print("against the shipped demo adapter: " + (
+            "not measured (stage val-shipped has not run)" if demo is None else
+            f"{demo['shipped']['tests_passed']} on the same validation tasks: "
+            + ("better, replace it" if demo["replace"] else "not better, keep the shipped adapter")))
         return 0
     if args.list:
         for st in sorted(stages.values(), key=lambda x: -x.priority):

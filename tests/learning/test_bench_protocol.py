@@ -752,7 +752,7 @@ def test_a_stale_lock_stops_the_orphaned_stage_first(bench, tmp_path):
     assert orphan.returncode == -15  # SIGTERM
 
 
-def test_export_adapter_writes_the_chosen_point_in_bf16_with_its_provenance(bench, tmp_path):
+def test_export_adapter_writes_the_chosen_point_in_bf16_with_its_provenance(bench, tmp_path, capsys):
     """What `make demo` ships: the validation-chosen grid point's adapter (training seed 0),
     weights rounded to bf16 once, base named `default`, and where it came from."""
     import torch
@@ -793,6 +793,42 @@ def test_export_adapter_writes_the_chosen_point_in_bf16_with_its_provenance(benc
     assert prov["command"] == "python -m sweet_agent.cli train-actor --seed 0"
     assert prov["grid_point"] == bench.grid_points(s, "sweet")[1] and prov["validation"]["tests_passed"] == 0.3
     assert prov["weights_bytes"] == (out / "adapter_model.safetensors").stat().st_size
+    # the command line says how it compares with the shipped adapter (not measured here: no val-shipped)
+    assert bench.main(["--profile", "quick", "--run-dir", str(run), "--candidate-server", "none",
+                       "--export-adapter", str(tmp_path / "out2")]) == 0
+    assert "against the shipped demo adapter: not measured (stage val-shipped has not run)" in capsys.readouterr().out
+
+
+def test_the_demo_adapter_is_replaced_only_by_a_sweet_policy_that_beats_it_on_the_same_validation(bench, tmp_path,
+                                                                                                    capsys):
+    """Issue 38, item 5: the full profile validates the shipped adapter (stage val-shipped, on the
+    val tasks, read by no selection); the report and --export-adapter say whether SWEET-RL's chosen
+    point passes more of the same val tests (a tie keeps the shipped adapter)."""
+    s = dict(bench.PROFILES["full"], candidate_server="none")
+    stages = bench.build_stages(s, tmp_path / "full")
+    cmd = [str(x) for x in stages["val-shipped"].command()]
+    assert cmd[cmd.index("--policy") + 1] == str(bench.SHIPPED_ADAPTER) and bench.SHIPPED_ADAPTER.is_dir()
+    assert cmd[cmd.index("--tasks") + 1] == s["val_tasks"] and stages["val-shipped"].deps == ()
+    assert not any("val-shipped" in st.deps for st in stages.values())  # no selection reads it
+    assert "val-shipped" not in bench.build_stages(dict(s, model="some/other-base"), tmp_path / "other")
+
+    run = tmp_path / "run"
+    assert bench.demo_adapter_verdict(run) is None
+    _write(run / "val" / "shipped.jsonl", [_rec("collab:val", 0.5, "0:0"), _rec("collab:val", 0.5, "1:0")])
+    assert bench.demo_adapter_verdict(run) is None  # SWEET-RL not chosen yet
+    bench.write_text_atomic(run / "selection" / "sweet.json", json.dumps({"chosen": 1, "val": []}))
+    _write(run / "val" / "sweet-g0.jsonl", [_rec("collab:val", 1.0, "0:0"), _rec("collab:val", 1.0, "1:0")])
+    _write(run / "val" / "sweet-g1.jsonl", [_rec("collab:val", 0.5, "0:0"), _rec("collab:val", 0.5, "1:0")])
+    tie = bench.demo_adapter_verdict(run)
+    assert tie["sweet_point"] == 1 and tie["sweet"]["tests_passed"] == tie["shipped"]["tests_passed"] == 0.5
+    assert tie["replace"] is False  # the chosen point (g1), not the better g0 (no second look at validation)
+    _write(run / "val" / "sweet-g1.jsonl", [_rec("collab:val", 1.0, "0:0"), _rec("collab:val", 0.5, "1:0")])
+    better = bench.demo_adapter_verdict(run)
+    assert better["replace"] is True and better["sweet"]["tests_passed"] == 0.75
+    bench.write_report(run, dict(bench.PROFILES["quick"], candidate_server="none"))
+    md = (run / "results.md").read_text()
+    assert "SWEET-RL's chosen grid point passes 75.0 % of the tests" in md and "the shipped adapter 50.0 %" in md
+    assert "**replace it**" in md
 
 
 def test_the_critic_agreement_table_says_how_many_turns_each_agent_turn_has(bench):
