@@ -595,7 +595,9 @@ def build_stages(s: dict[str, Any], run: Path) -> dict[str, Stage]:
         _sa("critic-report", "--values", L.mc / "heldout.jsonl", *critics,
             "--critic", f"noref-s{first_seed}={L.models / 'critic-noref' / f's{first_seed}'}",
             "--release", f"release-s{first_seed}={L.models / 'critic' / f's{first_seed}'}",
-            "--ci", "turn-bootstrap", "--json", report_tmp),
+            "--ci", "turn-bootstrap", "--json", report_tmp,
+            # every scored turn journalled: a stage killed with its session goes on where it stopped
+            "--scores-journal", L.critic_report.with_name("critic-report.scores.jsonl")),
         tmp=report_tmp, priority=79)
 
     def method_train(m: str, out: Path, sd: int, setting: Callable[[], dict[str, float]], deps: tuple[str, ...],

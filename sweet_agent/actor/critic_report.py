@@ -30,6 +30,10 @@ Each column is also split by pair kind (``by_pair_kind``: ``ask-answer``, a cand
 on against one that answers; ``answer-answer``; ``ask-ask``; Wilson intervals): whether a critic
 that prefers asking is right to is the ``ask-answer`` agreement.
 
+Resumable: ``--scores-journal FILE`` appends every turn a critic scores to FILE; a rerun with the
+same FILE reuses the scores of the same critic checkpoint (its fingerprint), step score, policy,
+dtype and candidate texts, and scores only the rest.
+
 Intervals: ``--ci wilson`` (default) is the Wilson score interval of the agreement, 95 %, treating
 pairs as independent; the pairs of one turn share candidates, so ``--ci turn-bootstrap`` resamples
 whole turns instead (2,000 draws, percentile interval, seeded), the more honest width when turns
@@ -41,6 +45,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import os
 import random
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -248,11 +253,15 @@ class Scorer:
 
 def critic_scores(rows: Sequence[dict[str, Any]], critic, step_score: str = "critic-ref", policy=None,
                   policy_tokenizer=None, batch_size: int = 16,
-                  progress: Callable[[int], None] | None = None) -> dict[int, list[float]]:
+                  progress: Callable[[int], None] | None = None,
+                  scored: Callable[[dict[str, Any], list[float]], None] | None = None,
+                  done: dict[int, list[float]] | None = None) -> dict[int, list[float]]:
     """Each values row's candidates scored as the next agent turn by ``critic`` (a
     :class:`~sweet_agent.critic.loading.LoadedCritic`) with ``step_score`` — exactly as
     ``train-actor`` scores its candidates (:func:`~sweet_agent.sweet_rl.algorithm.score_candidates`),
-    the reference solution read only when the critic was trained with it."""
+    the reference solution read only when the critic was trained with it. ``done`` holds turns
+    already scored (a journal read back: not scored again); ``scored(row, scores)`` is called after
+    each turn this call scores (to journal it)."""
     from sweet_agent.sweet_rl.algorithm import score_candidates
     from sweet_agent.training_data import records as R
 
@@ -260,14 +269,74 @@ def critic_scores(rows: Sequence[dict[str, Any]], critic, step_score: str = "cri
     for row in rows:
         if row.get("error") is not None or "candidates" not in row:
             continue
-        texts = [c["text"] for c in row["candidates"]]
-        priv = R.privileged_info(row) if critic.use_privileged_info else None
-        out[int(row["turn"])] = score_candidates(critic.model, critic.ref, critic.tokenizer, row["prompt"], texts,
-                                                 priv, critic.normalize, batch_size=batch_size, step_score=step_score,
-                                                 policy=policy, policy_tokenizer=policy_tokenizer)
+        k = int(row["turn"])
+        if done is not None and k in done:
+            out[k] = done[k]
+        else:
+            texts = [c["text"] for c in row["candidates"]]
+            priv = R.privileged_info(row) if critic.use_privileged_info else None
+            out[k] = score_candidates(critic.model, critic.ref, critic.tokenizer, row["prompt"], texts, priv,
+                                      critic.normalize, batch_size=batch_size, step_score=step_score, policy=policy,
+                                      policy_tokenizer=policy_tokenizer)
+            if scored is not None:
+                scored(row, out[k])
         if progress is not None:
             progress(1)
     return out
+
+
+# ----------------------------------------------------------------------------- the scores journal
+class ScoresJournal:
+    """``--scores-journal FILE``: every turn a critic scores is appended (flushed, fsync'd) as one
+    JSON line, so a rerun with the same FILE scores only what it lacks (a critic report over five
+    critics takes hours on a CPU, and a killed one would otherwise start over). A line is reused
+    only for the same step score of the same critic checkpoint (its fingerprint), policy, dtype
+    and candidate texts; a torn last line is ignored."""
+
+    def __init__(self, path: str | Path):
+        self.path = Path(path)
+        self.lines: list[dict[str, Any]] = []
+        if self.path.exists():
+            for raw in self.path.read_bytes().splitlines(keepends=True):
+                try:
+                    if raw.endswith(b"\n"):
+                        self.lines.append(json.loads(raw))
+                except json.JSONDecodeError:
+                    pass
+            self._drop_torn_end()
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._fh = open(self.path, "a", encoding="utf-8")  # noqa: SIM115 - closed by close()
+
+    def _drop_torn_end(self) -> None:
+        data = self.path.read_bytes()
+        if data and not data.endswith(b"\n"):
+            with open(self.path, "r+b") as fh:
+                fh.truncate(data.rfind(b"\n") + 1)
+
+    @staticmethod
+    def texts_digest(row: dict[str, Any]) -> str:
+        from sweet_agent.actor.pair_files import digest
+
+        return digest([c["text"] for c in row["candidates"]])
+
+    def done(self, key: dict[str, Any], rows: Sequence[dict[str, Any]]) -> dict[int, list[float]]:
+        """The turns of ``rows`` this journal holds for ``key`` (their candidate texts unchanged)."""
+        digests = {int(r["turn"]): self.texts_digest(r) for r in rows if "candidates" in r}
+        out = {}
+        for line in self.lines:
+            k = line.get("turn")
+            if line.get("key") == key and k in digests and line.get("texts_sha256") == digests[k]:
+                out[int(k)] = [float(x) for x in line["scores"]]
+        return out
+
+    def append(self, key: dict[str, Any], row: dict[str, Any], scores: list[float]) -> None:
+        self._fh.write(json.dumps({"key": key, "turn": int(row["turn"]), "texts_sha256": self.texts_digest(row),
+                                   "scores": [float(x) for x in scores]}) + "\n")
+        self._fh.flush()
+        os.fsync(self._fh.fileno())
+
+    def close(self) -> None:
+        self._fh.close()
 
 
 def read_scores_file(path: str | Path) -> dict[int, list[float]]:
@@ -420,6 +489,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--batch-size", "--batch_size", dest="batch_size", type=int, default=16,
                         help="candidates per critic forward (default: %(default)s)")
     parser.add_argument("--json", default=None, metavar="FILE", help="also write the report as JSON here")
+    parser.add_argument("--scores-journal", "--scores_journal", dest="scores_journal", default=None, metavar="FILE",
+                        help="append every scored turn here and reuse what an interrupted run with the same FILE "
+                             "scored (same critic checkpoint, step score, policy, dtype and candidates)")
+    parser.add_argument("--no-progress", dest="progress", action="store_false",
+                        help="no progress bar per step score")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -434,9 +508,14 @@ def run(args: argparse.Namespace) -> int:
                                   notes=["precomputed scores: every pair used"]))
     except (ValueError, OSError) as exc:
         raise SystemExit(str(exc)) from None
-    for kind, specs in (("critic-ref", args.critic), ("release", args.release)):
-        for spec in specs:
-            scorers.append(_critic_scorer(rows, spec, kind, args))
+    journal = ScoresJournal(args.scores_journal) if getattr(args, "scores_journal", None) else None
+    try:
+        for kind, specs in (("critic-ref", args.critic), ("release", args.release)):
+            for spec in specs:
+                scorers.append(_critic_scorer(rows, spec, kind, args, journal))
+    finally:
+        if journal is not None:
+            journal.close()
     report = build_report(rows, scorers, tasks=args.tasks, ci=args.ci, seed=args.seed, values_meta=meta,
                           source=str(args.values))
     print(format_report(report))
@@ -448,7 +527,7 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _critic_scorer(rows, spec: str, kind: str, args) -> Scorer:
+def _critic_scorer(rows, spec: str, kind: str, args, journal: ScoresJournal | None = None) -> Scorer:
     from sweet_agent.critic.loading import CriticLoadError, load_critic, read_critic_meta
 
     name, path = _named(spec)
@@ -459,7 +538,7 @@ def _critic_scorer(rows, spec: str, kind: str, args) -> Scorer:
         critic = load_critic(path, args.dtype, with_reference=kind != "release", device=args.device)
     except CriticLoadError as exc:
         raise ValueError(str(exc)) from None
-    policy = tok = None
+    policy = tok = policy_name = None
     notes = []
     if kind == "release":
         from sweet_agent.training.models import load_model
@@ -473,7 +552,24 @@ def _critic_scorer(rows, spec: str, kind: str, args) -> Scorer:
     trained = _trained_tasks(meta)
     if trained is None:
         notes.append("its sweet_critic.json records no training tasks: every pair used (not known to be held out)")
-    scores = critic_scores(rows, critic, kind, policy, tok, args.batch_size)
     label = name or f"{Path(path).name} ({kind}, {'with' if critic.use_privileged_info else 'without'} reference)"
+    key = {"kind": kind, "critic": critic.fingerprint, "policy": policy_name, "dtype": args.dtype}
+    done = journal.done(key, rows) if journal is not None and critic.fingerprint else {}
+    if done:
+        notes.append(f"{len(done)} turns' scores read back from {journal.path}")
+    todo = sum(1 for r in rows if r.get("error") is None and "candidates" in r)
+    bar = None
+    if getattr(args, "progress", True):
+        from tqdm.auto import tqdm
+
+        bar = tqdm(total=todo, initial=0, desc=label, unit="turn", dynamic_ncols=True)
+    try:
+        scores = critic_scores(rows, critic, kind, policy, tok, args.batch_size,
+                               progress=bar.update if bar is not None else None,
+                               scored=(lambda row, sc: journal.append(key, row, sc)) if journal is not None
+                               and critic.fingerprint else None, done=done)
+    finally:
+        if bar is not None:
+            bar.close()
     return Scorer(label, kind, scores, source=path, privileged=critic.use_privileged_info, trained_tasks=trained,
                   notes=notes, fingerprint=critic.fingerprint)

@@ -207,3 +207,55 @@ def test_critic_report_scores_critics_as_train_actor_does(tmp_path, critics, tin
     assert cols["sweet"]["by_agent_turn"]["all"]["trained_on"] == 12  # 4 trained tasks x 3 pairs
     assert cols["sweet"]["privileged_info"] is True and cols["critic-noref (critic-ref, without reference)"][
         "privileged_info"] is False
+
+
+def test_an_interrupted_critic_report_resumes_from_its_scores_journal(tmp_path, critics, monkeypatch, capsys):
+    """--scores-journal: a run killed after some turns (here: the scorer fails at the third) leaves
+    those turns journalled; the rerun scores only the rest and writes the report an uninterrupted
+    run writes. A turn whose candidates changed, another critic checkpoint, or a torn last line
+    is scored again."""
+    import sweet_agent.sweet_rl.algorithm as A
+    from sweet_agent.training_data.records import task_key
+
+    sweet, plain = critics
+    texts = ["What should it return?", "I WANT TO ANSWER: def f(x): return x + 1", "no no no"]
+    rows = [_row(i, 1 + i % 2, task_key({"task": t}), [_cand(x, v) for x, v in zip(texts, (1.0, 0.5, 0.0))], task=t)
+            for i, t in enumerate(make_task(i) for i in range(6))]
+    values = tmp_path / "values.jsonl"
+    _write_values(values, rows)
+    argv = ["critic-report", "--values", str(values), "--critic", f"sweet={sweet}", "--device", "cpu", "--no-progress"]
+    assert main([*argv, "--json", str(tmp_path / "whole.json")]) == 0
+    whole = json.loads((tmp_path / "whole.json").read_text())
+
+    real, calls = A.score_candidates, []
+
+    def fails_at_third(*a, **k):
+        calls.append(1)
+        if len(calls) == 3:
+            raise RuntimeError("killed")
+        return real(*a, **k)
+
+    journal = tmp_path / "scores.jsonl"
+    monkeypatch.setattr(A, "score_candidates", fails_at_third)
+    assert main([*argv, "--scores-journal", str(journal), "--json", str(tmp_path / "r.json")]) == 1
+    assert "error: killed" in capsys.readouterr().err  # the command's one-line error
+    assert len(journal.read_text().splitlines()) == 2 and not (tmp_path / "r.json").exists()
+    with open(journal, "a") as fh:  # the process died while writing a third line
+        fh.write('{"key": {"kind": "critic-ref"}, "tu')
+    calls.clear()
+    monkeypatch.setattr(A, "score_candidates", lambda *a, **k: calls.append(1) or real(*a, **k))
+    capsys.readouterr()
+    assert main([*argv, "--scores-journal", str(journal), "--json", str(tmp_path / "r.json")]) == 0
+    assert len(calls) == 4  # the 6 turns less the 2 journalled
+    assert "2 turns' scores read back from" in capsys.readouterr().out
+    resumed = json.loads((tmp_path / "r.json").read_text())
+    assert resumed["scorers"][0]["by_agent_turn"] == whole["scorers"][0]["by_agent_turn"]
+    assert len(journal.read_text().splitlines()) == 6 and journal.read_text().endswith("\n")
+    # a turn whose candidates changed is scored again; another critic checkpoint reuses nothing
+    rows[0]["candidates"][2]["text"] = "something else"
+    _write_values(values, rows)
+    calls.clear()
+    assert main([*argv, "--scores-journal", str(journal)]) == 0 and len(calls) == 1
+    calls.clear()
+    assert main(["critic-report", "--values", str(values), "--critic", f"other={plain}", "--device", "cpu",
+                 "--no-progress", "--scores-journal", str(journal)]) == 0 and len(calls) == 6
