@@ -18,7 +18,12 @@ recorded as skipped). Stages, most wanted first:
 - ``step-pairs``: ``benchmarks/bench_step_pairs.py`` on the local path (HF ``generate``, 16
   candidates per turn, then the critic);
 - ``gpu-smoke``: ``scripts/gpu_smoke.py`` (every command with a tiny model, each checked to have
-  used the device).
+  used the device);
+- ``sweet-actor-v2``: one of protocol v2's SWEET-RL actor trainings as the learning benchmark runs
+  it (``train-actor --config cpu``: LoRA, bf16 mixed precision, activation checkpointing, 1 epoch,
+  NLL 0.01) on that run's own 260 step pairs (carried as ``.gpu_assets/v2-pairs-s0.jsonl``; absent,
+  the ``train-actor`` stage's pairs) with the 0.5B shape: what the ~2.8 h it takes on the 2-core
+  CPU costs on the accelerator.
 
 Each training stage records the devices of every model it loaded and its peak CUDA memory. All
 figures go to one JSON (``--out``/gpu_proof.json, rewritten atomically after each stage) and a
@@ -53,9 +58,12 @@ from colbench_gym.jsonl import write_text_atomic  # noqa: E402 - after the sys.p
 
 ASSETS = ROOT / ".gpu_assets" / "qwen2.5-0.5b"
 RECORDS = ROOT / "tests" / "agent" / "fixtures" / "paper_offline_sample.jsonl"
+#: protocol v2's step pairs of critic s0 (benchmarks' learning-v2 run, pairs/s0.jsonl), when carried
+V2_PAIRS = ASSETS.parent / "v2-pairs-s0.jsonl"
 #: (stage, timeout in seconds on the device, timeout in the dry run)
 STAGES = [("critic-scaling-0.5b", 120, 240), ("critic-scaling-8b", 150, 240), ("train-critic", 150, 240),
-          ("train-actor", 200, 300), ("train-rft", 120, 240), ("step-pairs", 150, 240), ("gpu-smoke", 300, 300)]
+          ("train-actor", 200, 300), ("train-rft", 120, 240), ("step-pairs", 150, 240), ("gpu-smoke", 300, 300),
+          ("sweet-actor-v2", 240, 240)]
 #: the Llama-3.1-8B shape (vocabulary: the Qwen tokenizer's)
 LLAMA_8B = dict(hidden_size=4096, intermediate_size=14336, num_hidden_layers=32, num_attention_heads=32,
                 num_key_value_heads=8, max_position_embeddings=131072, rms_norm_eps=1e-5, tie_word_embeddings=False,
@@ -240,6 +248,25 @@ def run_stage(name: str, work: Path, dry: bool) -> dict:
         if proc.returncode != 0:
             raise SystemExit(f"gpu_smoke.py exited {proc.returncode}")
         return {"device": device, "stages": rows, "all_ok": bool(rows) and all(r["ok"] for r in rows)}
+    if name == "sweet-actor-v2":
+        # the argv of benchmarks/bench_learning.py's train-sweet stage, less its checkpointing
+        pairs = V2_PAIRS if V2_PAIRS.is_file() else work / "pairs.jsonl"
+        if not pairs.is_file():
+            raise SystemExit(f"sweet-actor-v2 needs {V2_PAIRS} (carried) or the train-actor stage's pairs")
+        argv = ["train-actor", "--config", "cpu", "--model_name_or_path", str(model_dir(work, dry)), "--output_dir",
+                str(work / "sweet-v2"), "--num_train_epochs", "1.0", "--max_steps", "2" if dry else "-1",
+                "--max_length", "512" if dry else "1536", "--gradient_checkpointing", "true", "--save_strategy", "no",
+                "--report_to", "none", "--seed", "0", "--merge_adapter", "false", "--pairs_in", str(pairs),
+                "--learning_rate", "0.00025", "--loss_weights", "1.0", "0.01", "--logging_steps", "10",
+                *(["--bf16", "true"] if cuda else ["--use_cpu", "true", "--bf16", "false"])]
+        res = _recorded(argv, cuda)
+        if res["status"] != 0:
+            raise SystemExit(f"{name} exited {res['status']}")
+        budget = json.loads((work / "sweet-v2" / "training_budget.json").read_text())
+        res.update(device=",".join(res["model_devices"]) or "-", pairs_file=pairs.name,
+                   pairs=sum(1 for _ in pairs.open()), optimizer_steps=budget["optimizer_steps"],
+                   samples_seen=budget["samples_seen"], epochs=budget["epochs"], precision=budget["precision"])
+        return res
     raise SystemExit(f"unknown stage {name!r}")
 
 
@@ -288,6 +315,9 @@ def summary(result: dict) -> str:
                              f"({x['ratio']:.2f}x)" for x in r["rows"])
         elif "peak_gib" in r and name.startswith("train-"):
             figs = f"{r['models']} models on {r['device']}, peak {r['peak_gib']:.1f} GiB"
+        elif "optimizer_steps" in r:
+            figs = (f"{r['pairs']} pairs of {r['pairs_file']}, {r['optimizer_steps']} steps ({r['epochs']:g} epoch, "
+                    f"{r['precision']}), peak {r['peak_gib']:.1f} GiB, train_runtime {st.get('train_runtime_s', 0):.1f} s")
         elif "sampling_tokens_per_s" in r:
             figs = (f"{r['candidates']} candidates, {r['sampling_tokens_per_s']:.0f} sampled tokens/s, critic "
                     f"{r['critic_s_per_turn']:.2f} s/turn")

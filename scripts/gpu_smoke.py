@@ -4,8 +4,12 @@ checked to have really used it (issue 23).
 Stages (each the real ``sweet-agent`` command, run in this process): ``train-critic`` (with and
 without privileged information), ``train-actor`` (step pairs built on the device, then DPO),
 ``train-actor --pairs_in``, ``train-rft``, ``train-mtdpo``, ``train-grpo`` (with and without the
-critic reward), ``rollout``, ``rollout --best-of 2 --critic``, ``evaluate --best-of 2 --critic``
-and ``view --critic``. After each, every model the stage loaded must have all its parameters on
+critic reward), ``rollout``, ``rollout --best-of 2 --critic``, ``evaluate --best-of 2 --critic``,
+``view --critic``, and issue 36's: ``mc-values`` (the model samples candidates and plays their
+completions), ``critic-report`` (the critic, without and with the release's step score) and
+``train-actor --pair_labels monte-carlo`` (the oracle-credit actor). The last two read a values
+file made beforehand by a scripted policy (tests/training/mc_fixtures.py), so their pairs have
+known, unequal values (a tiny random model's completions all grade 0). After each, every model the stage loaded must have all its parameters on
 the device, and on CUDA ``torch.cuda.max_memory_allocated()`` (reset before the stage) must be
 > 0. A table of stages, devices, peak memory and seconds is printed; any failed check exits 1.
 
@@ -88,6 +92,24 @@ class LoadedModels:
         AutoModelForCausalLM.from_pretrained = classmethod(self._orig)
 
 
+def monte_carlo_inputs(work: Path) -> tuple[Path, Path]:
+    """An offline trajectory played against the offline person (for ``mc-values``) and a values
+    file whose candidates' values are known and unequal (for ``critic-report`` and the
+    oracle-credit actor): the test suite's scripted behaviour policy, graded in the sandbox."""
+    from mc_fixtures import FULL, HALF, QUESTION, ZERO, ScriptedPolicy, offline_record
+
+    from sweet_agent.actor import mc_values as MC
+
+    task = next(r["task"] for r in toy_records() if r["task"]["problem_description"].startswith("Write a python function f1("))
+    record = offline_record(task, [QUESTION, FULL])  # the fixtures' answers are f1's
+    trajectory, values = work / "mc-trajectory.jsonl", work / "values-scripted.jsonl"
+    trajectory.write_text(json.dumps(record) + "\n")
+    if not values.is_file():
+        MC.build_mc_values([record], ScriptedPolicy([QUESTION, FULL, HALF, ZERO], turns=[FULL, FULL, FULL, ZERO]),
+                           MC.MCConfig(num_candidates=4, rollouts_per_candidate=4, concurrency=4), output=values)
+    return trajectory, values
+
+
 def stages(work: Path, model: Path, data: Path, device: str) -> list[tuple[str, list[str]]]:
     cpu = device == "cpu"
     trainer = ["--report_to", "none", "--save_strategy", "no", "--max_steps", "1", "--per_device_train_batch_size",
@@ -120,6 +142,15 @@ def stages(work: Path, model: Path, data: Path, device: str) -> list[tuple[str, 
                                   str(noref), *play]),
         ("view --critic", ["view", str(work / "rollout.jsonl"), "--output", str(work / "site"), "--critic", str(critic),
                            "--device", device, "--no-tests"]),
+        ("mc-values", ["mc-values", "--data", str(work / "mc-trajectory.jsonl"), "--output", str(work / "mc.jsonl"),
+                       "--policy", str(model), "--device", device, "--dtype", "float32", "--num_candidates", "2",
+                       "--rollouts_per_candidate", "1", "--max_new_tokens", "8", "--no_progress"]),
+        ("critic-report", ["critic-report", "--values", str(work / "values-scripted.jsonl"), "--critic", str(critic),
+                           "--release", f"release={critic}", "--tasks", "all", "--device", device, "--no-progress",
+                           "--json", str(work / "critic-report.json")]),
+        ("train-actor --pair_labels monte-carlo", ["train-actor", "--pair_labels", "monte-carlo", "--mc_values",
+                                                   str(work / "values-scripted.jsonl"), "--output_dir",
+                                                   str(work / "oracle"), *common]),
     ]
 
 
@@ -145,6 +176,7 @@ def main(argv=None) -> int:
     model = tiny_model_dir(work / "tiny")
     data = work / "data.jsonl"
     data.write_text("".join(json.dumps(r) + "\n" for r in toy_records()))
+    monte_carlo_inputs(work)
     want = "cuda" if cuda else "cpu"
     print(f"gpu-smoke: device {want}"
           + (f" ({torch.cuda.get_device_name(0)}, {torch.cuda.device_count()} GPU(s))" if cuda else "")

@@ -14,7 +14,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 STAGES = ["critic-scaling-0.5b", "critic-scaling-8b", "train-critic", "train-actor", "train-rft", "step-pairs",
-          "gpu-smoke"]
+          "gpu-smoke", "sweet-actor-v2"]
 
 
 def _run(args, tmp_path, timeout=1200):
@@ -47,7 +47,10 @@ def test_dry_run_invokes_every_stage_and_writes_the_json(tmp_path):
     assert data["stages"]["step-pairs"]["result"]["candidates"] >= 2
     smoke = data["stages"]["gpu-smoke"]["result"]
     assert smoke["all_ok"] and {s["device"] for s in smoke["stages"]} == {"cpu"}
-    assert "| critic-scaling-8b | ok | cpu" in proc.stdout and "7 of 7 stages ok" in proc.stdout
+    sweet = data["stages"]["sweet-actor-v2"]["result"]  # protocol v2's actor argv; here on train-actor's pairs
+    assert sweet["optimizer_steps"] == 2 and sweet["samples_seen"] > 0 and sweet["model_devices"] == ["cpu"]
+    assert sweet["pairs"] >= 1 and data["stages"]["sweet-actor-v2"]["train_runtime_s"] > 0
+    assert "| critic-scaling-8b | ok | cpu" in proc.stdout and "8 of 8 stages ok" in proc.stdout
     assert (out / "gpu_proof.log").read_text().count("===== ") == len(STAGES)
 
 
@@ -57,7 +60,7 @@ def test_a_stage_that_no_longer_fits_the_budget_is_skipped(tmp_path):
     assert proc.returncode == 1
     data = json.loads((out / "gpu_proof.json").read_text())
     assert [s["status"] for s in data["stages"].values()] == ["skipped (budget)"] * len(STAGES)
-    assert "0 of 7 stages ok" in proc.stdout
+    assert "0 of 8 stages ok" in proc.stdout
 
 
 @pytest.mark.skipif(__import__("torch").cuda.is_available(), reason="this machine has a GPU")

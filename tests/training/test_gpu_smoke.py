@@ -31,9 +31,13 @@ def test_every_command_runs_on_the_forced_cpu(tmp_path):
     names = [line.split(": ")[1] for line in stages]
     assert names == ["train-critic", "train-critic (no privileged info)", "train-actor (step pairs + DPO)",
                      "train-actor --pairs_in", "train-rft", "train-mtdpo", "train-grpo", "train-grpo --critic",
-                     "rollout", "rollout --best-of 2", "evaluate --best-of 2", "view --critic"]
+                     "rollout", "rollout --best-of 2", "evaluate --best-of 2", "view --critic", "mc-values",
+                     "critic-report", "train-actor --pair_labels monte-carlo"]
     assert all(": OK (" in line and "models on cpu," in line for line in stages), stages
-    assert "gpu-smoke: all 12 stages ran on cpu" in proc.stdout
+    assert "gpu-smoke: all 15 stages ran on cpu" in proc.stdout
     # the step-pair stage loaded its policy, critic and critic reference (then DPO's model): all on the CPU
     actor = next(line for line in stages if line.startswith("gpu-smoke: train-actor (step pairs"))
     assert "(3 models on cpu" in actor or "(4 models on cpu" in actor
+    # critic-report loaded two critics' models (critic + reference each) from the scripted values file
+    report = __import__("json").loads((tmp_path / "critic-report.json").read_text())
+    assert [c["by_agent_turn"]["all"]["pairs"] for c in report["scorers"]] == [12, 12]
