@@ -1,9 +1,12 @@
-"""Writing files so that nothing is lost: whole-file writes are atomic (JSONL, text, bytes).
+"""Writing files so that nothing is lost: whole-file writes are atomic (JSONL, text, bytes), and
+journals are append-only JSON lines, each one on disk before the next step starts.
 
 A reader never sees half a file: the content goes to a temporary file in the same directory
 (a fresh name opened exclusively, so a planted symlink is never written through), which is
-fsync'd and then renamed over the target. This module is the one place for that rule; every
-package, script and benchmark imports it. Readers live beside the record shapes
+fsync'd and then renamed over the target. A journal (:class:`Journal`, :func:`read_journal`: a
+long stage's finished steps, so a killed run resumes) is the other shape: one line per step,
+flushed and fsync'd as it is appended; read back, a torn last line is cut off. This module is
+the one place for both rules; every package, script and benchmark imports it. Readers live beside the record shapes
 (:func:`colbench_gym.tasks.iter_jsonl`, :func:`sweet_agent.trajectories.iter_trajectories`).
 """
 
@@ -74,6 +77,59 @@ def _replace_atomically(path: str | os.PathLike[str], write: Callable[[IO[Any]],
         Path(tmp).unlink(missing_ok=True)
         raise
     return path
+
+
+def read_journal(path: str | os.PathLike[str]) -> list[Any]:
+    """The records of the append-only journal at ``path``, in order, up to its first torn or
+    unreadable line (the process was killed while writing it); that line and anything after it
+    are cut from the file, so the next append starts on a line boundary. A missing file: ``[]``."""
+    path = Path(path)
+    if not path.exists():
+        return []
+    data = path.read_bytes()
+    records, good_end = [], 0
+    for raw in data.splitlines(keepends=True):
+        if not raw.endswith(b"\n"):
+            break
+        try:
+            records.append(json.loads(raw))
+        except (json.JSONDecodeError, UnicodeDecodeError):
+            break
+        good_end += len(raw)
+    if good_end < len(data):
+        with open(path, "r+b") as fh:
+            fh.truncate(good_end)
+            fh.flush()
+            os.fsync(fh.fileno())
+    return records
+
+
+class Journal:
+    """An append-only JSON-lines file: :meth:`append` writes one line and returns only once it is
+    flushed and fsync'd, so a killed process loses at most the line it was writing (which
+    :func:`read_journal` cuts off). ``header``: start the file afresh with this first line
+    (a file already there is replaced); without it, append to what is there (created if absent)."""
+
+    def __init__(self, path: str | os.PathLike[str], *, header: Mapping[str, Any] | None = None):
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        if header is not None:
+            with open(self.path, "w", encoding="utf-8") as fh:
+                self._write(fh, header)
+        self._fh = open(self.path, "a", encoding="utf-8")  # noqa: SIM115 - closed by close()
+
+    @staticmethod
+    def _write(fh: IO[str], record: Mapping[str, Any]) -> None:
+        fh.write(jsonl_line(record) + "\n")
+        fh.flush()
+        os.fsync(fh.fileno())
+
+    def append(self, record: Mapping[str, Any]) -> None:
+        self._write(self._fh, record)
+
+    def close(self) -> None:
+        if not self._fh.closed:
+            self._fh.close()
 
 
 def _umask() -> int | None:

@@ -45,13 +45,13 @@ from __future__ import annotations
 import argparse
 import json
 import math
-import os
 import random
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from colbench_gym.jsonl import Journal, read_journal
 from sweet_agent.actor.mc_values import MC_TIE, MCValuesError, read_values_file
 
 PROG = "sweet-agent critic-report"
@@ -295,23 +295,8 @@ class ScoresJournal:
 
     def __init__(self, path: str | Path):
         self.path = Path(path)
-        self.lines: list[dict[str, Any]] = []
-        if self.path.exists():
-            for raw in self.path.read_bytes().splitlines(keepends=True):
-                try:
-                    if raw.endswith(b"\n"):
-                        self.lines.append(json.loads(raw))
-                except json.JSONDecodeError:
-                    pass
-            self._drop_torn_end()
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        self._fh = open(self.path, "a", encoding="utf-8")  # noqa: SIM115 - closed by close()
-
-    def _drop_torn_end(self) -> None:
-        data = self.path.read_bytes()
-        if data and not data.endswith(b"\n"):
-            with open(self.path, "r+b") as fh:
-                fh.truncate(data.rfind(b"\n") + 1)
+        self.lines: list[dict[str, Any]] = [x for x in read_journal(self.path) if isinstance(x, dict)]
+        self._journal = Journal(self.path)
 
     @staticmethod
     def texts_digest(row: dict[str, Any]) -> str:
@@ -330,13 +315,11 @@ class ScoresJournal:
         return out
 
     def append(self, key: dict[str, Any], row: dict[str, Any], scores: list[float]) -> None:
-        self._fh.write(json.dumps({"key": key, "turn": int(row["turn"]), "texts_sha256": self.texts_digest(row),
-                                   "scores": [float(x) for x in scores]}) + "\n")
-        self._fh.flush()
-        os.fsync(self._fh.fileno())
+        self._journal.append({"key": key, "turn": int(row["turn"]), "texts_sha256": self.texts_digest(row),
+                              "scores": [float(x) for x in scores]})
 
     def close(self) -> None:
-        self._fh.close()
+        self._journal.close()
 
 
 def read_scores_file(path: str | Path) -> dict[int, list[float]]:

@@ -52,7 +52,13 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from colbench_gym.jsonl import check_output_writable, jsonl_line, write_jsonl_atomic, write_text_atomic
+from colbench_gym.jsonl import (
+    Journal,
+    check_output_writable,
+    read_journal,
+    write_jsonl_atomic,
+    write_text_atomic,
+)
 from colbench_gym.protocol import Messages, parse_action
 from colbench_gym.spaces import encodable_data
 from colbench_gym.tasks.accounting import end_reason_of, is_infrastructure
@@ -456,20 +462,7 @@ class _Journal:
         self.path, self.done = path, {}
         header = {"format": FORMAT, "settings": settings}
         if resume and path.exists():
-            lines = []
-            data = path.read_bytes()
-            good = 0
-            for raw in data.splitlines(keepends=True):
-                if not raw.endswith(b"\n"):
-                    break
-                try:
-                    lines.append(json.loads(raw))
-                except json.JSONDecodeError:
-                    break
-                good += len(raw)
-            if good < len(data):
-                with open(path, "r+b") as fh:
-                    fh.truncate(good)
+            lines = read_journal(path)
             if not lines or lines[0].get("format") != FORMAT:
                 raise MCValuesError(f"--resume: {path} is not an mc-values journal of this version; remove it or "
                                     "rerun without --resume")
@@ -484,22 +477,15 @@ class _Journal:
                     self.done[int(entry["turn"])] = entry
                 else:
                     self.done.pop(int(entry["turn"]), None)
+            self._journal = Journal(path)
         else:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            with open(path, "w", encoding="utf-8") as fh:
-                fh.write(jsonl_line(header) + "\n")
-                fh.flush()
-                os.fsync(fh.fileno())
-        self._fh = open(path, "a", encoding="utf-8")  # noqa: SIM115 - closed by close()
+            self._journal = Journal(path, header=header)
 
     def append(self, entry: dict[str, Any]) -> None:
-        self._fh.write(jsonl_line(entry) + "\n")
-        self._fh.flush()
-        os.fsync(self._fh.fileno())
+        self._journal.append(entry)
 
     def close(self) -> None:
-        if not self._fh.closed:
-            self._fh.close()
+        self._journal.close()
 
 
 def write_values_file(path: str | os.PathLike[str], rows: Sequence[dict[str, Any]], meta: dict[str, Any]) -> None:

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from colbench_gym.jsonl import write_jsonl_atomic, write_text_atomic
+from colbench_gym.jsonl import Journal, read_journal, write_jsonl_atomic, write_text_atomic
 
 #: Written into every meta and journal header; a reader refuses other formats.
 FORMAT = "sweet-agent step pairs v1"
@@ -216,28 +216,12 @@ class TurnJournal:
         self.done: dict[int, dict[str, Any]] = {}
         if resume and self.path.exists():
             self._read_back()
+            self._journal = Journal(self.path)
         else:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            with open(self.path, "w", encoding="utf-8") as fh:
-                fh.write(json.dumps(self.header, ensure_ascii=False) + "\n")
-                fh.flush()
-                os.fsync(fh.fileno())
-        self._fh = open(self.path, "a", encoding="utf-8")  # noqa: SIM115 - closed by close()
+            self._journal = Journal(self.path, header=self.header)
 
     def _read_back(self) -> None:
-        data = self.path.read_bytes()
-        lines, good_end = [], 0
-        for raw in data.splitlines(keepends=True):
-            if not raw.endswith(b"\n"):
-                break  # torn: the process died while writing this line
-            try:
-                lines.append(json.loads(raw))
-            except json.JSONDecodeError:
-                break
-            good_end += len(raw)
-        if good_end < len(data):
-            with open(self.path, "r+b") as fh:
-                fh.truncate(good_end)
+        lines = read_journal(self.path)
         if not lines or lines[0].get("format") != FORMAT:
             raise PairFileError(f"--resume: {self.path} is not a step-pair journal of this version; remove it or "
                                 "rerun without --resume")
@@ -256,15 +240,12 @@ class TurnJournal:
                 self.done.pop(int(entry["turn"]), None)  # a failed turn is sampled again
 
     def append(self, entry: dict[str, Any]) -> None:
-        self._fh.write(json.dumps(entry, ensure_ascii=False) + "\n")
-        self._fh.flush()
-        os.fsync(self._fh.fileno())
+        self._journal.append(entry)
         if entry.get("error") is None:
             self.done[int(entry["turn"])] = entry
 
     def close(self) -> None:
-        if not self._fh.closed:
-            self._fh.close()
+        self._journal.close()
 
 
 def sum_counts(entries: Iterable[dict[str, Any]]) -> dict[str, int]:
