@@ -5,8 +5,10 @@ A reader never sees half a file: the content goes to a temporary file in the sam
 (a fresh name opened exclusively, so a planted symlink is never written through), which is
 fsync'd and then renamed over the target. A journal (:class:`Journal`, :func:`read_journal`: a
 long stage's finished steps, so a killed run resumes) is the other shape: one line per step,
-flushed and fsync'd as it is appended; read back, a torn last line is cut off. This module is
-the one place for both rules; every package, script and benchmark imports it. Readers live beside the record shapes
+flushed and fsync'd as it is appended; read back, a torn last line is cut off, a damaged middle
+refused. This module is the one place for both rules; every package, script and benchmark
+imports it (the trajectory writer, :class:`sweet_agent.trajectories.TrajectoryWriter`, keeps
+its own append path: it locks the file, validates records and replays failed episodes). Readers live beside the record shapes
 (:func:`colbench_gym.tasks.iter_jsonl`, :func:`sweet_agent.trajectories.iter_trajectories`).
 """
 
@@ -79,23 +81,37 @@ def _replace_atomically(path: str | os.PathLike[str], write: Callable[[IO[Any]],
     return path
 
 
+class JournalDamaged(ValueError):
+    """A journal with an unreadable line that is not its last: not a killed write (which only
+    tears the end), so nothing after it is trusted or cut; the caller refuses to resume."""
+
+
 def read_journal(path: str | os.PathLike[str]) -> list[Any]:
-    """The records of the append-only journal at ``path``, in order, up to its first torn or
-    unreadable line (the process was killed while writing it); that line and anything after it
-    are cut from the file, so the next append starts on a line boundary. A missing file: ``[]``."""
+    """The records of the append-only journal at ``path``, in order (blank lines skipped). A torn
+    or unreadable *last* line (the process was killed while writing it) is cut from the file, so
+    the next append starts on a line boundary; an unreadable line with records after it raises
+    :class:`JournalDamaged` and changes nothing. A missing file: ``[]``."""
     path = Path(path)
     if not path.exists():
         return []
     data = path.read_bytes()
-    records, good_end = [], 0
-    for raw in data.splitlines(keepends=True):
-        if not raw.endswith(b"\n"):
-            break
-        try:
-            records.append(json.loads(raw))
-        except (json.JSONDecodeError, UnicodeDecodeError):
-            break
-        good_end += len(raw)
+    records: list[Any] = []
+    good_end = pos = 0
+    while pos < len(data):
+        nl = data.find(b"\n", pos)
+        if nl < 0:
+            break  # torn: no newline at the end
+        line = data[pos:nl]
+        if line.strip():
+            try:
+                records.append(json.loads(line))
+            except (json.JSONDecodeError, UnicodeDecodeError):
+                if data[nl + 1:].strip():
+                    raise JournalDamaged(f"{path}: the line at byte {pos} is not JSON and is not the last line; the "
+                                         "journal is damaged in the middle (two writers, or an edit): move it "
+                                         "aside to start over, or mend that line") from None
+                break  # a bad final line is a torn write
+        good_end = pos = nl + 1
     if good_end < len(data):
         with open(path, "r+b") as fh:
             fh.truncate(good_end)

@@ -22,7 +22,7 @@ recorded as skipped). Stages, most wanted first:
 - ``sweet-actor-v2``: one of protocol v2's SWEET-RL actor trainings as the learning benchmark runs
   it (``train-actor --config cpu``: LoRA, bf16 mixed precision, activation checkpointing, 1 epoch,
   NLL 0.01) on that run's own 260 step pairs (carried as ``.gpu_assets/v2-pairs-s0.jsonl``; absent,
-  the ``train-actor`` stage's pairs) with the 0.5B shape: what the ~2.8 h it takes on the 2-core
+  the ``train-actor`` stage's pairs, always so in ``--dry-run``) with the 0.5B shape: what the ~2.8 h it takes on the 2-core
   CPU costs on the accelerator.
 
 Each training stage records the devices of every model it loaded and its peak CUDA memory. All
@@ -215,7 +215,8 @@ def run_stage(name: str, work: Path, dry: bool) -> dict:
         res["device"] = ",".join(res["model_devices"]) or "-"
         if name == "train-actor":
             meta = work / "pairs.jsonl.meta.json"
-            res["pairs"] = sum(1 for _ in (work / "pairs.jsonl").open()) if (work / "pairs.jsonl").is_file() else 0
+            pf = work / "pairs.jsonl"
+            res["pairs"] = len(pf.read_text(encoding="utf-8").splitlines()) if pf.is_file() else 0
             if meta.is_file():
                 res["pair_timings"] = json.loads(meta.read_text()).get("timings")
         return res
@@ -250,7 +251,7 @@ def run_stage(name: str, work: Path, dry: bool) -> dict:
         return {"device": device, "stages": rows, "all_ok": bool(rows) and all(r["ok"] for r in rows)}
     if name == "sweet-actor-v2":
         # the argv of benchmarks/bench_learning.py's train-sweet stage, less its checkpointing
-        pairs = V2_PAIRS if V2_PAIRS.is_file() else work / "pairs.jsonl"
+        pairs = V2_PAIRS if V2_PAIRS.is_file() and not dry else work / "pairs.jsonl"  # the dry run: always the latter
         if not pairs.is_file():
             raise SystemExit(f"sweet-actor-v2 needs {V2_PAIRS} (carried) or the train-actor stage's pairs")
         argv = ["train-actor", "--config", "cpu", "--model_name_or_path", str(model_dir(work, dry)), "--output_dir",
@@ -264,7 +265,7 @@ def run_stage(name: str, work: Path, dry: bool) -> dict:
             raise SystemExit(f"{name} exited {res['status']}")
         budget = json.loads((work / "sweet-v2" / "training_budget.json").read_text())
         res.update(device=",".join(res["model_devices"]) or "-", pairs_file=pairs.name,
-                   pairs=sum(1 for _ in pairs.open()), optimizer_steps=budget["optimizer_steps"],
+                   pairs=len(pairs.read_text(encoding="utf-8").splitlines()), optimizer_steps=budget["optimizer_steps"],
                    samples_seen=budget["samples_seen"], epochs=budget["epochs"], precision=budget["precision"])
         return res
     raise SystemExit(f"unknown stage {name!r}")
@@ -332,7 +333,7 @@ def main(argv=None) -> int:
     ap.add_argument("--dry-run", action="store_true", help="every stage on the CPU with tiny shapes (minutes)")
     ap.add_argument("--out", default=os.environ.get("OUT") or "gpu_proof_out", help="folder of gpu_proof.json")
     ap.add_argument("--work", help="working folder (models, outputs; default: a temporary one)")
-    ap.add_argument("--budget", type=float, default=420.0, help="seconds for all stages together")
+    ap.add_argument("--budget", type=float, default=520.0, help="seconds for all stages together")
     ap.add_argument("--only", nargs="*", help="run only these stages")
     ap.add_argument("--stage", help=argparse.SUPPRESS)  # internal: run one stage in this process
     args = ap.parse_args(argv)

@@ -176,7 +176,10 @@ def main(argv=None) -> int:
     model = tiny_model_dir(work / "tiny")
     data = work / "data.jsonl"
     data.write_text("".join(json.dumps(r) + "\n" for r in toy_records()))
-    monte_carlo_inputs(work)
+    chosen = [n for n, _ in stages(work, model, data, args.device)
+              if args.only is None or any(n.startswith(o) for o in args.only)]
+    if any(n.startswith(("mc-values", "critic-report", "train-actor --pair_labels")) for n in chosen):
+        monte_carlo_inputs(work)  # sandbox-graded episodes: only when a stage reads them
     want = "cuda" if cuda else "cpu"
     print(f"gpu-smoke: device {want}"
           + (f" ({torch.cuda.get_device_name(0)}, {torch.cuda.device_count()} GPU(s))" if cuda else "")

@@ -51,7 +51,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from colbench_gym.jsonl import Journal, read_journal
+from colbench_gym.jsonl import Journal, JournalDamaged, read_journal
 from sweet_agent.actor.mc_values import MC_TIE, MCValuesError, read_values_file
 
 PROG = "sweet-agent critic-report"
@@ -491,7 +491,10 @@ def run(args: argparse.Namespace) -> int:
                                   notes=["precomputed scores: every pair used"]))
     except (ValueError, OSError) as exc:
         raise SystemExit(str(exc)) from None
-    journal = ScoresJournal(args.scores_journal) if getattr(args, "scores_journal", None) else None
+    try:
+        journal = ScoresJournal(args.scores_journal) if getattr(args, "scores_journal", None) else None
+    except JournalDamaged as exc:
+        raise SystemExit(f"--scores-journal: {exc}") from None
     try:
         for kind, specs in (("critic-ref", args.critic), ("release", args.release)):
             for spec in specs:

@@ -54,6 +54,7 @@ from typing import Any
 
 from colbench_gym.jsonl import (
     Journal,
+    JournalDamaged,
     check_output_writable,
     read_journal,
     write_jsonl_atomic,
@@ -462,7 +463,10 @@ class _Journal:
         self.path, self.done = path, {}
         header = {"format": FORMAT, "settings": settings}
         if resume and path.exists():
-            lines = read_journal(path)
+            try:
+                lines = read_journal(path)
+            except JournalDamaged as exc:
+                raise MCValuesError(f"--resume: {exc}") from None
             if not lines or lines[0].get("format") != FORMAT:
                 raise MCValuesError(f"--resume: {path} is not an mc-values journal of this version; remove it or "
                                     "rerun without --resume")

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from colbench_gym.jsonl import Journal, read_journal, write_jsonl_atomic, write_text_atomic
+from colbench_gym.jsonl import Journal, JournalDamaged, read_journal, write_jsonl_atomic, write_text_atomic
 
 #: Written into every meta and journal header; a reader refuses other formats.
 FORMAT = "sweet-agent step pairs v1"
@@ -221,7 +221,10 @@ class TurnJournal:
             self._journal = Journal(self.path, header=self.header)
 
     def _read_back(self) -> None:
-        lines = read_journal(self.path)
+        try:
+            lines = read_journal(self.path)
+        except JournalDamaged as exc:
+            raise PairFileError(f"--resume: {exc}") from None
         if not lines or lines[0].get("format") != FORMAT:
             raise PairFileError(f"--resume: {self.path} is not a step-pair journal of this version; remove it or "
                                 "rerun without --resume")

@@ -49,7 +49,7 @@ def test_dry_run_invokes_every_stage_and_writes_the_json(tmp_path):
     assert smoke["all_ok"] and {s["device"] for s in smoke["stages"]} == {"cpu"}
     sweet = data["stages"]["sweet-actor-v2"]["result"]  # protocol v2's actor argv; here on train-actor's pairs
     assert sweet["optimizer_steps"] == 2 and sweet["samples_seen"] > 0 and sweet["model_devices"] == ["cpu"]
-    assert sweet["pairs"] >= 1 and data["stages"]["sweet-actor-v2"]["train_runtime_s"] > 0
+    assert sweet["pairs_file"] == "pairs.jsonl" and sweet["pairs"] >= 1 and data["stages"]["sweet-actor-v2"]["train_runtime_s"] > 0
     assert "| critic-scaling-8b | ok | cpu" in proc.stdout and "8 of 8 stages ok" in proc.stdout
     assert (out / "gpu_proof.log").read_text().count("===== ") == len(STAGES)
 
