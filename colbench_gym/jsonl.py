@@ -83,19 +83,22 @@ def _replace_atomically(path: str | os.PathLike[str], write: Callable[[IO[Any]],
 
 class JournalDamaged(ValueError):
     """A journal with an unreadable line that is not its last: not a killed write (which only
-    tears the end), so nothing after it is trusted or cut; the caller refuses to resume."""
+    tears the end), so nothing after it is trusted or cut; the caller refuses to resume.
+    ``pos``: the byte offset of that line."""
+
+    def __init__(self, message: str, pos: int):
+        super().__init__(message)
+        self.pos = pos
 
 
-def read_journal(path: str | os.PathLike[str]) -> list[Any]:
-    """The records of the append-only journal at ``path``, in order (blank lines skipped). A torn
-    or unreadable *last* line (the process was killed while writing it) is cut from the file, so
-    the next append starts on a line boundary; an unreadable line with records after it raises
-    :class:`JournalDamaged` and changes nothing. A missing file: ``[]``."""
-    path = Path(path)
-    if not path.exists():
-        return []
-    data = path.read_bytes()
-    records: list[Any] = []
+def scan_journal(data: bytes, parse: Callable[[bytes], Any] = json.loads,
+                 bad: tuple[type[BaseException], ...] = (json.JSONDecodeError, UnicodeDecodeError),
+                 ) -> tuple[list[tuple[int, int, Any]], int]:
+    """The whole lines of a journal's bytes, parsed: ``([(start, end, record), ...], good_end)``,
+    blank lines skipped, ``good_end`` the end of the last good line. A torn last line (no newline)
+    or an unreadable one (``parse`` raised one of ``bad``) ends the scan; an unreadable line with
+    anything but blanks after it raises :class:`JournalDamaged`."""
+    entries: list[tuple[int, int, Any]] = []
     good_end = pos = 0
     while pos < len(data):
         nl = data.find(b"\n", pos)
@@ -104,20 +107,35 @@ def read_journal(path: str | os.PathLike[str]) -> list[Any]:
         line = data[pos:nl]
         if line.strip():
             try:
-                records.append(json.loads(line))
-            except (json.JSONDecodeError, UnicodeDecodeError):
+                entries.append((pos, nl + 1, parse(line)))
+            except bad:
                 if data[nl + 1:].strip():
-                    raise JournalDamaged(f"{path}: the line at byte {pos} is not JSON and is not the last line; the "
-                                         "journal is damaged in the middle (two writers, or an edit): move it "
-                                         "aside to start over, or mend that line") from None
+                    raise JournalDamaged(f"the line at byte {pos} is unreadable and is not the last line; the file is "
+                                         "damaged in the middle (two writers, or an edit)", pos) from None
                 break  # a bad final line is a torn write
         good_end = pos = nl + 1
+    return entries, good_end
+
+
+def read_journal(path: str | os.PathLike[str]) -> list[Any]:
+    """The records of the append-only journal at ``path``, in order (:func:`scan_journal`). A torn
+    or unreadable *last* line (the process was killed while writing it) is cut from the file, so
+    the next append starts on a line boundary; an unreadable line with records after it raises
+    :class:`JournalDamaged` naming the file, and changes nothing. A missing file: ``[]``."""
+    path = Path(path)
+    if not path.exists():
+        return []
+    data = path.read_bytes()
+    try:
+        entries, good_end = scan_journal(data)
+    except JournalDamaged as exc:
+        raise JournalDamaged(f"{path}: {exc}: move it aside to start over, or mend that line", exc.pos) from None
     if good_end < len(data):
         with open(path, "r+b") as fh:
             fh.truncate(good_end)
             fh.flush()
             os.fsync(fh.fileno())
-    return records
+    return [record for _, _, record in entries]
 
 
 class Journal:

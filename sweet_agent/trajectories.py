@@ -33,7 +33,7 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from colbench_gym.jsonl import jsonl_line, write_jsonl_atomic
+from colbench_gym.jsonl import JournalDamaged, jsonl_line, scan_journal, write_jsonl_atomic
 from colbench_gym.protocol import Messages, parse_action
 from colbench_gym.tasks.accounting import is_infrastructure_failure
 from colbench_gym.tasks.identity import task_identity
@@ -269,6 +269,13 @@ def agent_turns(rec: Mapping[str, Any], system_prompt: str | None = None) -> Ite
 
 
 # --------------------------------------------------------------------------- safe writing
+def _parse_record(line: bytes) -> Record:
+    """One line of a trajectory file, parsed and validated (a resume's scan)."""
+    rec = json.loads(line)
+    validate_record(rec)
+    return rec
+
+
 class TrajectoryWriter:
     """Append records to a JSONL file, one ``fsync``'d line per finished episode.
 
@@ -329,38 +336,27 @@ class TrajectoryWriter:
     def _scan_and_repair(self) -> None:
         self._fh.seek(0)
         data = self._fh.read()
-        good_end = 0
-        pos = 0
         replay: list[tuple[int, int]] = []  # byte spans of infrastructure-failed records
         before = replay_counts(self.path)
-        while pos < len(data):
-            nl = data.find(b"\n", pos)
-            if nl < 0:
-                break  # torn: no newline at the end
-            line = data[pos:nl]
-            if line.strip():
-                try:
-                    rec = json.loads(line)
-                    validate_record(rec)
-                except (json.JSONDecodeError, UnicodeDecodeError, TrajectoryFormatError):
-                    if data[nl + 1:].strip():
-                        raise TrajectoryFormatError(
-                            f"{self.path}: line at byte {pos} is not a trajectory record and is not the last "
-                            "line; the file is damaged in the middle, refusing to resume (fix or move it)"
-                        ) from None
-                    break  # a bad final line is a torn write
-                eid = record_episode_id(rec)
-                if eid is not None and is_infrastructure_failure(rec):
-                    if before[eid] < MAX_REPLAYS:
-                        replay.append((pos, nl + 1))
-                        self.replayed.append(eid)
-                    else:  # failed the same way every time (a task the grader cannot use): it stays
-                        self.kept_failures.append(eid)
-                        self._count(rec)
-                else:
+        try:
+            entries, good_end = scan_journal(data, _parse_record,
+                                             (json.JSONDecodeError, UnicodeDecodeError, TrajectoryFormatError))
+        except JournalDamaged as exc:
+            raise TrajectoryFormatError(
+                f"{self.path}: line at byte {exc.pos} is not a trajectory record and is not the last "
+                "line; the file is damaged in the middle, refusing to resume (fix or move it)"
+            ) from None
+        for start, end, rec in entries:
+            eid = record_episode_id(rec)
+            if eid is not None and is_infrastructure_failure(rec):
+                if before[eid] < MAX_REPLAYS:
+                    replay.append((start, end))
+                    self.replayed.append(eid)
+                else:  # failed the same way every time (a task the grader cannot use): it stays
+                    self.kept_failures.append(eid)
                     self._count(rec)
-            good_end = nl + 1
-            pos = nl + 1
+            else:
+                self._count(rec)
         if good_end < len(data):
             self.torn_bytes = len(data) - good_end
             self._fh.truncate(good_end)

@@ -45,7 +45,7 @@ def test_a_damaged_middle_is_refused_and_nothing_is_cut(tmp_path):
     path = tmp_path / "j.jsonl"
     damaged = b'{"turn": 1}\n{"turn": 2, "sco{"turn": 3}\n{"turn": 4}\n'
     path.write_bytes(damaged)
-    with pytest.raises(JournalDamaged, match="byte 12 is not JSON and is not the last line"):
+    with pytest.raises(JournalDamaged, match="byte 12 is unreadable and is not the last line"):
         read_journal(path)
     assert path.read_bytes() == damaged
     path.write_bytes(b'{"turn": 1}\n\n{"turn": 2}\nnot json\n')  # blank lines skipped; a bad last line cut
