@@ -38,20 +38,60 @@ COMMANDS: list[tuple[tuple[str, ...], str, str]] = [
 
 def main(argv: list[str] | None = None) -> int:
     try:
-        return dispatch("sweet-agent", COMMANDS, list(sys.argv[1:] if argv is None else argv))
-    finally:
-        _end_processes()
+        code = dispatch("sweet-agent", COMMANDS, list(sys.argv[1:] if argv is None else argv))
+    except BaseException:
+        _close_process_group(barrier=False)  # the other ranks may never reach a barrier
+        raise
+    return _end_launch(code)
 
 
-def _end_processes() -> None:
-    """Close the process group of a multi-process launch (``accelerate launch``) before the
-    interpreter exits. WHY: a gloo group left open can abort a process at exit ("terminate called
-    without an active exception", pytorch/pytorch#190489: gloo's worker threads outlive Python),
-    which fails the whole launch after the model was saved; seen here about once in four 2-process
-    DeepSpeed runs on CPU. torch is looked up, never imported, so other commands stay light."""
+def _process_group():
+    """``torch.distributed`` when this process is one rank of an initialised group, else None.
+    torch is looked up, never imported, so commands that do not train stay light."""
     dist = sys.modules.get("torch.distributed")
     if dist is not None and dist.is_available() and dist.is_initialized():
-        dist.destroy_process_group()
+        return dist
+    return None
+
+
+def _close_process_group(barrier: bool) -> None:
+    dist = _process_group()
+    if dist is None:
+        return
+    if barrier:
+        dist.barrier()  # no rank tears down while another still saves or merges the model
+    dist.destroy_process_group()
+
+
+def _end_launch(code: int) -> int:
+    """End one rank of a multi-process launch (``accelerate launch``) once its command succeeded.
+
+    WHY: after the model was saved, a rank could still abort in the interpreter's teardown
+    ("terminate called without an active exception": gloo's C++ worker threads still hold work
+    objects when the interpreter is torn down, as pytorch/pytorch#179291 describes), and the
+    launcher then fails the whole run with SIGABRT. Closing the group first made it rarer, not
+    gone: a CI run of 2026-11-28 still lost a two-process DeepSpeed launch to it. So every rank waits for the others, closes
+    the group, runs the ``atexit`` handlers, flushes its output and leaves with ``os._exit``,
+    which skips the module teardown and C++ destructors where the abort happens. A single
+    process (every command without a launcher, and every in-process caller such as the tests)
+    returns normally."""
+    dist = _process_group()
+    if dist is None or dist.get_world_size() < 2:
+        _close_process_group(barrier=False)
+        return code
+    _close_process_group(barrier=True)
+    import atexit
+    import logging
+    import os
+
+    atexit._run_exitfuncs()
+    logging.shutdown()
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):
+            pass
+    os._exit(code if isinstance(code, int) else 1)
 
 
 if __name__ == "__main__":  # pragma: no cover
