@@ -52,17 +52,12 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from colbench_gym.jsonl import (
-    Journal,
-    JournalDamaged,
-    check_output_writable,
-    read_journal,
-    write_jsonl_atomic,
-    write_text_atomic,
-)
+from colbench_gym.jsonl import check_output_writable, write_jsonl_atomic, write_text_atomic
 from colbench_gym.protocol import Messages, parse_action
 from colbench_gym.spaces import encodable_data
 from colbench_gym.tasks.accounting import end_reason_of, is_infrastructure
+from sweet_agent.actor.pair_files import FORMAT as PAIRS_FORMAT
+from sweet_agent.actor.pair_files import SettingsJournal, differences, digest, write_pair_file
 from sweet_agent.policies.base import Policy, PolicyError, SamplingParams, derive_seed
 from sweet_agent.training_data import records as R
 
@@ -321,7 +316,6 @@ def estimate_turn(policy: Policy, envs: list[Any], pool, rec: dict[str, Any], n_
 # ----------------------------------------------------------------------------- the stage
 def stage_settings(config: MCConfig, *, seed: int, system_prompt: str | None, records: Sequence[dict[str, Any]],
                    total_turns: int, policy_name: str, max_turns: int) -> dict[str, Any]:
-    from sweet_agent.actor.pair_files import digest
 
     return {"format": FORMAT, "mc": config.settings(), "seed": int(seed), "system_prompt": system_prompt,
             "records": {"count": len(records), "sha256": digest(list(records))}, "total_turns": int(total_turns),
@@ -366,8 +360,6 @@ def build_mc_values(records: Sequence[dict[str, Any]], policy: Policy, config: M
                             "cannot continue a forced start of a turn")
     if resume and output is not None and not journal_path(output).exists() and Path(output).is_file():
         rows, meta = read_values_file(output)  # a finished stage: nothing to play again
-        from sweet_agent.actor.pair_files import differences
-
         diff = differences(meta.get("settings", {}), settings)
         if diff:
             raise MCValuesError(f"--resume: {output} was built with other settings ({'; '.join(diff[:4])}); restore "
@@ -375,7 +367,7 @@ def build_mc_values(records: Sequence[dict[str, Any]], policy: Policy, config: M
         if stats is not None:
             stats.update(meta.get("counts", {}), failed=[], resumed_turns=len(rows), wall_seconds=0.0)
         return rows
-    journal = _Journal(journal_path(output), settings, resume) if output is not None else None
+    journal = values_journal(journal_path(output), settings, resume) if output is not None else None
     entries: dict[int, dict[str, Any]] = dict(journal.done) if journal is not None else {}
     todo = [k for k in range(len(turns)) if k not in entries]
     bar = None
@@ -454,42 +446,10 @@ def count_rows(rows: Sequence[dict[str, Any]]) -> dict[str, int]:
             "replay_mismatches": sum(int(r.get("replay_mismatches", 0)) for r in rows)}
 
 
-class _Journal:
-    """Finished turns, one fsync'd JSON line each, after a header with the stage's settings;
-    ``resume`` keeps the turns of an earlier run with the same settings (a torn last line is
-    dropped, a failed turn is played again)."""
-
-    def __init__(self, path: Path, settings: dict[str, Any], resume: bool):
-        self.path, self.done = path, {}
-        header = {"format": FORMAT, "settings": settings}
-        if resume and path.exists():
-            try:
-                lines = read_journal(path)
-            except JournalDamaged as exc:
-                raise MCValuesError(f"--resume: {exc}") from None
-            if not lines or lines[0].get("format") != FORMAT:
-                raise MCValuesError(f"--resume: {path} is not an mc-values journal of this version; remove it or "
-                                    "rerun without --resume")
-            from sweet_agent.actor.pair_files import differences
-
-            diff = differences(lines[0].get("settings", {}), settings)
-            if diff:
-                raise MCValuesError(f"--resume: {path} was built with other settings ({'; '.join(diff[:4])}); "
-                                    "restore them, or rerun without --resume to start over")
-            for entry in lines[1:]:
-                if entry.get("error") is None:
-                    self.done[int(entry["turn"])] = entry
-                else:
-                    self.done.pop(int(entry["turn"]), None)
-            self._journal = Journal(path)
-        else:
-            self._journal = Journal(path, header=header)
-
-    def append(self, entry: dict[str, Any]) -> None:
-        self._journal.append(entry)
-
-    def close(self) -> None:
-        self._journal.close()
+def values_journal(path: Path, settings: dict[str, Any], resume: bool) -> SettingsJournal:
+    """The stage's journal of finished turns (``resume``: an earlier run's, same settings)."""
+    return SettingsJournal(path, {"format": FORMAT, "settings": settings}, resume, kind="an mc-values",
+                           error=MCValuesError)
 
 
 def write_values_file(path: str | os.PathLike[str], rows: Sequence[dict[str, Any]], meta: dict[str, Any]) -> None:
@@ -561,8 +521,6 @@ def oracle_pairs_stage(values: str | os.PathLike[str], pairs_out: str | os.PathL
                        seed: int, prog: str = "sweet-agent train-actor") -> list[dict[str, Any]]:
     """``train-actor --pair_labels monte-carlo``: the step pairs of :func:`monte_carlo_pairs`
     from the values file ``values``, written to ``pairs_out`` (with its meta) and returned."""
-    from sweet_agent.actor.pair_files import FORMAT as PAIRS_FORMAT
-    from sweet_agent.actor.pair_files import digest, write_pair_file
 
     try:
         rows, meta = read_values_file(values)

@@ -22,7 +22,7 @@ import argparse
 import hashlib
 import json
 import os
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -202,53 +202,71 @@ def _short(value: Any) -> str:
 
 
 # ----------------------------------------------------------------------------- the journal
-class TurnJournal:
-    """The append-only record of a shard's finished turns (one JSON line each, fsync'd).
+class SettingsJournal:
+    """The append-only record of a stage's finished turns (one JSON line each, fsync'd), after a
+    header holding the stage's ``format`` and ``settings``: the one resume logic of the actor's
+    journaled stages (step pairs here, ``mc-values``).
 
     Opened with ``resume=False`` it starts afresh (an older journal is replaced); with
-    ``resume=True`` it keeps the turns an earlier run finished, after checking that run's
-    settings and shard are these (:class:`PairFileError` naming the differences otherwise). A
-    torn last line (the process was killed while writing it) is dropped."""
+    ``resume=True`` it keeps the turns an earlier run finished, after checking that run's format,
+    its header keys in ``same`` (each with the advice its one-line error gives) and its settings
+    (``differences``): any mismatch is one ``error`` line naming it. A torn last line (the process
+    was killed while writing it) is dropped, a damaged middle refused; a turn whose last entry is
+    an error is not done, so it runs again."""
 
-    def __init__(self, path: str | os.PathLike[str], settings: dict[str, Any], shard: Shard, resume: bool):
-        self.path = Path(path)
-        self.header = {"format": FORMAT, "settings": settings, "shard": shard.label}
+    def __init__(self, path: str | os.PathLike[str], header: dict[str, Any], resume: bool, *, kind: str,
+                 error: type[Exception], same: Sequence[tuple[str, str]] = (),
+                 differences: Callable[[dict[str, Any], dict[str, Any]], list[str]] = differences):
+        self.path, self.header = Path(path), header
         self.done: dict[int, dict[str, Any]] = {}
         if resume and self.path.exists():
-            self._read_back()
+            self._read_back(kind, error, same, differences)
             self._journal = Journal(self.path)
         else:
-            self._journal = Journal(self.path, header=self.header)
+            self._journal = Journal(self.path, header=header)
 
-    def _read_back(self) -> None:
+    def _read_back(self, kind, error, same, settings_differences) -> None:
         try:
             lines = read_journal(self.path)
         except JournalDamaged as exc:
-            raise PairFileError(f"--resume: {exc}") from None
-        if not lines or lines[0].get("format") != FORMAT:
-            raise PairFileError(f"--resume: {self.path} is not a step-pair journal of this version; remove it or "
-                                "rerun without --resume")
+            raise error(f"--resume: {exc}") from None
+        if not lines or not isinstance(lines[0], dict) or lines[0].get("format") != self.header["format"]:
+            raise error(f"--resume: {self.path} is not {kind} journal of this version; remove it or "
+                        "rerun without --resume")
         old = lines[0]
-        if old.get("shard") != self.header["shard"]:
-            raise PairFileError(f"--resume: {self.path} holds shard {old.get('shard')}, not {self.header['shard']}; "
-                                "pass the same --shard or rerun without --resume")
-        diff = pair_settings_differences(old.get("settings", {}), self.header["settings"])
+        for key, advice in same:
+            if old.get(key) != self.header.get(key):
+                raise error(f"--resume: {self.path} holds {key} {old.get(key)}, not {self.header.get(key)}; {advice}")
+        diff = settings_differences(old.get("settings", {}), self.header["settings"])
         if diff:
-            raise PairFileError(f"--resume: {self.path} was built with other settings ({'; '.join(diff[:4])}); "
-                                "restore them, or rerun without --resume to start over")
+            raise error(f"--resume: {self.path} was built with other settings ({'; '.join(diff[:4])}); "
+                        "restore them, or rerun without --resume to start over")
         for entry in lines[1:]:
-            if entry.get("error") is None:
-                self.done[int(entry["turn"])] = entry
-            else:
-                self.done.pop(int(entry["turn"]), None)  # a failed turn is sampled again
+            self._note(entry)
+
+    def _note(self, entry: dict[str, Any]) -> None:
+        if entry.get("error") is None:
+            self.done[int(entry["turn"])] = entry
+        else:
+            self.done.pop(int(entry["turn"]), None)  # a failed turn runs again
 
     def append(self, entry: dict[str, Any]) -> None:
         self._journal.append(entry)
-        if entry.get("error") is None:
-            self.done[int(entry["turn"])] = entry
+        self._note(entry)
 
     def close(self) -> None:
         self._journal.close()
+
+
+class TurnJournal(SettingsJournal):
+    """A step-pair shard's journal: its header also names the shard, and a resume must be the
+    same shard with the same settings (:class:`PairFileError` otherwise)."""
+
+    def __init__(self, path: str | os.PathLike[str], settings: dict[str, Any], shard: Shard, resume: bool):
+        super().__init__(path, {"format": FORMAT, "settings": settings, "shard": shard.label}, resume,
+                         kind="a step-pair", error=PairFileError,
+                         same=[("shard", "pass the same --shard or rerun without --resume")],
+                         differences=pair_settings_differences)
 
 
 def sum_counts(entries: Iterable[dict[str, Any]]) -> dict[str, int]:

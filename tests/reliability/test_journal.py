@@ -61,7 +61,7 @@ def test_each_journal_refuses_a_damaged_middle_in_one_line(tmp_path):
     with pytest.raises(pair_files.PairFileError, match="^--resume: .*damaged in the middle"):
         pair_files.TurnJournal(path, {}, pair_files.Shard(0, 1), resume=True)
     with pytest.raises(mc_values.MCValuesError, match="^--resume: .*damaged in the middle"):
-        mc_values._Journal(path, {}, resume=True)
+        mc_values.values_journal(path, {}, resume=True)
     with pytest.raises(JournalDamaged):
         critic_report.ScoresJournal(path)
 
