@@ -152,6 +152,10 @@ PROFILES: dict[str, dict[str, Any]] = {
         # ~5 min on the loaded 2 cores, ~6 h for the 115 turns of both Monte-Carlo stages);
         # the oracle-credit actor trains on the paired trajectories' turns labelled by their own Monte-Carlo values
         heldout_start=500, heldout_episodes=16, mc_rollouts=1,
+        # how noisy those one-completion labels are: label_check more completions of every held-out candidate that
+        # goes on (mc-values --extend: the same candidates, new draws), and the critic report again on the pooled
+        # values, with the agreement of two independent labels and each critic's noise-corrected agreement
+        label_check=1,
         # who samples step-pair candidates: "auto" = on a machine without a GPU, with the default
         # model and llama-cpp-python installed, a llama.cpp server this benchmark starts on the
         # model's GGUF (scripts/llama_server.py: a turn's candidates in one batch); "llama" = that,
@@ -188,7 +192,7 @@ PROFILES: dict[str, dict[str, Any]] = {
         train_epochs=1.0, critic_epochs=1.0, critic_lr=1e-4, train_precision="bf16",
         num_candidates=8, pairs_per_turn=4, candidate_tokens=48, candidate_temperature=1.0, pair_turns=0,
         pair_trajectories=0.5, explore_candidates=0.25, sweet_nll_weight=0.01,
-        heldout_start=500, heldout_episodes=2, mc_rollouts=1,
+        heldout_start=500, heldout_episodes=2, mc_rollouts=1, label_check=1,
         candidate_server="auto", candidates_from="", candidates_base_url="", server_batching=True,
         best_of_n=False, best_of_policy="", best_of_base_url="", frontend_arm=False,
         frontend_train_tasks="generated:train", frontend_train_episodes=1, frontend_k=2,
@@ -267,6 +271,9 @@ LEGACY_SETTINGS: dict[str, Callable[[dict], Any]] = {
     "frontend_candidate_tokens": lambda old: old.get("candidate_tokens"),  # the backend's length
     "server_batching": lambda old: False,  # one request at a time
     "train_precision": lambda old: "auto",  # the trainers' own choice: bf16 on a bf16 GPU, fp32 elsewhere
+    # the label-noise check was added while protocol v2 ran: it measures (two stages of its own after the critic
+    # report) and changes no other stage, so a run that began without it runs it too
+    "label_check": lambda old: 1,
 }
 #: Settings of the protocol's first run (step budgets, a window of paired turns) that no longer
 #: exist: a run directory holding them is reported by the commit it ran from.
@@ -411,6 +418,7 @@ class Layout:
         self.models = run / "models"
         self.mc = run / "mc"
         self.critic_report = run / "reports" / "critic-report.json"
+        self.critic_report_labels = run / "reports" / "critic-report-labels.json"  # label_check's report
 
     def val(self, m: str, point: int | None = None) -> Path:
         return self.run / "val" / (f"{m}.jsonl" if point is None else f"{m}-g{point}.jsonl")
@@ -539,7 +547,8 @@ def build_stages(s: dict[str, Any], run: Path) -> dict[str, Stage]:
             policy=s["model"], indices=indices(s["heldout_start"], s["heldout_episodes"]),
             temperature=s["train_temperature"], seed=s["data_seed"], extra=["--explore-rates", s["explore_rates"]])
 
-    def mc_values(name: str, out: Path, data: Path, deps: tuple[str, ...], priority: int) -> None:
+    def mc_values(name: str, out: Path, data: Path, deps: tuple[str, ...], priority: int,
+                  extend: Path | None = None) -> None:
         """``sweet-agent mc-values``: each agent turn's candidates (sampled like the step pairs') valued by
         ``mc_rollouts`` completions of the behaviour policy against the same simulator (answers graded once)."""
         tmp = out.with_name(out.name + ".tmp")
@@ -550,8 +559,10 @@ def build_stages(s: dict[str, Any], run: Path) -> dict[str, Stage]:
             # openers continued by the local model (an endpoint cannot continue a forced start)
             policy = (["--policy", CANDIDATE_MODEL, "--base_url", CANDIDATE_SERVER.base_url, "--question_policy", s["model"]]
                       if CANDIDATE_SERVER is not None else ["--policy", s["model"]])
+            more = ["--extend", extend, "--rollouts_per_candidate", s["label_check"]] if extend else \
+                ["--rollouts_per_candidate", s["mc_rollouts"]]
             return _sa("mc-values", "--data", data, "--output", tmp, "--num_candidates", s["num_candidates"],
-                       "--rollouts_per_candidate", s["mc_rollouts"], "--explore_candidates", s["explore_candidates"],
+                       *more, "--explore_candidates", s["explore_candidates"],
                        "--seed", s["data_seed"], *policy, "--max_new_tokens", s["candidate_tokens"],
                        "--temperature", s["candidate_temperature"], "--rollout_temperature", s["train_temperature"],
                        "--max_turns", s["max_turns"], "--simulator", "offline", "--reward_mode", "fraction",
@@ -587,18 +598,29 @@ def build_stages(s: dict[str, Any], run: Path) -> dict[str, Stage]:
 
     # -- the critic's step-level accuracy on held-out tasks: SWEET's critics, the critic without the reference, and
     #    the release's step score, each against the Monte-Carlo values
-    report_tmp = L.critic_report.with_name(L.critic_report.name + ".tmp")
     critics = [a for sd in seeds for a in ("--critic", f"sweet-s{sd}={L.models / 'critic' / f's{sd}'}")]
-    stages["critic-report"] = Stage(
-        "critic-report", L.critic_report, ("mc-heldout", *(f"train-critic-s{sd}" for sd in seeds),
-                                           f"train-critic-noref-s{first_seed}"),
-        _sa("critic-report", "--values", L.mc / "heldout.jsonl", *critics,
-            "--critic", f"noref-s{first_seed}={L.models / 'critic-noref' / f's{first_seed}'}",
-            "--release", f"release-s{first_seed}={L.models / 'critic' / f's{first_seed}'}",
-            "--ci", "turn-bootstrap", "--json", report_tmp,
-            # every scored turn journalled: a stage killed with its session goes on where it stopped
-            "--scores-journal", L.critic_report.with_name("critic-report.scores.jsonl")),
-        tmp=report_tmp, priority=79)
+    critic_deps = (*(f"train-critic-s{sd}" for sd in seeds), f"train-critic-noref-s{first_seed}")
+
+    def critic_report(name: str, out: Path, values: Path, deps: tuple[str, ...], priority: int) -> None:
+        report_tmp = out.with_name(out.name + ".tmp")
+        stages[name] = Stage(
+            name, out, (*deps, *critic_deps),
+            _sa("critic-report", "--values", values, *critics,
+                "--critic", f"noref-s{first_seed}={L.models / 'critic-noref' / f's{first_seed}'}",
+                "--release", f"release-s{first_seed}={L.models / 'critic' / f's{first_seed}'}",
+                "--ci", "turn-bootstrap", "--json", report_tmp,
+                # every scored turn journalled: a stage killed with its session goes on where it stopped; the
+                # label check's report scores the same candidates, so it reads them all back from here
+                "--scores-journal", L.critic_report.with_name("critic-report.scores.jsonl")),
+            tmp=report_tmp, priority=priority)
+
+    critic_report("critic-report", L.critic_report, L.mc / "heldout.jsonl", ("mc-heldout",), 79)
+    if s.get("label_check"):
+        # the same held-out candidates with label_check more completions each (new draws), then the report on the
+        # pooled values: how often two one-completion labels agree, and each critic's noise-corrected agreement
+        more = L.mc / "heldout-more.jsonl"
+        mc_values("mc-heldout-more", more, L.heldout, ("mc-heldout",), 56, extend=L.mc / "heldout.jsonl")
+        critic_report("critic-report-labels", L.critic_report_labels, more, ("mc-heldout-more", "critic-report"), 55)
 
     def method_train(m: str, out: Path, sd: int, setting: Callable[[], dict[str, float]], deps: tuple[str, ...],
                      prio: int) -> None:
@@ -1639,6 +1661,42 @@ def critic_agreement_markdown(rep: Mapping[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def label_noise_markdown(rep: Mapping[str, Any]) -> str:
+    """The label check (``critic-report`` on values with two or more completions per candidate):
+    how often two independent one-completion labels agree, what that makes a one-completion
+    label's accuracy, and per step score its agreement with one-completion labels, corrected for
+    that noise, and with the pooled labels."""
+    rel = rep["label_reliability"]
+    lines = [f"### How noisy the Monte-Carlo labels are ({rep['turns']} held-out agent turns, "
+             f"{rep.get('completions_per_candidate')} completions per going-on candidate)", "",
+             "| agent turn | pairs | two labels agree | one label right (c) |", "|---" * 4 + "|"]
+    for k, v in rel.items():
+        if v["pairs"]:
+            iv = v.get("ci") or [None, None]
+            lines.append(f"| {k} | {v['pairs']} | {_fmt_num(v['agreement'], True)} [{_fmt_num(iv[0], True)}, "
+                         f"{_fmt_num(iv[1], True)}] | {_fmt_num(v['label_accuracy'], True)} |")
+    lines += ["", "Pairs with a going-on candidate whose first and second completions both order them; c = (1 + "
+              "sqrt(2a - 1)) / 2 under symmetric, independent noise: a score that knew every true ordering would "
+              "agree with one-completion labels on about c of the pairs.", "",
+              "| step score | one-completion labels (the k = 1 report) | corrected for the noise | pooled labels |",
+              "|---" * 4 + "|"]
+    for c in rep["scorers"]:
+        f, a = c.get("first_completion") or {}, c["by_agent_turn"].get("all") or {}
+        if not f.get("pairs"):
+            continue
+        fixed = "–" if f.get("corrected") is None else (
+            f"{_fmt_num(f['corrected'], True)} [{_fmt_num(f['corrected_ci'][0], True)}, "
+            f"{_fmt_num(f['corrected_ci'][1], True)}]")
+        pooled = "–" if not a.get("pairs") else (
+            f"{_fmt_num(a['agreement'], True)} [{_fmt_num(a['ci'][0], True)}, {_fmt_num(a['ci'][1], True)}] "
+            f"({a['pairs']})")
+        lines.append(f"| {c['name']} ({c['kind']}) | {_fmt_num(f['agreement'], True)} [{_fmt_num(f['ci'][0], True)}, "
+                     f"{_fmt_num(f['ci'][1], True)}] ({f['pairs']}) | {fixed} | {pooled} |")
+    lines += ["", f"All agent turns, held-out tasks, {rep['ci']['about']}; corrected = (obs − (1 − c)) / (2c − 1) with "
+              "the all-turns c, its interval mapped from the observed one (c's own uncertainty not in it)."]
+    return "\n".join(lines)
+
+
 #: Below this many held-out turns an agent turn's resampled interval is flagged as a rough guide.
 FEW_TURNS = 10
 
@@ -1682,6 +1740,7 @@ def write_report(run: Path, settings: dict) -> dict[str, Any]:
     collab = method_table(run, "collab")
     emb = method_table(run, "embedded")
     agreement = critic_agreement(Layout(run).critic_report)
+    labels = critic_agreement(Layout(run).critic_report_labels)
     prefers = mc_prefers(run)
     front = method_table(run, "frontend", FRONTEND_METHODS, FRONTEND_COLUMNS)
     val = validation_table(run, settings)
@@ -1693,7 +1752,8 @@ def write_report(run: Path, settings: dict) -> dict[str, Any]:
     gone = departures(settings) if all(k in settings for k in PAPER_PAIRS) else {}
     report = {"settings": settings, "departures": gone, "grid": {m: grid_points(settings, m) for m in GRID},
               "validation": val, "offline_data": offline, "test": test, "collab": collab, "embedded": emb,
-              "frontend": front, "critic_agreement": agreement, "mc_prefers": prefers,
+              "frontend": front, "critic_agreement": agreement, "critic_agreement_labels": labels,
+              "mc_prefers": prefers,
               "critic_choices": choices, "critic_mismatches": critic_mismatches(choices, agreement), "budgets": budgets,
               "demo_adapter": demo_adapter_verdict(run),
               "timings": timings, "loadavg_at_report": [round(x, 2) for x in load],
@@ -1721,6 +1781,8 @@ def write_report(run: Path, settings: dict) -> dict[str, Any]:
         if wrong:
             md.append("**The critic report did not score the critics that made SWEET-RL's step pairs** (trained again "
                       "in between; its agreement is not theirs): " + "; ".join(wrong) + ".")
+    if labels and labels.get("label_reliability"):
+        md.append(label_noise_markdown(labels))
     if prefers:
         md.append(mc_prefers_markdown(prefers))
     if front:

@@ -34,6 +34,17 @@ Resumable: ``--scores-journal FILE`` appends every turn a critic scores to FILE;
 same FILE reuses the scores of the same critic checkpoint (its fingerprint), step score, policy,
 dtype and candidate texts, and scores only the rest.
 
+Label noise: a one-completion Monte-Carlo label is itself a noisy ordering. When the values file
+holds two or more completions per going-on candidate (``mc-values --extend`` adds them to the very
+candidates already scored), the report adds ``label_reliability``: on the pairs with a going-on
+candidate, how often the first completion's ordering and the second's agree (``a``; pairs either
+one ties are left out). Under symmetric, independent noise a one-completion label is right with
+probability ``c = (1 + sqrt(2a - 1)) / 2`` (0.5 when ``a <= 0.5``): a scorer that knew every true
+ordering would agree with one-completion labels on about ``c`` of the pairs, not all. Each column
+then also gives its agreement with the first completion's labels alone (what a k = 1 report
+measured) and that agreement corrected for the noise, ``(obs - (1 - c)) / (2c - 1)`` (the interval
+mapped the same way; the uncertainty of ``c`` itself is not in it).
+
 Intervals: ``--ci wilson`` (default) is the Wilson score interval of the agreement, 95 %, treating
 pairs as independent; the pairs of one turn share candidates, so ``--ci turn-bootstrap`` resamples
 whole turns instead (2,000 draws, percentile interval, seeded), the more honest width when turns
@@ -199,6 +210,82 @@ def agreement_by_turn(rows: Sequence[dict[str, Any]], scores: dict[int, Sequence
     return out
 
 
+def draw_value(c: dict[str, Any], draw: int) -> float | None:
+    """A candidate's value from its completion number ``draw`` alone: an answer's (graded, exact)
+    whatever the draw; a going-on candidate's ``rewards[draw]``, None when it has no such draw."""
+    if c.get("terminal"):
+        return None if c.get("mc_value") is None else float(c["mc_value"])
+    rewards = c.get("rewards") or []
+    return float(rewards[draw]) if draw < len(rewards) else None
+
+
+def draw_rows(rows: Sequence[dict[str, Any]], draw: int) -> list[dict[str, Any]]:
+    """The rows with every candidate valued by completion ``draw`` alone (:func:`draw_value`)."""
+    return [{**r, "candidates": [{**c, "mc_value": draw_value(c, draw)} for c in r["candidates"]]}
+            if "candidates" in r else r for r in rows]
+
+
+def completions_per_candidate(rows: Sequence[dict[str, Any]]) -> int:
+    """The most completions a measured going-on candidate has (0 when there is none): 2 or more
+    and the label noise can be measured (a candidate short of a draw is left out of it)."""
+    ks = [len(c.get("rewards") or []) for r in rows if r.get("error") is None
+          for c in r.get("candidates", []) if not c.get("terminal") and c.get("mc_value") is not None]
+    return max(ks) if ks else 0
+
+
+def label_reliability(rows: Sequence[dict[str, Any]]) -> dict[str, Agreement]:
+    """Per agent turn and ``all``: on the pairs of distinct candidates with at least one going on,
+    whether completion 0's and completion 1's values order them alike (``agree`` of ``pairs``);
+    a pair either draw ties is an ``mc_ties`` count, a candidate lacking a draw ``unmeasured``."""
+    by: dict[str, Agreement] = {}
+    total = Agreement()
+    for row in rows:
+        if row.get("error") is not None or "candidates" not in row:
+            continue
+        part = Agreement()
+        cands = row["candidates"]
+        unique = distinct(cands)
+        for n, i in enumerate(unique):
+            for j in unique[n + 1:]:
+                a, b = cands[i], cands[j]
+                if a.get("terminal") and b.get("terminal"):
+                    continue  # both exact: no noise to measure
+                v = [draw_value(x, d) for d in (0, 1) for x in (a, b)]
+                if None in v:
+                    part.unmeasured += 1
+                    continue
+                d0, d1 = v[0] - v[1], v[2] - v[3]
+                if abs(d0) <= MC_TIE or abs(d1) <= MC_TIE:
+                    part.mc_ties += 1
+                    continue
+                part.pairs += 1
+                part.agree += (d0 > 0) == (d1 > 0)
+        if part.pairs:
+            part.turns.append((part.agree, part.pairs))
+        by.setdefault(str(int(row["agent_turn"])), Agreement()).add(part)
+        total.add(part)
+    out = {k: by[k] for k in sorted(by, key=int)}
+    out["all"] = total
+    return out
+
+
+def label_accuracy(a: float | None) -> float | None:
+    """``c``: how often a one-completion label is right, from the agreement ``a`` of two
+    independent ones (``a = c^2 + (1 - c)^2``); 0.5 when they agree no more than chance."""
+    if a is None:
+        return None
+    return (1 + math.sqrt(max(0.0, 2 * a - 1))) / 2
+
+
+def corrected(obs: float | None, c: float | None) -> float | None:
+    """A scorer's agreement with the true orderings, from ``obs`` against one-completion labels
+    right with probability ``c`` (``obs = p c + (1 - p)(1 - c)``), held to [0, 1]; None when
+    ``c`` is 0.5 (labels that carry no ordering cannot be corrected for)."""
+    if obs is None or c is None or c - 0.5 < 1e-9:
+        return None
+    return min(1.0, max(0.0, (obs - (1 - c)) / (2 * c - 1)))
+
+
 def wilson(k: int, n: int, z: float = 1.959963984540054) -> tuple[float, float] | None:
     """The Wilson score interval of ``k`` successes in ``n`` trials (95 % by default)."""
     if n <= 0:
@@ -359,10 +446,28 @@ def build_report(rows: Sequence[dict[str, Any]], scorers: Sequence[Scorer], *, t
         raise ValueError(f"--tasks must be heldout or all, got {tasks!r}")
     if ci not in CI_METHODS:
         raise ValueError(f"--ci must be one of {', '.join(CI_METHODS)}, got {ci!r}")
+    used = [r for r in rows if r.get("error") is None and "candidates" in r]
+    reliability = None
+    if completions_per_candidate(used) >= 2:
+        rel = label_reliability(used)
+        reliability = {k: {"pairs": a.pairs, "agree": a.agree, "agreement": a.rate,
+                           "ci": list(iv) if (iv := interval(a, ci, seed)) else None,
+                           "label_accuracy": label_accuracy(a.rate), "ties": a.mc_ties, "unmeasured": a.unmeasured}
+                       for k, a in rel.items()}
+        first = draw_rows(rows, 0)
     columns = []
     for s in scorers:
         skip = s.trained_tasks if tasks == "heldout" else None
         table = agreement_by_turn(rows, s.scores, skip)
+        one_draw = None
+        if reliability is not None:
+            a = agreement_by_turn(first, s.scores, skip)["all"]
+            c = reliability["all"]["label_accuracy"]
+            iv = interval(a, ci, seed)
+            one_draw = {"pairs": a.pairs, "agree": a.agree, "agreement": a.rate, "ci": list(iv) if iv else None,
+                        "corrected": corrected(a.rate, c),
+                        "corrected_ci": [corrected(x, c) for x in iv] if iv and corrected(a.rate, c) is not None
+                        else None}
         columns.append({
             "name": s.name, "kind": s.kind, "source": s.source, "fingerprint": s.fingerprint,
             "privileged_info": s.privileged,
@@ -375,10 +480,10 @@ def build_report(rows: Sequence[dict[str, Any]], scorers: Sequence[Scorer], *, t
                                                           "ci": list(wilson(g, n) or []) or None}
                                                    for kind, (g, n) in sorted(a.kinds.items())}}
                               for k, a in table.items()},
+            "first_completion": one_draw,
         })
     settings = (values_meta or {}).get("settings", {})
     mc = settings.get("mc", {})
-    used = [r for r in rows if r.get("error") is None and "candidates" in r]
     plain = agreement_by_turn(used, {int(r["turn"]): [0.0] * len(r["candidates"]) for r in used})
     return {"format": REPORT_FORMAT, "values": source, "turns": len(used),
             "values_by_agent_turn": {k: {"turns": sum(1 for r in used if str(r["agent_turn"]) == k) if k != "all"
@@ -390,7 +495,8 @@ def build_report(rows: Sequence[dict[str, Any]], scorers: Sequence[Scorer], *, t
             "ci": {"method": ci, "level": 0.95,
                    "about": "Wilson score interval, pairs treated as independent" if ci == "wilson" else
                             "percentile interval, whole turns resampled with replacement (2,000 draws)"},
-            "chance": 0.5, "scorers": columns, "mc_prefers": mc_preferences(used)}
+            "chance": 0.5, "scorers": columns, "mc_prefers": mc_preferences(used),
+            "completions_per_candidate": completions_per_candidate(used), "label_reliability": reliability}
 
 
 def format_report(report: dict[str, Any]) -> str:
@@ -435,6 +541,25 @@ def format_report(report: dict[str, Any]) -> str:
         extra += c["notes"]
         if extra:
             lines.append(f"  {c['name']}: {'; '.join(extra)}")
+    rel = report.get("label_reliability")
+    if rel:
+        lines += ["", "Label noise: two independent completions of the same going-on candidates order a pair alike "
+                      "(a; pairs with an answer on both sides left out) -> a one-completion label is right with "
+                      "probability c = (1 + sqrt(2a - 1)) / 2"]
+        for k, v in rel.items():
+            if v["pairs"]:
+                lo, hi = v["ci"]
+                lines.append(f"  {k}: a = {v['agreement']:.3f} [{lo:.3f}, {hi:.3f}] n={v['pairs']} -> "
+                             f"c = {v['label_accuracy']:.3f}")
+        lines.append("Against the first completion's labels alone (a k = 1 report), and corrected for that noise "
+                     "((obs - (1 - c)) / (2c - 1), c of all turns):")
+        for c in cols:
+            f = c.get("first_completion")
+            if f and f["pairs"]:
+                fixed = ("n/a (labels no better than chance)" if f["corrected"] is None else
+                         f"{f['corrected']:.3f} [{f['corrected_ci'][0]:.3f}, {f['corrected_ci'][1]:.3f}]")
+                lines.append(f"  {c['name']}: {f['agreement']:.3f} [{f['ci'][0]:.3f}, {f['ci'][1]:.3f}] n={f['pairs']}"
+                             f" -> corrected {fixed}")
     prefers = report.get("mc_prefers") or {}
     if any(v["ask_answer_pairs"] for v in prefers.values()):
         lines += ["", "What the Monte-Carlo values prefer (no step score): per agent turn, ask-answer pairs where "

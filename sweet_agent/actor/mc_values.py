@@ -271,20 +271,26 @@ def _play(completions: list[_Completion], policy: Policy, sampling: SamplingPara
 # ----------------------------------------------------------------------------- one turn
 def estimate_turn(policy: Policy, envs: list[Any], pool, rec: dict[str, Any], n_prefix: int,
                   candidates: Sequence[str], config: MCConfig, *, seed: int, turn: int, env_seed: int,
-                  system: str | None, max_turns: int) -> tuple[list[dict[str, Any]], int]:
+                  system: str | None, max_turns: int, first_rollout: int = 0,
+                  play_terminal: bool = True) -> tuple[list[dict[str, Any]], int]:
     """The Monte-Carlo value of each candidate as agent turn ``n_prefix + 1`` of ``rec``, in
     order: ``([{"mc_value", "rewards", "terminal", "rollouts", "failed_rollouts", "end_reasons",
     "completion_turns"}], replay mismatches)``. A candidate that ends the episode (an answer, or
     the last allowed turn: ``terminal``) is played once and graded; any other is played
     ``config.rollouts_per_candidate`` times to the end by ``policy``. At most ``len(envs)``
-    completions are played at a time (one policy batch)."""
+    completions are played at a time (one policy batch). Rollouts are numbered from
+    ``first_rollout`` (their seeds follow the number: ``--extend`` plays new draws after a values
+    file's own); ``play_terminal=False`` leaves the candidates that end the episode unplayed (their
+    value is already known)."""
     prefix = recorded_turns(rec)[:n_prefix]
     task = rec["task"]
     first: dict[str, int] = {}
     for j, text in enumerate(candidates):
         first.setdefault(text, j)
     terminal = {t: parse_action(t).is_answer or n_prefix + 1 >= max_turns for t in first}
-    jobs = [(t, r) for t in first for r in range(1 if terminal[t] else config.rollouts_per_candidate)]
+    k = config.rollouts_per_candidate
+    jobs = [(t, r) for t in first
+            for r in ((range(1) if play_terminal else range(0)) if terminal[t] else range(first_rollout, first_rollout + k))]
     sampling = config.rollout_sampling()
     played: dict[str, list[_Completion]] = {t: [] for t in first}
     mismatches = 0
@@ -337,14 +343,22 @@ def records_max_turns(records: Sequence[dict[str, Any]], asked: int | None) -> i
 def build_mc_values(records: Sequence[dict[str, Any]], policy: Policy, config: MCConfig, *, seed: int = 0,
                     system_prompt: str | None = None, output: str | os.PathLike[str] | None = None,
                     resume: bool = False, progress: bool = False, stats: dict[str, Any] | None = None,
-                    question_policy: Policy | None = None) -> list[dict[str, Any]]:
+                    question_policy: Policy | None = None,
+                    extend: tuple[Sequence[dict[str, Any]], dict[str, Any]] | None = None) -> list[dict[str, Any]]:
     """One row per selected agent turn of ``records`` (``stage_turns``, as ``train-actor``):
     ``{"turn", "record_index", "task_key", "agent_turn", "turn_index", "prompt", "task",
     "env_seed", "replay_mismatches", "candidates": [{"text", "question", "answer",
     "mc_value", "rewards", ...}], "error"}``. ``policy`` samples the candidates and plays the
     completions (the behaviour policy); ``question_policy`` (default ``policy``) completes the
     question openers of ``config.explore_candidates`` (it must continue a forced start: a local
-    model). With ``output``, journaled and resumable (see the module's docstring)."""
+    model). With ``output``, journaled and resumable (see the module's docstring).
+
+    ``extend=(rows, meta)``, a finished values file of the same settings (but its ``k``): its
+    turns and candidates are kept, every candidate that goes on is played ``config.rollouts_per_candidate``
+    more times (rollout numbers, hence seeds, continue after the file's), and each value pools the
+    file's rewards and the new ones. WHY: more completions of the very candidates a critic report
+    already scored (its scores journal is reused), and two independent draws per candidate to
+    measure how noisy a one-completion label is (``critic-report``'s label reliability)."""
     from sweet_agent.actor.candidates import stage_turns
     from sweet_agent.policies.exploration import ExplorationConfig
     from sweet_agent.sweet_rl.algorithm import question_count, turn_candidates
@@ -355,7 +369,10 @@ def build_mc_values(records: Sequence[dict[str, Any]], policy: Policy, config: M
                               total_turns=len(turns), policy_name=policy.name, max_turns=max_turns)
     n_questions = question_count(config.num_candidates, config.explore_candidates)
     qpolicy = question_policy or policy
-    if n_questions and not getattr(qpolicy, "supports_prefix", False):
+    source, first_rollout = None, 0
+    if extend is not None:
+        source, first_rollout, settings = extended_settings(extend, settings, turns)
+    elif n_questions and not getattr(qpolicy, "supports_prefix", False):
         raise MCValuesError(f"--explore_candidates: question candidates are completed by a local model; {qpolicy.name} "
                             "cannot continue a forced start of a turn")
     if resume and output is not None and not journal_path(output).exists() and Path(output).is_file():
@@ -390,6 +407,21 @@ def build_mc_values(records: Sequence[dict[str, Any]], policy: Policy, config: M
                 row = {"turn": k, "record_index": ri, "task_key": R.task_key(rec), "agent_turn": agent_turn,
                        "turn_index": ti, "prompt": conv, "task": rec["task"],
                        "env_seed": env_seed_of(rec, seed, ri), "error": None}
+                if source is not None:
+                    before = source[k]["candidates"]
+                    values, mismatches = estimate_turn(policy, envs, pool, rec, n_prefix, [c["text"] for c in before],
+                                                       config, seed=seed, turn=k, env_seed=row["env_seed"],
+                                                       system=_system_of(conv), max_turns=max_turns,
+                                                       first_rollout=first_rollout, play_terminal=False)
+                    row["replay_mismatches"] = max(mismatches, int(source[k].get("replay_mismatches", 0)))
+                    row["candidates"] = [old if old.get("terminal") else pooled_value(old, new)
+                                         for old, new in zip(before, values)]
+                    entries[k] = row
+                    if journal is not None:
+                        journal.append(row)
+                    if bar is not None:
+                        bar.update(1)
+                    continue
                 try:
                     exploration = ExplorationConfig(rate=1.0, turns=agent_turn)  # this turn is eligible
                     gens = turn_candidates(policy, conv, config.num_candidates, config.candidate_sampling(), seed + k,
@@ -430,6 +462,52 @@ def build_mc_values(records: Sequence[dict[str, Any]], policy: Policy, config: M
         stats.update(counts, failed=failed, resumed_turns=len(turns) - len(todo),
                      wall_seconds=time.perf_counter() - t0)
     return rows
+
+
+def extended_settings(extend: tuple[Sequence[dict[str, Any]], dict[str, Any]], settings: dict[str, Any],
+                      turns: Sequence[tuple[int, int, Any]]) -> tuple[dict[int, dict[str, Any]], int, dict[str, Any]]:
+    """For ``build_mc_values(extend=...)``: the source's rows by turn, its ``k`` (where the new
+    rollouts' numbers start) and the pooled file's settings (``k`` the sum, ``extends`` naming
+    the source's rows). The source must hold these settings but ``k``, and these turns, each
+    finished: else one :class:`MCValuesError` line."""
+    rows, meta = extend
+    old = meta.get("settings", {})
+    k_before = int(old.get("mc", {}).get("rollouts_per_candidate", 0))
+    if k_before < 1:
+        raise MCValuesError("--extend: its meta names no rollouts_per_candidate; rebuild it with `sweet-agent mc-values`")
+    mine = {**settings, "mc": {**settings["mc"], "rollouts_per_candidate": k_before}}
+    diff = differences(old, mine)
+    if diff:
+        raise MCValuesError(f"--extend: it was built with other settings ({'; '.join(diff[:4])}); pass its settings "
+                            "(only --rollouts_per_candidate may differ: the completions to add)")
+    by_turn = {int(r["turn"]): r for r in rows}
+    for k, (ri, ti, _) in enumerate(turns):
+        r = by_turn.get(k)
+        if r is None or r.get("error") is not None or "candidates" not in r:
+            raise MCValuesError(f"--extend: turn {k} is missing or failed in it; finish it with `--resume` first")
+        if (int(r["record_index"]), int(r["turn_index"])) != (ri, ti):
+            raise MCValuesError(f"--extend: its turn {k} is another dialogue position than these records' "
+                                "(other --data or turn selection)")
+    k_new = int(settings["mc"]["rollouts_per_candidate"])
+    pooled = {**settings, "mc": {**settings["mc"], "rollouts_per_candidate": k_before + k_new},
+              "extends": {"rollouts_before": k_before, "rollouts_added": k_new, "rows_sha256": digest(list(rows))}}
+    return by_turn, k_before, pooled
+
+
+def pooled_value(before: dict[str, Any], added: dict[str, Any]) -> dict[str, Any]:
+    """A going-on candidate's value over its earlier completions and the added ones, in that
+    order (``rewards[0]`` is the first draw: split-half comparisons read it)."""
+    rewards = [*before.get("rewards", []), *added["rewards"]]
+    out = dict(before)
+    out.update(mc_value=sum(rewards) / len(rewards) if rewards else None, rewards=rewards,
+               rollouts=int(before.get("rollouts", 0)) + added["rollouts"],
+               failed_rollouts=int(before.get("failed_rollouts", 0)) + added["failed_rollouts"],
+               end_reasons=[*before.get("end_reasons", []), *added["end_reasons"]],
+               completion_turns=[*before.get("completion_turns", []), *added["completion_turns"]])
+    errors = [*before.get("errors", []), *added.get("errors", [])]
+    if errors:
+        out["errors"] = errors[:3]
+    return out
 
 
 def _system_of(conv: Messages) -> str | None:
@@ -565,6 +643,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     _flag(g, "skip_turns", type=int, default=0, help="leave out each trajectory's first N agent turns")
     _flag(g, "system_prompt", default=None, help="agent system prompt (default: the one each record's meta carries)")
     _flag(g, "seed", type=int, default=0, help="turn k's candidates are sampled with seed + k, as train-actor's")
+    _flag(g, "extend", default=None, metavar="VALUES",
+          help="add completions to a finished values file of these settings: its candidates kept, each going-on one "
+               "played --rollouts_per_candidate more times (new draws), values pooled into --output")
 
     g = parser.add_argument_group("behaviour policy (samples candidates and plays the completions)")
     _flag(g, "policy", default="default", help="default, a checkpoint path, a cached hub id, or openai:MODEL")
@@ -627,6 +708,9 @@ def run(args: argparse.Namespace) -> int:
 
     try:  # the command line and its input, refused before any work: exit 2 (CONTRIBUTING, "Errors and exit statuses")
         config, records = _settings_and_records(args)
+        extend = read_values_file(args.extend) if args.extend else None
+        if extend is not None and Path(args.extend).resolve() == Path(args.output).resolve():
+            raise ValueError("--extend and --output name the same file; write the pooled values elsewhere")
     except (ValueError, OSError) as exc:
         raise SystemExit(str(exc)) from None
     endpoint = args.policy.startswith("openai:")
@@ -636,21 +720,26 @@ def run(args: argparse.Namespace) -> int:
                          device=args.device if endpoint else resolve_device(args.device), max_batch_size=args.concurrency, concurrency=args.concurrency,
                          **({} if endpoint else {"quiet": True}))
     qpolicy = None
-    if args.question_policy and args.explore_candidates > 0:  # openers continued locally, the rest from --policy
+    if args.question_policy and args.explore_candidates > 0 and extend is None:  # openers continued locally, the rest from --policy
         qpolicy = load_policy(args.question_policy, dtype=args.dtype, device=resolve_device(args.device),
                               max_batch_size=args.concurrency, quiet=True)
     stats: dict[str, Any] = {}
     try:
         rows = build_mc_values(records, policy, config, seed=args.seed, system_prompt=args.system_prompt,
                                output=args.output, resume=args.resume, progress=not args.no_progress, stats=stats,
-                               question_policy=qpolicy)
+                               question_policy=qpolicy, extend=extend)
     finally:
         policy.close()
         if qpolicy is not None:
             qpolicy.close()
+    k_total = config.rollouts_per_candidate
+    added = ""
+    if extend is not None:
+        k_total += int(extend[1]["settings"]["mc"]["rollouts_per_candidate"])
+        added = f": {config.rollouts_per_candidate} added to {args.extend}'s"
     print(f"[mc-values] {len(rows)} agent turns of {len(records)} trajectories: {stats['candidates']} candidates "
           f"({stats['answer_candidates']} graded directly, {stats['question_candidates']} question openers), "
-          f"{stats['rollouts']} completions played (k={config.rollouts_per_candidate}) in {stats['wall_seconds']:.1f} s "
+          f"{stats['rollouts']} completions (k={k_total}{added}) in {stats['wall_seconds']:.1f} s "
           f"-> {args.output}")
     if stats.get("failed_rollouts"):
         print(f"[mc-values] {stats['failed_rollouts']} completions failed for infrastructure reasons and are left out "

@@ -89,6 +89,10 @@ def test_protocol_v2_trains_on_multi_detail_tasks_and_tests_two_families(bench, 
         assert set(stages["critic-report"].deps) == {"mc-heldout", "train-critic-noref-s0",
                                                       *(f"train-critic-s{sd}" for sd in bench.seeds_of(s))}
         assert "train-critic-noref-s1" not in stages  # only the report's column (best-of-N would need every seed)
+        # the label check: the same held-out candidates with more completions, then the report again on them
+        assert stages["mc-heldout-more"].deps == ("mc-heldout",)
+        assert set(stages["critic-report-labels"].deps) == {"mc-heldout-more", "critic-report",
+                                                             *stages["critic-report"].deps} - {"mc-heldout"}
     stages = bench.build_stages(dict(bench.PROFILES["quick"]), tmp_path / "cmds")
     collab = [str(x) for x in stages["collab-rft-s1"].command()]
     assert collab[collab.index("--tasks") + 1] == "collab:test"
@@ -102,7 +106,16 @@ def test_protocol_v2_trains_on_multi_detail_tasks_and_tests_two_families(bench, 
 
     from sweet_agent.actor import critic_report, mc_values
 
-    for stage, module in (("mc-train", mc_values), ("mc-heldout", mc_values), ("critic-report", critic_report)):
+    more = [str(x) for x in stages["mc-heldout-more"].command()]
+    assert more[more.index("--extend") + 1] == str(tmp_path / "cmds" / "mc" / "heldout.jsonl")
+    assert more[more.index("--rollouts_per_candidate") + 1] == str(bench.PROFILES["quick"]["label_check"])
+    labels = [str(x) for x in stages["critic-report-labels"].command()]
+    assert labels[labels.index("--values") + 1].endswith("heldout-more.jsonl")
+    assert labels[labels.index("--scores-journal") + 1] == report[report.index("--scores-journal") + 1]  # reused
+    assert [x for x in labels if x.startswith(("sweet-", "noref-", "release-"))] == \
+        [x for x in report if x.startswith(("sweet-", "noref-", "release-"))]  # the same critics
+    for stage, module in (("mc-train", mc_values), ("mc-heldout", mc_values), ("mc-heldout-more", mc_values),
+                          ("critic-report", critic_report), ("critic-report-labels", critic_report)):
         parser = argparse.ArgumentParser(exit_on_error=False)
         module.add_arguments(parser)
         cmd = [str(x) for x in stages[stage].command()]
@@ -111,7 +124,7 @@ def test_protocol_v2_trains_on_multi_detail_tasks_and_tests_two_families(bench, 
             assert args.output.endswith(".tmp") and args.resume and args.max_turns == bench.PROFILES["quick"]["max_turns"]
             assert args.num_candidates == bench.PROFILES["quick"]["num_candidates"]
         else:
-            assert args.ci == "turn-bootstrap" and args.json.endswith("critic-report.json.tmp")
+            assert args.ci == "turn-bootstrap" and args.json.endswith(".json.tmp")
 
 
 def test_the_oracle_credit_actor_is_sweets_chosen_setting_on_monte_carlo_pairs(bench, tmp_path):

@@ -31,7 +31,7 @@ import pytest
 
 from tests.benchmark_modules import load_benchmark
 
-#: 77 stages: forked from the benchmark's fork server (sweet_agent.forkserver), ~4 min on 2 cores at load 4-6 (as 77
+#: 79 stages: forked from the benchmark's fork server (sweet_agent.forkserver), ~4 min on 2 cores at load 4-6 (as 77
 #: fresh processes each importing torch/transformers/TRL it took 17-20 min and was left out of `make test`)
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(1800)]
 
@@ -188,6 +188,23 @@ def check_complete_run(bench, run: Path, model: Path, listed: list[str]) -> None
         assert turns, name
         assert all(0.0 <= a["agreement"] <= 1.0 for a in turns.values()), name
     assert "step-level accuracy" in (run / "results.md").read_text()
+    # the label check: every held-out candidate that goes on got a second completion (an answer keeps its one
+    # grade), and the report on the pooled values scored no candidate again (every turn read from the journal)
+    from sweet_agent.actor.mc_values import read_values_file
+
+    one, _ = read_values_file(run / "mc" / "heldout.jsonl")
+    two, meta = read_values_file(run / "mc" / "heldout-more.jsonl")
+    assert meta["settings"]["mc"]["rollouts_per_candidate"] == 2 and len(one) == len(two)
+    for a, b in zip(one, two):
+        for ca, cb in zip(a["candidates"], b["candidates"]):
+            assert ca["text"] == cb["text"] and cb["rewards"][:1] == ca["rewards"]
+            assert len(cb["rewards"]) + cb["failed_rollouts"] == (1 if ca["terminal"] else 2)
+    labels = json.loads((run / "reports" / "critic-report-labels.json").read_text())
+    assert labels == report["critic_agreement_labels"] and labels["completions_per_candidate"] == 2
+    assert labels["label_reliability"]["all"]["pairs"] >= 0
+    for c in labels["scorers"]:
+        assert any(f"{labels['turns']} turns' scores read back" in n for n in c["notes"]), (c["name"], c["notes"])
+    assert "How noisy the Monte-Carlo labels are" in (run / "results.md").read_text()
 
     # timings.jsonl names every stage, with the commit it ran from
     timings = [json.loads(x) for x in (run / "timings.jsonl").read_text().splitlines()]

@@ -259,3 +259,56 @@ def test_an_interrupted_critic_report_resumes_from_its_scores_journal(tmp_path, 
     calls.clear()
     assert main(["critic-report", "--values", str(values), "--critic", f"other={plain}", "--device", "cpu",
                  "--no-progress", "--scores-journal", str(journal)]) == 0 and len(calls) == 6
+
+
+def _drawn(text, rewards, answer=False):
+    """A candidate with its completions' rewards (an answer: graded once, exact)."""
+    value = sum(rewards) / len(rewards)
+    return {"text": text, "mc_value": value, "rewards": rewards, "answer": answer, "terminal": answer}
+
+
+#: Two completions per going-on candidate. Hand count of the label noise (pairs with a going-on side):
+#:   turn 0, agent turn 1: (q1,q2) draw 1 ties; (q1,ans) 0.5 vs -0.5 disagree; (q1,ans2) draw 0 ties;
+#:     (q2,ans) agree; (q2,ans2) agree; (ans,ans2) both exact: not a noise pair
+#:   turn 1, agent turn 2: (r1,r2) agree; r3 lost its second completion: (r1,r3), (r2,r3) unmeasured
+#: => a = 3 of 4; c = (1 + sqrt(0.5)) / 2.
+#: Against the first completion alone (q1 1, q2 0, ans 0.5, ans2 1; r1 1, r2 0, r3 0.5):
+#:   turn 0, scores .9 .1 .5 .2: (q1,q2) agree, (q1,ans) agree, (q1,ans2) MC tie, (q2,ans) agree,
+#:     (q2,ans2) agree, (ans,ans2) disagree -> 4 of 5
+#:   turn 1, scores .9 .1 .95: (r1,r2) agree, (r1,r3) disagree, (r2,r3) agree -> 2 of 3
+#: => 6 of 8 = 0.75; corrected (0.75 - (1 - c)) / (2c - 1) = c here.
+DRAWN = [
+    _row(0, 1, "A", [_drawn("q1", [1.0, 0.0]), _drawn("q2", [0.0, 0.0]), _drawn("ans", [0.5], True),
+                     _drawn("ans2", [1.0], True)]),
+    _row(1, 2, "A", [_drawn("r1", [1.0, 1.0]), _drawn("r2", [0.0, 0.5]), _drawn("r3", [0.5])]),
+]
+DRAWN_SCORES = {0: [0.9, 0.1, 0.5, 0.2], 1: [0.9, 0.1, 0.95]}
+
+
+def test_label_noise_and_the_corrected_agreement_equal_the_hand_count(tmp_path, capsys):
+    rel = CR.label_reliability(DRAWN)
+    assert (rel["1"].pairs, rel["1"].agree, rel["1"].mc_ties) == (3, 2, 2)
+    assert (rel["2"].pairs, rel["2"].agree, rel["2"].unmeasured) == (1, 1, 2)
+    assert (rel["all"].pairs, rel["all"].agree) == (4, 3)
+    c = (1 + 0.5 ** 0.5) / 2
+    assert CR.label_accuracy(0.75) == pytest.approx(c) and CR.label_accuracy(0.4) == 0.5
+    assert CR.label_accuracy(1.0) == 1.0 and CR.corrected(0.6, 0.5) is None
+    assert CR.corrected(0.75, 1.0) == 0.75  # exact labels: nothing to correct
+    first = CR.agreement_by_turn(CR.draw_rows(DRAWN, 0), DRAWN_SCORES)["all"]
+    assert (first.pairs, first.agree) == (8, 6)
+
+    report = CR.build_report(DRAWN, [CR.Scorer("hand", "file", DRAWN_SCORES)])
+    assert report["completions_per_candidate"] == 2
+    assert report["label_reliability"]["all"]["agreement"] == 0.75
+    assert report["label_reliability"]["all"]["label_accuracy"] == pytest.approx(c)
+    one = report["scorers"][0]["first_completion"]
+    assert (one["agree"], one["pairs"]) == (6, 8) and one["corrected"] == pytest.approx(c)
+    lo, hi = one["ci"]
+    assert one["corrected_ci"] == pytest.approx([CR.corrected(lo, c), CR.corrected(hi, c)])
+    text = CR.format_report(report)
+    assert "all: a = 0.750" in text and f"c = {c:.3f}" in text
+    assert f"hand: 0.750 [{lo:.3f}, {hi:.3f}] n=8 -> corrected {c:.3f}" in text
+    # one completion per candidate: no noise to measure, the report says nothing of it
+    single = CR.build_report(ROWS, [CR.Scorer("hand", "file", SCORES)])
+    assert single["label_reliability"] is None and single["scorers"][0]["first_completion"] is None
+    assert "Label noise" not in CR.format_report(single)

@@ -234,3 +234,85 @@ def test_question_openers_are_completed_locally_when_the_behaviour_policy_is_an_
     assert len(cands) == 4 and sum(bool(c.get("question")) for c in cands) == 2  # two openers, continued locally
     assert {c["text"] for c in cands if not c.get("question")} <= {QUESTION, FULL}  # the endpoint's own two
     assert 2 in asked_for  # the policy's own two candidates came from the endpoint, in one request
+
+
+class _SeedLog(ScriptedPolicy):
+    """The scripted policy, logging the seed of every completion turn."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.seeds: list[int] = []
+
+    def generate(self, conversations, sampling=None, seeds=None):
+        self.seeds += list(seeds or [])
+        return super().generate(conversations, sampling, seeds)
+
+
+def test_extend_plays_new_completions_of_the_same_candidates_and_pools_them(record, tmp_path):
+    """`--extend`: k = 1 completions answered HALF; 2 more per going-on candidate answer FULL.
+    Candidates are not sampled again, answers are not played again, the new draws have new seeds
+    (rollout numbers 1 and 2), and each value is the mean of all three, the first draw first."""
+    cands = [QUESTION, FULL, ZERO]
+    config = MC.MCConfig(num_candidates=3, rollouts_per_candidate=1, concurrency=3, max_turns=3)
+    first = _SeedLog(cands, turns=[HALF])
+    MC.build_mc_values([record], first, config, seed=5, output=tmp_path / "k1.jsonl")
+    source = MC.read_values_file(tmp_path / "k1.jsonl")
+
+    more = _SeedLog(cands, turns=[FULL])
+    k3 = MC.MCConfig(num_candidates=3, rollouts_per_candidate=2, concurrency=3, max_turns=3)
+    rows = MC.build_mc_values([record], more, k3, seed=5, output=tmp_path / "k3.jsonl", extend=source)
+    assert more.sampled == 0 and len(more.asked) == 2 * 2  # 2 turns x 1 going-on candidate x 2 new completions
+    assert not set(more.seeds) & set(first.seeds) and len(set(more.seeds)) == 4
+    assert more.seeds[:2] == [MC.rollout_seed(5, 0, 0, r, 0) for r in (1, 2)]
+    for before, after in zip(source[0], rows):
+        assert [c["text"] for c in after["candidates"]] == [c["text"] for c in before["candidates"]]
+        by_text = {c["text"]: c for c in after["candidates"]}
+        q = by_text[QUESTION]
+        assert q["rewards"] == [0.5, 1.0, 1.0] and q["rollouts"] == 3
+        assert q["mc_value"] == pytest.approx(2.5 / 3) and len(q["end_reasons"]) == 3
+        assert by_text[FULL] == {c["text"]: c for c in before["candidates"]}[FULL]  # graded once, kept
+    meta = json.loads(MC.meta_path(tmp_path / "k3.jsonl").read_text())
+    assert meta["settings"]["mc"]["rollouts_per_candidate"] == 3
+    assert meta["settings"]["extends"]["rollouts_before"] == 1 and meta["settings"]["extends"]["rollouts_added"] == 2
+    assert meta["counts"]["rollouts"] == 2 * 3
+
+    again = _SeedLog(cands, turns=[FULL])  # finished: --resume reads it back
+    assert MC.build_mc_values([record], again, k3, seed=5, output=tmp_path / "k3.jsonl", resume=True,
+                              extend=source) == rows and again.asked == []
+    with pytest.raises(MC.MCValuesError, match=r"^--extend: it was built with other settings \(seed: 5 vs 6"):
+        MC.build_mc_values([record], more, k3, seed=6, output=tmp_path / "k3b.jsonl", extend=source)
+    with pytest.raises(MC.MCValuesError, match=r"^--extend: it was built with other settings \(mc.temperature"):
+        MC.build_mc_values([record], more, MC.MCConfig(num_candidates=3, rollouts_per_candidate=2, concurrency=3,
+                                                       max_turns=3, temperature=0.5),
+                           seed=5, output=tmp_path / "k3b.jsonl", extend=source)
+
+
+def test_extend_on_the_command_line(record, tmp_path, capsys):
+    """`sweet-agent mc-values --extend VALUES` against an endpoint: no candidate requested again,
+    the pooled values written; naming the same file twice is a one-line refusal."""
+    from sweet_agent.cli import main
+    from tests.local_openai_server import LocalOpenAIServer
+
+    completion = {"text": HALF}
+
+    def agent(body):
+        return [QUESTION, FULL][body["choice"]] if "choice" in body else completion["text"]
+
+    data = tmp_path / "offline.jsonl"
+    data.write_text(json.dumps(record) + "\n")
+    k1, k2 = tmp_path / "k1.jsonl", tmp_path / "k2.jsonl"
+    argv = ["mc-values", "--data", str(data), "--policy", "openai:scripted", "--num_candidates", "2",
+            "--rollouts_per_candidate", "1", "--no-progress"]
+    with LocalOpenAIServer(agent) as server:
+        assert main([*argv, "--base_url", server.base_url, "--output", str(k1)]) == 0
+        completion["text"] = FULL
+        n_before = len(server.requests)
+        assert main([*argv, "--base_url", server.base_url, "--output", str(k2), "--extend", str(k1)]) == 0
+        new_requests = server.requests[n_before:]
+    assert len(new_requests) == 2 and all(r["body"].get("n", 1) == 1 for r in new_requests)  # completions only
+    rows, _ = MC.read_values_file(k2)
+    assert [{c["text"]: c["mc_value"] for c in r["candidates"]} for r in rows] == [{QUESTION: 0.75, FULL: 1.0}] * 2
+    assert "(k=2: 1 added to" in capsys.readouterr().out
+    with pytest.raises(SystemExit) as refused:
+        main([*argv, "--output", str(k1), "--extend", str(k1)])
+    assert refused.value.code == 2 and "--extend and --output name the same file" in capsys.readouterr().err
