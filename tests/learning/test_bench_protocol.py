@@ -374,7 +374,7 @@ def test_step_pair_stages_ask_the_benchmark_server_and_resume(bench, tmp_path, m
     sampled = [st for st in stages.values() if st.extra.get("candidates")]
     pair_stages = [st for st in sampled if st.name.startswith("pairs")]
     assert {st.name for st in pair_stages} >= {"pairs-s0", "pairs-s2", "pairs-frontend-s1"}
-    assert {st.name for st in sampled} - {st.name for st in pair_stages} == {"mc-heldout", "mc-train"}
+    assert {st.name for st in sampled} - {st.name for st in pair_stages} == {"mc-heldout", "mc-train", "mc-heldout-more"}
 
     class Server:
         base_url = "http://127.0.0.1:5555/v1"
@@ -385,7 +385,8 @@ def test_step_pair_stages_ask_the_benchmark_server_and_resume(bench, tmp_path, m
         assert cmd[cmd.index("--candidates_from") + 1] == bench.CANDIDATE_MODEL
         assert cmd[cmd.index("--candidates_base_url") + 1] == Server.base_url
         assert "--resume" in cmd and st.resumable  # an interrupted stage keeps its journal
-    for name in ("mc-heldout", "mc-train"):  # Monte-Carlo values: the server samples, the local model continues openers
+    for name in ("mc-heldout", "mc-train", "mc-heldout-more"):  # Monte-Carlo values: the server samples, the local
+        # model continues openers
         cmd = [str(x) for x in stages[name].command()]
         assert cmd[cmd.index("--policy") + 1] == bench.CANDIDATE_MODEL
         assert cmd[cmd.index("--base_url") + 1] == Server.base_url and cmd[cmd.index("--question_policy") + 1] == s["model"]
