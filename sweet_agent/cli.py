@@ -64,34 +64,34 @@ def _close_process_group(barrier: bool) -> None:
 
 
 def _end_launch(code: int) -> int:
-    """End one rank of a multi-process launch (``accelerate launch``) once its command succeeded.
+    """End one rank of a multi-process launch (``accelerate launch``).
 
     WHY: after the model was saved, a rank could still abort in the interpreter's teardown
     ("terminate called without an active exception": gloo's C++ worker threads still hold work
     objects when the interpreter is torn down, as pytorch/pytorch#179291 describes), and the
     launcher then fails the whole run with SIGABRT. Closing the group first made it rarer, not
-    gone: a CI run of 2026-11-28 still lost a two-process DeepSpeed launch to it. So every rank waits for the others, closes
-    the group, runs the ``atexit`` handlers, flushes its output and leaves with ``os._exit``,
-    which skips the module teardown and C++ destructors where the abort happens. A single
-    process (every command without a launcher, and every in-process caller such as the tests)
-    returns normally."""
+    gone: a CI run of 2026-11-28 still lost a two-process DeepSpeed launch to it. So a rank whose
+    command succeeded waits for the others (no rank tears down while another still saves or
+    merges), closes the group, and leaves as the interpreter would (threads joined, ``atexit``
+    handlers run, output flushed) but with ``os._exit``, skipping the teardown where the abort
+    happens. A rank whose command failed closes the group without waiting (its peers may be inside
+    a collective it will never join: the launcher stops them) and returns its code. A single
+    process (every command without a launcher, every in-process caller such as the tests) returns."""
     dist = _process_group()
-    if dist is None or dist.get_world_size() < 2:
+    if dist is None or dist.get_world_size() < 2 or code != 0:
         _close_process_group(barrier=False)
         return code
-    _close_process_group(barrier=True)
-    import atexit
-    import logging
+    try:
+        _close_process_group(barrier=True)
+    except Exception as exc:  # noqa: BLE001 - one line, and the launch fails
+        print(f"sweet-agent: error: ending the launch: {' '.join(str(exc).split())[:300]}", file=sys.stderr)
+        code = 1
+    from sweet_agent.forkserver import leave_as_the_interpreter_does
+
+    leave_as_the_interpreter_does()
     import os
 
-    atexit._run_exitfuncs()
-    logging.shutdown()
-    for stream in (sys.stdout, sys.stderr):
-        try:
-            stream.flush()
-        except (OSError, ValueError):
-            pass
-    os._exit(code if isinstance(code, int) else 1)
+    os._exit(code)
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -104,14 +104,14 @@ def _child(module: str, argv: list[str], log: str, cwd: str, env: dict[str, str]
         code = exc.code
     except KeyboardInterrupt:  # the interpreter ends by the signal itself: the status is -SIGINT
         traceback.print_exc()
-        _leave_as_the_interpreter_does()
+        leave_as_the_interpreter_does()
         signal.signal(signal.SIGINT, signal.SIG_DFL)
         os.kill(os.getpid(), signal.SIGINT)
         raise
     except BaseException:  # noqa: BLE001 - what the interpreter would print, and its exit status
         traceback.print_exc()
         code = 1
-    _leave_as_the_interpreter_does()
+    leave_as_the_interpreter_does()
     sys.exit(code)
 
 
@@ -126,7 +126,7 @@ def _seed_like_a_new_interpreter() -> None:
         torch.seed()
 
 
-def _leave_as_the_interpreter_does() -> None:
+def leave_as_the_interpreter_does() -> None:
     """What the interpreter does at its end and a forked child, leaving by ``os._exit``, skips: wait
     for non-daemon threads, then run the ``atexit`` handlers (the grader's sandbox pool and the
     renderer's browser close there), then flush."""

@@ -42,8 +42,12 @@ one ties are left out). Under symmetric, independent noise a one-completion labe
 probability ``c = (1 + sqrt(2a - 1)) / 2`` (0.5 when ``a <= 0.5``): a scorer that knew every true
 ordering would agree with one-completion labels on about ``c`` of the pairs, not all. Each column
 then also gives its agreement with the first completion's labels alone (what a k = 1 report
-measured) and that agreement corrected for the noise, ``(obs - (1 - c)) / (2c - 1)`` (the interval
-mapped the same way; the uncertainty of ``c`` itself is not in it).
+measured) and that agreement corrected for the noise: pairs of two answers (exact labels) as
+observed, the others through ``(obs - (1 - c)) / (2c - 1)`` on the pairs the score orders (its
+ties never agree), held to [0, 1]; the interval resamples turns (``turn-bootstrap``) or maps the
+Wilson one; the uncertainty of ``c`` itself is not in it. ``c`` errs high (it is measured on pairs
+both completions order, and averages pairs of unequal difficulty), so the correction errs small.
+It rescales how far from chance a score is; it cannot move an interval that holds chance off it.
 
 Intervals: ``--ci wilson`` (default) is the Wilson score interval of the agreement, 95 %, treating
 pairs as independent; the pairs of one turn share candidates, so ``--ci turn-bootstrap`` resamples
@@ -115,10 +119,11 @@ def distinct(candidates: Sequence[dict[str, Any]]) -> list[int]:
     return [i for i, c in enumerate(candidates) if not (c["text"] in seen or seen.add(c["text"]))]
 
 
-def turn_agreement(candidates: Sequence[dict[str, Any]], scores: Sequence[float]) -> Agreement:
+def turn_agreement(candidates: Sequence[dict[str, Any]], scores: Sequence[float],
+                   only: Callable[[dict[str, Any], dict[str, Any]], bool] | None = None) -> Agreement:
     """Every two distinct candidate texts of one turn (a repeated text counts once, at its first
     place): a pair when their MC values differ (agreeing when the scores order them alike),
-    else an MC tie or unmeasured."""
+    else an MC tie or unmeasured. ``only(a, b)`` false: the two are not looked at."""
     if len(candidates) != len(scores):
         raise ValueError(f"{len(candidates)} candidates but {len(scores)} scores")
     out = Agreement()
@@ -126,6 +131,8 @@ def turn_agreement(candidates: Sequence[dict[str, Any]], scores: Sequence[float]
     for n, i in enumerate(unique):
         for j in unique[n + 1:]:
             a, b = candidates[i], candidates[j]
+            if only is not None and not only(a, b):
+                continue
             if a.get("mc_value") is None or b.get("mc_value") is None:
                 out.unmeasured += 1
                 continue
@@ -210,13 +217,25 @@ def agreement_by_turn(rows: Sequence[dict[str, Any]], scores: dict[int, Sequence
     return out
 
 
+def completion_rewards(c: dict[str, Any]) -> list[float | None]:
+    """A going-on candidate's rewards in completion order, None where a completion failed for
+    infrastructure reasons (``rewards`` leaves those out; ``end_reasons`` keeps every completion)."""
+    from colbench_gym.tasks.accounting import is_infrastructure
+
+    rewards = iter(c.get("rewards") or [])
+    reasons = c.get("end_reasons") or [""] * len(c.get("rewards") or [])
+    return [None if is_infrastructure(r) else float(next(rewards, math.nan)) for r in reasons]
+
+
 def draw_value(c: dict[str, Any], draw: int) -> float | None:
     """A candidate's value from its completion number ``draw`` alone: an answer's (graded, exact)
-    whatever the draw; a going-on candidate's ``rewards[draw]``, None when it has no such draw."""
+    whatever the draw; a going-on candidate's reward of that completion, None when it has none
+    (fewer completions, or that one failed)."""
     if c.get("terminal"):
         return None if c.get("mc_value") is None else float(c["mc_value"])
-    rewards = c.get("rewards") or []
-    return float(rewards[draw]) if draw < len(rewards) else None
+    draws = completion_rewards(c)
+    value = draws[draw] if draw < len(draws) else None
+    return None if value is None or math.isnan(value) else value
 
 
 def draw_rows(rows: Sequence[dict[str, Any]], draw: int) -> list[dict[str, Any]]:
@@ -228,9 +247,14 @@ def draw_rows(rows: Sequence[dict[str, Any]], draw: int) -> list[dict[str, Any]]
 def completions_per_candidate(rows: Sequence[dict[str, Any]]) -> int:
     """The most completions a measured going-on candidate has (0 when there is none): 2 or more
     and the label noise can be measured (a candidate short of a draw is left out of it)."""
-    ks = [len(c.get("rewards") or []) for r in rows if r.get("error") is None
+    ks = [len(completion_rewards(c)) for r in rows if r.get("error") is None
           for c in r.get("candidates", []) if not c.get("terminal") and c.get("mc_value") is not None]
     return max(ks) if ks else 0
+
+
+def both_exact(a: dict[str, Any], b: dict[str, Any]) -> bool:
+    """Both candidates end the episode: their values are graded, not estimated."""
+    return bool(a.get("terminal")) and bool(b.get("terminal"))
 
 
 def label_reliability(rows: Sequence[dict[str, Any]]) -> dict[str, Agreement]:
@@ -248,8 +272,8 @@ def label_reliability(rows: Sequence[dict[str, Any]]) -> dict[str, Agreement]:
         for n, i in enumerate(unique):
             for j in unique[n + 1:]:
                 a, b = cands[i], cands[j]
-                if a.get("terminal") and b.get("terminal"):
-                    continue  # both exact: no noise to measure
+                if both_exact(a, b):
+                    continue  # no noise to measure
                 v = [draw_value(x, d) for d in (0, 1) for x in (a, b)]
                 if None in v:
                     part.unmeasured += 1
@@ -286,6 +310,53 @@ def corrected(obs: float | None, c: float | None) -> float | None:
     return min(1.0, max(0.0, (obs - (1 - c)) / (2 * c - 1)))
 
 
+def _corrected_rate(exact_agree: int, exact_pairs: int, noisy_agree: int, noisy_pairs: int, noisy_ties: int,
+                    c: float | None) -> float | None:
+    """The agreement with the true orderings over all pairs: exact-label pairs as observed, the
+    others corrected (:func:`corrected`) on the pairs the score orders, its ties never agreeing."""
+    noisy = 0.0
+    if noisy_pairs:
+        ordered = noisy_pairs - noisy_ties
+        if ordered:
+            fixed = corrected(noisy_agree / ordered, c)
+            if fixed is None:
+                return None
+            noisy = noisy_pairs * (ordered / noisy_pairs) * fixed
+    n = exact_pairs + noisy_pairs
+    return (exact_agree + noisy) / n if n else None
+
+
+def noise_corrected(rows: Sequence[dict[str, Any]], scores: dict[int, Sequence[float]], c: float | None,
+                    skip_tasks: set[str] | None = None, ci: str = "wilson", seed: int = 0) -> dict[str, Any]:
+    """A step score against one-completion labels (``rows`` from :func:`draw_rows`) corrected for
+    their noise ``c``: pairs of two answers (exact labels) count as observed, the rest through
+    :func:`corrected`, ties of the score as not agreeing. The interval: whole turns resampled
+    (``turn-bootstrap``), or the Wilson interval of the corrected part mapped (``wilson``)."""
+    units = []
+    for row in rows:
+        if row.get("error") is not None or "candidates" not in row:
+            continue
+        if skip_tasks and row.get("task_key") in skip_tasks:
+            continue
+        sc = scores[int(row["turn"])]
+        e = turn_agreement(row["candidates"], sc, only=both_exact)
+        n = turn_agreement(row["candidates"], sc, only=lambda a, b: not both_exact(a, b))
+        if e.pairs or n.pairs:
+            units.append((e.agree, e.pairs, n.agree, n.pairs, n.score_ties))
+    totals = [sum(u[i] for u in units) for i in range(5)]
+    point = _corrected_rate(*totals, c)
+    iv = None
+    if point is not None and ci == "turn-bootstrap":
+        iv = _bootstrap(units, lambda sample: _corrected_rate(*(sum(u[i] for u in sample) for i in range(5)), c), seed=seed)
+    elif point is not None:
+        ea, en, na, nn, nt = totals
+        w = wilson(na, nn - nt)
+        if w is not None:
+            iv = tuple((ea + (nn - nt) * corrected(x, c)) / (en + nn) for x in w)
+    return {"exact_pairs": totals[1], "noisy_pairs": totals[3], "score_ties": totals[4], "corrected": point,
+            "corrected_ci": list(iv) if iv else None}
+
+
 def wilson(k: int, n: int, z: float = 1.959963984540054) -> tuple[float, float] | None:
     """The Wilson score interval of ``k`` successes in ``n`` trials (95 % by default)."""
     if n <= 0:
@@ -301,17 +372,26 @@ def turn_bootstrap(turns: Sequence[tuple[int, int]], draws: int = 2000, seed: in
                    level: float = 0.95) -> tuple[float, float] | None:
     """Percentile interval of the pooled agreement when whole turns (``(agree, pairs)``) are
     resampled with replacement: the pairs of one turn are not independent."""
-    if not turns:
+    return _bootstrap(turns, lambda sample: sum(a for a, _ in sample) / sum(p for _, p in sample), draws, seed, level)
+
+
+def _bootstrap(units: Sequence[Any], stat: Callable[[list[Any]], float | None], draws: int = 2000, seed: int = 0,
+               level: float = 0.95) -> tuple[float, float] | None:
+    """Percentile interval of ``stat`` over ``units`` resampled with replacement (seeded);
+    resamples where ``stat`` is None are left out."""
+    if not units:
         return None
     rng = random.Random(seed)
     stats = []
     for _ in range(draws):
-        sample = [turns[rng.randrange(len(turns))] for _ in turns]
-        n = sum(p for _, p in sample)
-        stats.append(sum(a for a, _ in sample) / n)
+        value = stat([units[rng.randrange(len(units))] for _ in units])
+        if value is not None:
+            stats.append(value)
+    if not stats:
+        return None
     stats.sort()
-    lo = stats[int((1 - level) / 2 * (draws - 1))]
-    hi = stats[int(math.ceil((1 + level) / 2 * (draws - 1)))]
+    lo = stats[int((1 - level) / 2 * (len(stats) - 1))]
+    hi = stats[int(math.ceil((1 + level) / 2 * (len(stats) - 1)))]
     return lo, hi
 
 
@@ -462,12 +542,9 @@ def build_report(rows: Sequence[dict[str, Any]], scorers: Sequence[Scorer], *, t
         one_draw = None
         if reliability is not None:
             a = agreement_by_turn(first, s.scores, skip)["all"]
-            c = reliability["all"]["label_accuracy"]
             iv = interval(a, ci, seed)
             one_draw = {"pairs": a.pairs, "agree": a.agree, "agreement": a.rate, "ci": list(iv) if iv else None,
-                        "corrected": corrected(a.rate, c),
-                        "corrected_ci": [corrected(x, c) for x in iv] if iv and corrected(a.rate, c) is not None
-                        else None}
+                        **noise_corrected(first, s.scores, reliability["all"]["label_accuracy"], skip, ci, seed)}
         columns.append({
             "name": s.name, "kind": s.kind, "source": s.source, "fingerprint": s.fingerprint,
             "privileged_info": s.privileged,
@@ -542,7 +619,7 @@ def format_report(report: dict[str, Any]) -> str:
         if extra:
             lines.append(f"  {c['name']}: {'; '.join(extra)}")
     rel = report.get("label_reliability")
-    if rel:
+    if rel and rel.get("all", {}).get("pairs"):
         lines += ["", "Label noise: two independent completions of the same going-on candidates order a pair alike "
                       "(a; pairs with an answer on both sides left out) -> a one-completion label is right with "
                       "probability c = (1 + sqrt(2a - 1)) / 2"]
@@ -552,11 +629,11 @@ def format_report(report: dict[str, Any]) -> str:
                 lines.append(f"  {k}: a = {v['agreement']:.3f} [{lo:.3f}, {hi:.3f}] n={v['pairs']} -> "
                              f"c = {v['label_accuracy']:.3f}")
         lines.append("Against the first completion's labels alone (a k = 1 report), and corrected for that noise "
-                     "((obs - (1 - c)) / (2c - 1), c of all turns):")
+                     "(pairs of two answers as observed, the others (obs - (1 - c)) / (2c - 1) with c of all turns):")
         for c in cols:
             f = c.get("first_completion")
             if f and f["pairs"]:
-                fixed = ("n/a (labels no better than chance)" if f["corrected"] is None else
+                fixed = ("n/a" if f["corrected"] is None else
                          f"{f['corrected']:.3f} [{f['corrected_ci'][0]:.3f}, {f['corrected_ci'][1]:.3f}]")
                 lines.append(f"  {c['name']}: {f['agreement']:.3f} [{f['ci'][0]:.3f}, {f['ci'][1]:.3f}] n={f['pairs']}"
                              f" -> corrected {fixed}")

@@ -475,8 +475,11 @@ def extended_settings(extend: tuple[Sequence[dict[str, Any]], dict[str, Any]], s
     k_before = int(old.get("mc", {}).get("rollouts_per_candidate", 0))
     if k_before < 1:
         raise MCValuesError("--extend: its meta names no rollouts_per_candidate; rebuild it with `sweet-agent mc-values`")
-    mine = {**settings, "mc": {**settings["mc"], "rollouts_per_candidate": k_before}}
-    diff = differences(old, mine)
+    # k aside, and how many completions ran at once (seeds are fixed per completion, so it changes no value); a
+    # file extended before extends again (its own ``extends`` is kept under the new one)
+    mine = {**settings, "mc": {**settings["mc"], "rollouts_per_candidate": k_before,
+                               "concurrency": old.get("mc", {}).get("concurrency")}}
+    diff = differences({k: v for k, v in old.items() if k != "extends"}, mine)
     if diff:
         raise MCValuesError(f"--extend: it was built with other settings ({'; '.join(diff[:4])}); pass its settings "
                             "(only --rollouts_per_candidate may differ: the completions to add)")
@@ -490,7 +493,8 @@ def extended_settings(extend: tuple[Sequence[dict[str, Any]], dict[str, Any]], s
                                 "(other --data or turn selection)")
     k_new = int(settings["mc"]["rollouts_per_candidate"])
     pooled = {**settings, "mc": {**settings["mc"], "rollouts_per_candidate": k_before + k_new},
-              "extends": {"rollouts_before": k_before, "rollouts_added": k_new, "rows_sha256": digest(list(rows))}}
+              "extends": {"rollouts_before": k_before, "rollouts_added": k_new, "rows_sha256": digest(list(rows)),
+                          **({"earlier": old["extends"]} if "extends" in old else {})}}
     return by_turn, k_before, pooled
 
 
@@ -732,14 +736,15 @@ def run(args: argparse.Namespace) -> int:
         policy.close()
         if qpolicy is not None:
             qpolicy.close()
-    k_total = config.rollouts_per_candidate
+    k_total, played = config.rollouts_per_candidate, stats["rollouts"]
     added = ""
     if extend is not None:
         k_total += int(extend[1]["settings"]["mc"]["rollouts_per_candidate"])
-        added = f": {config.rollouts_per_candidate} added to {args.extend}'s"
+        played -= int(extend[1].get("counts", {}).get("rollouts", 0))
+        added = f": {config.rollouts_per_candidate} added to {args.extend}'s, {played} new"
     print(f"[mc-values] {len(rows)} agent turns of {len(records)} trajectories: {stats['candidates']} candidates "
           f"({stats['answer_candidates']} graded directly, {stats['question_candidates']} question openers), "
-          f"{stats['rollouts']} completions (k={k_total}{added}) in {stats['wall_seconds']:.1f} s "
+          f"{stats['rollouts']} completions in all (k={k_total}{added}) in {stats['wall_seconds']:.1f} s "
           f"-> {args.output}")
     if stats.get("failed_rollouts"):
         print(f"[mc-values] {stats['failed_rollouts']} completions failed for infrastructure reasons and are left out "

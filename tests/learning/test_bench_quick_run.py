@@ -202,8 +202,12 @@ def check_complete_run(bench, run: Path, model: Path, listed: list[str]) -> None
     labels = json.loads((run / "reports" / "critic-report-labels.json").read_text())
     assert labels == report["critic_agreement_labels"] and labels["completions_per_candidate"] == 2
     assert labels["label_reliability"]["all"]["pairs"] >= 0
+    first = {c["name"]: c["by_agent_turn"]["all"] for c in critic["scorers"]}
     for c in labels["scorers"]:
         assert any(f"{labels['turns']} turns' scores read back" in n for n in c["notes"]), (c["name"], c["notes"])
+        if not any(x["failed_rollouts"] for r in two for x in r["candidates"]):  # the first draws are the k = 1 labels
+            one_draw = c["first_completion"]
+            assert (one_draw["agree"], one_draw["pairs"]) == (first[c["name"]]["agree"], first[c["name"]]["pairs"])
     assert "How noisy the Monte-Carlo labels are" in (run / "results.md").read_text()
 
     # timings.jsonl names every stage, with the commit it ran from

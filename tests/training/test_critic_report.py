@@ -273,16 +273,17 @@ def _drawn(text, rewards, answer=False):
 #:   turn 1, agent turn 2: (r1,r2) agree; r3 lost its second completion: (r1,r3), (r2,r3) unmeasured
 #: => a = 3 of 4; c = (1 + sqrt(0.5)) / 2.
 #: Against the first completion alone (q1 1, q2 0, ans 0.5, ans2 1; r1 1, r2 0, r3 0.5):
-#:   turn 0, scores .9 .1 .5 .2: (q1,q2) agree, (q1,ans) agree, (q1,ans2) MC tie, (q2,ans) agree,
-#:     (q2,ans2) agree, (ans,ans2) disagree -> 4 of 5
-#:   turn 1, scores .9 .1 .95: (r1,r2) agree, (r1,r3) disagree, (r2,r3) agree -> 2 of 3
-#: => 6 of 8 = 0.75; corrected (0.75 - (1 - c)) / (2c - 1) = c here.
+#:   turn 0, scores .9 .6 .5 .2: (q1,q2) agree, (q1,ans) agree, (q1,ans2) MC tie, (q2,ans) disagree,
+#:     (q2,ans2) disagree, (ans,ans2) disagree (exact labels) -> 2 of 5
+#:   turn 1, scores .9 .1 .9: (r1,r2) agree, (r1,r3) a score tie, (r2,r3) agree -> 2 of 3
+#: => 4 of 8. Corrected: the exact pair as observed (0 of 1); the 7 others: 4 agree, 1 score tie, so
+#:    4 of the 6 ordered -> corrected(4/6, c), times 6/7 ordered; (0 + 6 * corrected(4/6, c)) / 8.
 DRAWN = [
     _row(0, 1, "A", [_drawn("q1", [1.0, 0.0]), _drawn("q2", [0.0, 0.0]), _drawn("ans", [0.5], True),
                      _drawn("ans2", [1.0], True)]),
     _row(1, 2, "A", [_drawn("r1", [1.0, 1.0]), _drawn("r2", [0.0, 0.5]), _drawn("r3", [0.5])]),
 ]
-DRAWN_SCORES = {0: [0.9, 0.1, 0.5, 0.2], 1: [0.9, 0.1, 0.95]}
+DRAWN_SCORES = {0: [0.9, 0.6, 0.5, 0.2], 1: [0.9, 0.1, 0.9]}
 
 
 def test_label_noise_and_the_corrected_agreement_equal_the_hand_count(tmp_path, capsys):
@@ -295,20 +296,36 @@ def test_label_noise_and_the_corrected_agreement_equal_the_hand_count(tmp_path, 
     assert CR.label_accuracy(1.0) == 1.0 and CR.corrected(0.6, 0.5) is None
     assert CR.corrected(0.75, 1.0) == 0.75  # exact labels: nothing to correct
     first = CR.agreement_by_turn(CR.draw_rows(DRAWN, 0), DRAWN_SCORES)["all"]
-    assert (first.pairs, first.agree) == (8, 6)
+    assert (first.pairs, first.agree, first.score_ties) == (8, 4, 1)
 
     report = CR.build_report(DRAWN, [CR.Scorer("hand", "file", DRAWN_SCORES)])
     assert report["completions_per_candidate"] == 2
     assert report["label_reliability"]["all"]["agreement"] == 0.75
     assert report["label_reliability"]["all"]["label_accuracy"] == pytest.approx(c)
     one = report["scorers"][0]["first_completion"]
-    assert (one["agree"], one["pairs"]) == (6, 8) and one["corrected"] == pytest.approx(c)
-    lo, hi = one["ci"]
-    assert one["corrected_ci"] == pytest.approx([CR.corrected(lo, c), CR.corrected(hi, c)])
+    fixed = (4 / 6 - (1 - c)) / (2 * c - 1)
+    assert (one["agree"], one["pairs"], one["exact_pairs"], one["noisy_pairs"], one["score_ties"]) == (4, 8, 1, 7, 1)
+    assert one["corrected"] == pytest.approx(6 * fixed / 8)
+    lo, hi = CR.wilson(4, 6)  # the ordered noisy pairs' interval, mapped
+    assert one["corrected_ci"] == pytest.approx([6 * min(1, (x - (1 - c)) / (2 * c - 1)) / 8 for x in (lo, hi)])
+    assert one["corrected_ci"][1] == 6 / 8  # the upper end held to 1 on the noisy pairs
     text = CR.format_report(report)
     assert "all: a = 0.750" in text and f"c = {c:.3f}" in text
-    assert f"hand: 0.750 [{lo:.3f}, {hi:.3f}] n=8 -> corrected {c:.3f}" in text
+    assert f"hand: 0.500 [{one['ci'][0]:.3f}, {one['ci'][1]:.3f}] n=8 -> corrected {6 * fixed / 8:.3f}" in text
+    boot = CR.build_report(DRAWN, [CR.Scorer("hand", "file", DRAWN_SCORES)], ci="turn-bootstrap", seed=3)
+    blo, bhi = boot["scorers"][0]["first_completion"]["corrected_ci"]
+    assert 0 <= blo <= 6 * fixed / 8 <= bhi <= 1
     # one completion per candidate: no noise to measure, the report says nothing of it
     single = CR.build_report(ROWS, [CR.Scorer("hand", "file", SCORES)])
     assert single["label_reliability"] is None and single["scorers"][0]["first_completion"] is None
     assert "Label noise" not in CR.format_report(single)
+
+
+def test_a_completion_that_failed_is_not_another_ones_draw():
+    """`rewards` leaves failed completions out; the draws follow `end_reasons`, so the second
+    completion's reward is not read as the first's."""
+    c = {"text": "q", "terminal": False, "mc_value": 1.0, "rewards": [1.0], "failed_rollouts": 1,
+         "end_reasons": ["simulator_error", "answer"]}
+    assert CR.completion_rewards(c) == [None, 1.0]
+    assert CR.draw_value(c, 0) is None and CR.draw_value(c, 1) == 1.0 and CR.draw_value(c, 2) is None
+    assert CR.draw_value({"text": "a", "terminal": True, "mc_value": 0.5, "rewards": [0.5]}, 1) == 0.5  # exact

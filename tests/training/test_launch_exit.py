@@ -4,7 +4,7 @@ A rank that saved its model must not fail the launch in the interpreter's teardo
 threads abort a rank there now and then, docs/training.md "ZeRO-3"). The launched script below
 plants a teardown that aborts for certain, the way that rare crash does: the rank must leave with
 its command's exit code before it, with its output flushed and its ``atexit`` handlers run, and
-only after every rank got there.
+only after every rank got there; a rank whose command failed leaves at once.
 """
 
 from __future__ import annotations
@@ -30,18 +30,24 @@ SCRIPT = textwrap.dedent("""
         def __del__(self, abort=os.abort):  # bound now: module globals are gone by then
             abort()
 
-    KEEP = AbortsInTeardown()
+    if sys.argv[3] == sys.argv[4] == "0":  # a failing rank's teardown is the interpreter's own, not planted
+        KEEP = AbortsInTeardown()
     dist.init_process_group("gloo")
     rank = dist.get_rank()
     out = sys.argv[1]
-    atexit.register(lambda: open(f"{out}/atexit-{rank}", "w").close())
-    if rank == 0:
+    # what each rank's atexit handler saw: rank 1 leaves only after rank 0 saved
+    atexit.register(lambda: open(f"{out}/atexit-{rank}", "w").write(str(os.path.exists(f"{out}/saved"))))
+    code = int(sys.argv[3 + rank])  # each rank's command's exit code
+    if rank == 0 and code == 0:
         time.sleep(1.5)  # rank 0 still saving: rank 1 must wait for it before it leaves
         open(f"{out}/saved", "w").close()
+    if rank == 1 and code == 0 and sys.argv[3] != "0":
+        dist.barrier()  # in a collective rank 0 (failed) never joins: the launcher must stop it
     print(f"rank {rank} done", end="")  # no newline: only an explicit flush writes it
     if sys.argv[2] == "end-launch":
-        _end_launch(int(sys.argv[3]))
+        sys.exit(_end_launch(code))  # as sweet_agent.cli.main returns it
     dist.destroy_process_group()
+    sys.exit(code)
 """)
 
 
@@ -51,12 +57,12 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-def _launch(tmp_path: Path, how: str, code: int = 0) -> subprocess.CompletedProcess:
+def _launch(tmp_path: Path, how: str, codes: tuple[int, int] = (0, 0)) -> subprocess.CompletedProcess:
     script = tmp_path / "rank.py"
     script.write_text(SCRIPT)
     env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(ROOT)}
     cmd = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2", "--master_addr", "127.0.0.1",
-           "--master_port", str(_free_port()), str(script), str(tmp_path), how, str(code)]
+           "--master_port", str(_free_port()), str(script), str(tmp_path), how, *map(str, codes)]
     launcher = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=tmp_path, env=env)
     try:
         out, err = launcher.communicate(timeout=300)
@@ -72,8 +78,7 @@ def test_each_rank_leaves_with_its_code_before_the_teardown(tmp_path):
     ended = _launch(tmp_path, "end-launch")
     assert ended.returncode == 0, ended.stderr[-3000:]
     assert "rank 0 done" in ended.stdout and "rank 1 done" in ended.stdout  # flushed before leaving
-    assert (tmp_path / "atexit-0").exists() and (tmp_path / "atexit-1").exists()
-    assert (tmp_path / "saved").exists()
+    assert (tmp_path / "atexit-0").read_text() == (tmp_path / "atexit-1").read_text() == "True"  # after the save
 
     # the planted teardown does abort a rank that returns normally: what _end_launch skips
     (tmp_path / "atexit-0").unlink()
@@ -82,9 +87,12 @@ def test_each_rank_leaves_with_its_code_before_the_teardown(tmp_path):
 
 
 @pytest.mark.slow
-def test_a_rank_leaves_with_a_failing_commands_code(tmp_path):
-    failed = _launch(tmp_path, "end-launch", code=3)
+def test_a_failed_rank_leaves_at_once_with_its_code(tmp_path):
+    """Rank 0's command failed (3) while rank 1 waits in a collective: rank 0 does not wait at a
+    barrier it would never pass, the launch fails with its code instead of hanging."""
+    failed = _launch(tmp_path, "end-launch", codes=(3, 0))
     assert failed.returncode != 0 and "exitcode  : 3" in failed.stderr, failed.stderr[-3000:]
+    assert not (tmp_path / "saved").exists()
 
 
 def test_one_process_returns_the_code():

@@ -276,6 +276,14 @@ def test_extend_plays_new_completions_of_the_same_candidates_and_pools_them(reco
     assert meta["settings"]["extends"]["rollouts_before"] == 1 and meta["settings"]["extends"]["rollouts_added"] == 2
     assert meta["counts"]["rollouts"] == 2 * 3
 
+    # an extended file extends again (k 3 -> 4; the earlier extension kept), with other concurrency (no value changes)
+    k4 = MC.build_mc_values([record], _SeedLog(cands, turns=[ZERO]),
+                            MC.MCConfig(num_candidates=3, rollouts_per_candidate=1, concurrency=1, max_turns=3), seed=5,
+                            output=tmp_path / "k4.jsonl", extend=MC.read_values_file(tmp_path / "k3.jsonl"))
+    assert {c["text"]: c["rewards"] for c in k4[0]["candidates"]}[QUESTION] == [0.5, 1.0, 1.0, 0.0]
+    meta4 = json.loads(MC.meta_path(tmp_path / "k4.jsonl").read_text())["settings"]
+    assert meta4["mc"]["rollouts_per_candidate"] == 4 and meta4["extends"]["earlier"]["rollouts_before"] == 1
+
     again = _SeedLog(cands, turns=[FULL])  # finished: --resume reads it back
     assert MC.build_mc_values([record], again, k3, seed=5, output=tmp_path / "k3.jsonl", resume=True,
                               extend=source) == rows and again.asked == []
@@ -312,7 +320,8 @@ def test_extend_on_the_command_line(record, tmp_path, capsys):
     assert len(new_requests) == 2 and all(r["body"].get("n", 1) == 1 for r in new_requests)  # completions only
     rows, _ = MC.read_values_file(k2)
     assert [{c["text"]: c["mc_value"] for c in r["candidates"]} for r in rows] == [{QUESTION: 0.75, FULL: 1.0}] * 2
-    assert "(k=2: 1 added to" in capsys.readouterr().out
+    printed = capsys.readouterr().out
+    assert "4 completions in all (k=2: 1 added to" in printed and "'s, 2 new)" in printed
     with pytest.raises(SystemExit) as refused:
         main([*argv, "--output", str(k1), "--extend", str(k1)])
     assert refused.value.code == 2 and "--extend and --output name the same file" in capsys.readouterr().err
