@@ -1243,6 +1243,9 @@ def _record_files(stages: Mapping[str, Stage], run: Path) -> list[Path]:
             files += sorted(p for p in st.output.rglob("*.json") if p.is_file() and p.name in MODEL_RECORDS
                             and not any(part.startswith("checkpoint-") for part in p.relative_to(st.output).parts))
     files += sorted((run / "candidates").glob("*.jsonl"))  # sampled once, scored by every seed's critic
+    # the critic reports' scores journal: the label check's report reads every score back from it (a critic
+    # trained again on a fresh machine has another fingerprint and is scored afresh)
+    files += sorted((run / "reports").glob("*.scores.jsonl"))
     return files
 
 

@@ -902,9 +902,11 @@ def test_records_carry_a_run_to_a_fresh_machine_without_weights(bench, tmp_path,
     for st in stages.values():  # every other reader of critic s0 done too (the critic report)
         if "train-critic-s0" in st.deps and not st.done():
             _write(st.output, [{"done": st.name}]) if st.output.suffix else st.output.mkdir(parents=True)
+    _write(src / "reports" / "critic-report.scores.jsonl", [{"key": {"kind": "critic-ref"}, "turn": 0}])
     saved = set(bench.save_records(stages, src, dest))
     assert {"settings.json", "offline.jsonl", "val/zero-shot.jsonl", "pairs/s0.jsonl",
-            "models/critic/s0/training_budget.json", "models/critic/s1/training_budget.json"} <= saved
+            "models/critic/s0/training_budget.json", "models/critic/s1/training_budget.json",
+            "reports/critic-report.scores.jsonl"} <= saved
     assert not any(p.endswith(".safetensors") or "checkpoint-" in p for p in saved)
     assert bench.save_records(stages, src, dest) == []  # unchanged files are not written again
 
@@ -917,6 +919,8 @@ def test_records_carry_a_run_to_a_fresh_machine_without_weights(bench, tmp_path,
     assert listed["collect"] and listed["val-zero-shot"] and listed["pairs-s0"] and listed["train-critic-s0"]
     assert not listed["train-critic-s1"] and not listed["pairs-s1"]
     assert (fresh / "offline.jsonl").read_text() == (src / "offline.jsonl").read_text()
+    assert (fresh / "reports" / "critic-report.scores.jsonl").read_text() == \
+        (src / "reports" / "critic-report.scores.jsonl").read_text()
     assert json.loads((fresh / "models" / "critic" / "s0" / "training_budget.json").read_text())["seed"] == 0
     assert not (fresh / "models" / "critic" / "s1").exists()
     # what the fresh run has is never replaced by a record
