@@ -1695,8 +1695,10 @@ def label_noise_markdown(rep: Mapping[str, Any]) -> str:
             f"({a['pairs']})")
         lines.append(f"| {c['name']} ({c['kind']}) | {_fmt_num(f['agreement'], True)} [{_fmt_num(f['ci'][0], True)}, "
                      f"{_fmt_num(f['ci'][1], True)}] ({f['pairs']}) | {fixed} | {pooled} |")
-    lines += ["", f"All agent turns, held-out tasks, {rep['ci']['about']}; corrected = (obs − (1 − c)) / (2c − 1) with "
-              "the all-turns c, its interval mapped from the observed one (c's own uncertainty not in it)."]
+    lines += ["", f"All agent turns, held-out tasks, {rep['ci']['about']}. Corrected: pairs of two answers (exact labels) "
+              "as observed, the others (obs − (1 − c)) / (2c − 1) with the all-turns c on the pairs the score orders; "
+              "its interval from the same resampling or the mapped Wilson one (c's own uncertainty not in it). c errs "
+              "high, so the correction errs small; it rescales and cannot move an interval that holds chance off it."]
     return "\n".join(lines)
 
 
