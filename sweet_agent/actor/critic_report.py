@@ -67,7 +67,7 @@ from pathlib import Path
 from typing import Any
 
 from colbench_gym.jsonl import Journal, JournalDamaged, read_journal
-from sweet_agent.actor.mc_values import MC_TIE, MCValuesError, read_values_file
+from sweet_agent.actor.mc_values import MC_TIE, MCValuesError, completion_rewards, read_values_file
 
 PROG = "sweet-agent critic-report"
 #: Two step scores closer than this are a tie (as the critic's held-out accuracy counts ties).
@@ -217,16 +217,6 @@ def agreement_by_turn(rows: Sequence[dict[str, Any]], scores: dict[int, Sequence
     return out
 
 
-def completion_rewards(c: dict[str, Any]) -> list[float | None]:
-    """A going-on candidate's rewards in completion order, None where a completion failed for
-    infrastructure reasons (``rewards`` leaves those out; ``end_reasons`` keeps every completion)."""
-    from colbench_gym.tasks.accounting import is_infrastructure
-
-    rewards = iter(c.get("rewards") or [])
-    reasons = c.get("end_reasons") or [""] * len(c.get("rewards") or [])
-    return [None if is_infrastructure(r) else float(next(rewards, math.nan)) for r in reasons]
-
-
 def draw_value(c: dict[str, Any], draw: int) -> float | None:
     """A candidate's value from its completion number ``draw`` alone: an answer's (graded, exact)
     whatever the draw; a going-on candidate's reward of that completion, None when it has none
@@ -235,7 +225,7 @@ def draw_value(c: dict[str, Any], draw: int) -> float | None:
         return None if c.get("mc_value") is None else float(c["mc_value"])
     draws = completion_rewards(c)
     value = draws[draw] if draw < len(draws) else None
-    return None if value is None or math.isnan(value) else value
+    return None if value is None else float(value)
 
 
 def draw_rows(rows: Sequence[dict[str, Any]], draw: int) -> list[dict[str, Any]]:

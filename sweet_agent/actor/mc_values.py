@@ -322,7 +322,6 @@ def estimate_turn(policy: Policy, envs: list[Any], pool, rec: dict[str, Any], n_
 # ----------------------------------------------------------------------------- the stage
 def stage_settings(config: MCConfig, *, seed: int, system_prompt: str | None, records: Sequence[dict[str, Any]],
                    total_turns: int, policy_name: str, max_turns: int) -> dict[str, Any]:
-
     return {"format": FORMAT, "mc": config.settings(), "seed": int(seed), "system_prompt": system_prompt,
             "records": {"count": len(records), "sha256": digest(list(records))}, "total_turns": int(total_turns),
             "policy": policy_name, "max_turns": int(max_turns)}
@@ -417,30 +416,26 @@ def build_mc_values(records: Sequence[dict[str, Any]], policy: Policy, config: M
                     row["candidates"] = [old if old.get("terminal") else pooled_value(old, new)
                                          for old, new in zip(before, values)]
                     entries[k] = row
-                    if journal is not None:
-                        journal.append(row)
-                    if bar is not None:
-                        bar.update(1)
-                    continue
-                try:
-                    exploration = ExplorationConfig(rate=1.0, turns=agent_turn)  # this turn is eligible
-                    gens = turn_candidates(policy, conv, config.num_candidates, config.candidate_sampling(), seed + k,
-                                           questions=n_questions, exploration=exploration, question_policy=qpolicy)
-                except PolicyError as exc:
-                    row["error"] = " ".join(str(exc).split())[:500]
-                    failed.append((k, row["error"]))
-                    say(f"[mc-values] turn {k} (agent turn {agent_turn}) failed: sampling its candidates: {row['error']}")
                 else:
-                    texts = [g.text for g in gens]
-                    values, mismatches = estimate_turn(policy, envs, pool, rec, n_prefix, texts, config, seed=seed,
-                                                       turn=k, env_seed=row["env_seed"], system=_system_of(conv),
-                                                       max_turns=max_turns)
-                    row["replay_mismatches"] = mismatches
-                    row["candidates"] = [
-                        {"text": t, "question": j >= len(gens) - n_questions, "answer": parse_action(t).is_answer,
-                         "finish_reason": g.finish_reason, **v}
-                        for j, (t, g, v) in enumerate(zip(texts, gens, values))]
-                    entries[k] = row
+                    try:
+                        exploration = ExplorationConfig(rate=1.0, turns=agent_turn)  # this turn is eligible
+                        gens = turn_candidates(policy, conv, config.num_candidates, config.candidate_sampling(), seed + k,
+                                               questions=n_questions, exploration=exploration, question_policy=qpolicy)
+                    except PolicyError as exc:
+                        row["error"] = " ".join(str(exc).split())[:500]
+                        failed.append((k, row["error"]))
+                        say(f"[mc-values] turn {k} (agent turn {agent_turn}) failed: sampling its candidates: {row['error']}")
+                    else:
+                        texts = [g.text for g in gens]
+                        values, mismatches = estimate_turn(policy, envs, pool, rec, n_prefix, texts, config, seed=seed,
+                                                           turn=k, env_seed=row["env_seed"], system=_system_of(conv),
+                                                           max_turns=max_turns)
+                        row["replay_mismatches"] = mismatches
+                        row["candidates"] = [
+                            {"text": t, "question": j >= len(gens) - n_questions, "answer": parse_action(t).is_answer,
+                             "finish_reason": g.finish_reason, **v}
+                            for j, (t, g, v) in enumerate(zip(texts, gens, values))]
+                        entries[k] = row
                 if journal is not None:
                     journal.append(row)
                 if bar is not None:
@@ -500,7 +495,7 @@ def extended_settings(extend: tuple[Sequence[dict[str, Any]], dict[str, Any]], s
 
 def pooled_value(before: dict[str, Any], added: dict[str, Any]) -> dict[str, Any]:
     """A going-on candidate's value over its earlier completions and the added ones, in that
-    order (``rewards[0]`` is the first draw: split-half comparisons read it)."""
+    order (``end_reasons`` keeps every completion, so :func:`completion_rewards` finds each draw)."""
     rewards = [*before.get("rewards", []), *added["rewards"]]
     out = dict(before)
     out.update(mc_value=sum(rewards) / len(rewards) if rewards else None, rewards=rewards,
@@ -512,6 +507,14 @@ def pooled_value(before: dict[str, Any], added: dict[str, Any]) -> dict[str, Any
     if errors:
         out["errors"] = errors[:3]
     return out
+
+
+def completion_rewards(c: dict[str, Any]) -> list[float | None]:
+    """A going-on candidate's rewards in completion order, None where a completion failed for
+    infrastructure reasons (``rewards`` leaves those out; ``end_reasons`` keeps every completion)."""
+    rewards = iter(c.get("rewards") or [])
+    reasons = c.get("end_reasons") or [""] * len(c.get("rewards") or [])
+    return [None if is_infrastructure(r) else next(rewards, None) for r in reasons]
 
 
 def _system_of(conv: Messages) -> str | None:
@@ -603,7 +606,6 @@ def oracle_pairs_stage(values: str | os.PathLike[str], pairs_out: str | os.PathL
                        seed: int, prog: str = "sweet-agent train-actor") -> list[dict[str, Any]]:
     """``train-actor --pair_labels monte-carlo``: the step pairs of :func:`monte_carlo_pairs`
     from the values file ``values``, written to ``pairs_out`` (with its meta) and returned."""
-
     try:
         rows, meta = read_values_file(values)
     except MCValuesError as exc:
