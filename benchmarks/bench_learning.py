@@ -898,25 +898,27 @@ def _lock(run: Path, name: str) -> Path | None:
             return lock
         except FileExistsError:
             try:
-                pid, group, started = ((lock.read_text() or "0").split() + ["", ""])[:3]
+                pid, group, started, commit = ((lock.read_text() or "0").split() + ["", "", ""])[:4]
                 os.kill(int(pid), 0)
                 return None  # held by a live process
             except (ValueError, ProcessLookupError, PermissionError):
                 _stop_orphan(group, name)
-                _log_interrupted(run, name, lock, started)
+                _log_interrupted(run, name, lock, started, commit or None)
                 lock.unlink(missing_ok=True)  # stale
     return None
 
 
-def _log_interrupted(run: Path, name: str, lock: Path, started: str) -> None:
+def _log_interrupted(run: Path, name: str, lock: Path, started: str, commit: str | None = None) -> None:
     """A stale lock's stage ran from ``started`` until the lock's last heartbeat (its benchmark was
-    killed, e.g. at a sitting's end): that sitting's time goes into timings.jsonl as ``interrupted``."""
+    killed, e.g. at a sitting's end): that sitting's time goes into timings.jsonl as ``interrupted``,
+    under the commit that sitting ran (the lock's; "unknown" for a lock written before it held one)
+    and without a load average (the load now is not the load it ran at)."""
     try:
         began, last = float(started), lock.stat().st_mtime
     except (ValueError, OSError):
         return  # written before the lock held a start time, or never started
     if last > began:
-        _log_timing(run, name, last - began, ended="interrupted", at=last)
+        _log_timing(run, name, last - began, ended="interrupted", at=last, commit=commit or "unknown")
         say(f"~ {name}: its previous sitting ran {last - began:.0f} s until that benchmark was killed (timings.jsonl)")
 
 
@@ -1063,12 +1065,17 @@ ENDED = ("done", "stopped", "interrupted")
 HEARTBEAT_S = 60.0
 
 
-def _log_timing(run: Path, name: str, seconds: float, ended: str = "done", at: float | None = None) -> None:
+def _log_timing(run: Path, name: str, seconds: float, ended: str = "done", at: float | None = None,
+                commit: str | None = None) -> None:
+    """One sitting of a stage into timings.jsonl. ``commit`` given: a past sitting logged later (its
+    own commit; the load average then is unknown, so none is written)."""
     if ended not in ENDED:
         raise ValueError(f"a sitting ends {ENDED}, not {ended!r}")
     entry = {"stage": name, "seconds": round(seconds, 1),
-             "finished": time.strftime("%Y-%m-%dT%H:%M:%S", time.localtime(at)),
-             "loadavg": [round(x, 2) for x in os.getloadavg()], "commit": code_commit()}
+             "finished": time.strftime("%Y-%m-%dT%H:%M:%S", time.localtime(at))}
+    if commit is None:
+        entry["loadavg"] = [round(x, 2) for x in os.getloadavg()]
+    entry["commit"] = commit or code_commit()
     if ended != "done":
         entry["ended"] = ended
     with (run / "timings.jsonl").open("a", encoding="utf-8") as fh:
@@ -1130,7 +1137,7 @@ def run_stage(st: Stage, run: Path) -> bool:
                 _running[proc.pid] = proc
             try:
                 # the stage's group and start, for a resume after a SIGKILL (its heartbeat: the lock's mtime)
-                lock.write_text(f"{os.getpid()} {proc.pid} {t0:.1f}")
+                lock.write_text(f"{os.getpid()} {proc.pid} {t0:.1f} {code_commit() or 'unknown'}")
                 if STOP.is_set():
                     _stop_group(proc)
                 _wait_or_stop(proc, lock)

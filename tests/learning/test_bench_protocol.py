@@ -590,7 +590,8 @@ def test_a_stage_s_time_is_summed_over_the_sittings_it_ran_in(bench, tmp_path, m
     lock = tmp_path / "locks" / "train-x.lock"
     lock.parent.mkdir(parents=True)
     began = time.time() - 1000
-    lock.write_text(f"{dead.pid} {dead.pid} {began:.1f}")  # a benchmark and a stage group both gone
+    # a benchmark and a stage group both gone; the lock names the commit that sitting ran
+    lock.write_text(f"{dead.pid} {dead.pid} {began:.1f} 0123abc")
     os.utime(lock, (began + 300, began + 300))
     assert bench._lock(tmp_path, "train-x") == lock  # stale: taken over
     bench._log_timing(tmp_path, "train-x", 120.0, ended="stopped")
@@ -599,12 +600,22 @@ def test_a_stage_s_time_is_summed_over_the_sittings_it_ran_in(bench, tmp_path, m
     entries = [json.loads(x) for x in (tmp_path / "timings.jsonl").read_text().splitlines()]
     assert [e.get("ended", "done") for e in entries] == ["interrupted", "stopped", "done", "stopped"]
     assert entries[0]["seconds"] == pytest.approx(300, abs=0.2)
+    # the interrupted sitting is logged under its own commit, with no load (today's is not its load);
+    # the sittings logged as they end carry the commit and load of now
+    assert entries[0]["commit"] == "0123abc" and "loadavg" not in entries[0]
+    assert entries[1]["commit"] == bench.code_commit() and len(entries[1]["loadavg"]) == 3
     times = bench.stage_times(entries)
     assert times["train-x"]["sittings"] == 3 and times["train-x"]["done"]
     assert times["train-x"]["seconds"] == pytest.approx(520, abs=0.2)
     assert times["train-y"] == {"seconds": 7.0, "sittings": 1, "done": False}
     # the heartbeat: a running stage's lock is touched while the benchmark waits for it
     monkeypatch.setattr(bench, "HEARTBEAT_S", 0.2)
+    os.utime(lock, (began, began))
+    lock.write_text(f"{dead.pid} {dead.pid} {began:.1f}")  # written before locks named their commit
+    os.utime(lock, (began + 60, began + 60))
+    assert bench._lock(tmp_path, "train-x") == lock
+    old = json.loads((tmp_path / "timings.jsonl").read_text().splitlines()[-1])
+    assert old["ended"] == "interrupted" and old["commit"] == "unknown"
     os.utime(lock, (began, began))
     bench._wait_or_stop(subprocess.Popen([sys.executable, "-c", "import time; time.sleep(1.5)"]), lock)
     assert lock.stat().st_mtime > time.time() - 5
