@@ -23,9 +23,14 @@ OUTPUT_MARKER = "OUTPUT:"
 BACKEND_REPLY_CHARS = 400
 FRONTEND_REPLY_CHARS = 1000
 
-_FENCE_RE = re.compile(r"```[ \t]*([A-Za-z0-9_+-]*)[ \t]*\n(.*?)(?:\n[ \t]*```|\Z)", re.S)
-_HTML_RE = re.compile(r"<html\b.*?</html\s*>", re.S | re.I)
-_BODY_RE = re.compile(r"<body\b.*?</body\s*>", re.S | re.I)
+# Linear time on any text an agent writes (a quadratic pattern let one 200k-character answer hold
+# the trusted process for a minute): the fence's language tag is optional as a whole, so the two
+# runs of blanks around it never compete for the same characters.
+_FENCE_RE = re.compile(r"```[ \t]*(?:([A-Za-z0-9_+-]+)[ \t]*)?\n(.*?)(?:\n[ \t]*```|\Z)", re.S)
+_HTML_OPEN_RE = re.compile(r"<html\b", re.I)
+_HTML_CLOSE_RE = re.compile(r"</html\s*>", re.I)
+_BODY_OPEN_RE = re.compile(r"<body\b", re.I)
+_BODY_CLOSE_RE = re.compile(r"</body\s*>", re.I)
 
 
 @dataclass(frozen=True)
@@ -73,8 +78,18 @@ def extract_code(answer: str) -> str:
 
 def extract_html(text: str) -> str | None:
     """Return the first ``<html>…</html>`` (else ``<body>…</body>``) snippet in ``text``."""
-    m = _HTML_RE.search(text) or _BODY_RE.search(text)
-    return m.group(0) if m else None
+    return _first_element(text, _HTML_OPEN_RE, _HTML_CLOSE_RE) or _first_element(text, _BODY_OPEN_RE, _BODY_CLOSE_RE)
+
+
+def _first_element(text: str, opening: re.Pattern[str], closing: re.Pattern[str]) -> str | None:
+    """From the first opening tag to the first closing tag after it: what a lazy
+    ``<tag\\b.*?</tag\\s*>`` search finds, in one pass (if the first opening has no closing tag
+    after it, no later one has; the lazy pattern retried every opening, quadratic in their number)."""
+    start = opening.search(text)
+    if start is None:
+        return None
+    end = closing.search(text, start.end())
+    return text[start.start():end.end()] if end else None
 
 
 def extract_answer_html(answer: str) -> str | None:
