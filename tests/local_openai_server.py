@@ -18,11 +18,12 @@ Responder = Callable[[dict[str, Any]], str]
 
 class LocalOpenAIServer:
     def __init__(self, responder: Responder, latency: float = 0.0, fail_first: int = 0, fail_status: int = 500,
-                 honour_n: bool = True):
+                 honour_n: bool = True, refuse: Callable[[dict[str, Any]], str | None] | None = None):
         """``honour_n``: a request for ``n`` choices gets ``n`` (as vLLM answers), the responder
         called once per choice with the body plus ``"choice": j``; False: one choice whatever
-        ``n`` (as llama.cpp's servers answer)."""
-        self.responder, self.latency, self.honour_n = responder, latency, honour_n
+        ``n`` (as llama.cpp's servers answer). ``refuse``: a request for which it returns a text is
+        answered HTTP 400 with that text, as vLLM refuses a prompt longer than its context."""
+        self.responder, self.latency, self.honour_n, self.refuse = responder, latency, honour_n, refuse
         self.fail_first, self.fail_status = fail_first, fail_status
         self.requests: list[dict[str, Any]] = []
         self._lock = threading.Lock()
@@ -48,6 +49,10 @@ class LocalOpenAIServer:
                     return
                 if not self.path.endswith("/chat/completions"):
                     self._send(404, {"error": {"message": f"no route {self.path}"}})
+                    return
+                why = server.refuse(body) if server.refuse else None
+                if why:
+                    self._send(400, {"object": "error", "message": why, "type": "BadRequestError", "code": 400})
                     return
                 n = int(body.get("n") or 1) if server.honour_n else 1
                 texts = [server.responder(body)] if n == 1 else [server.responder({**body, "choice": j})

@@ -30,6 +30,13 @@ class SimulatorError(RuntimeError):
     end_reason = "simulator_error"
 
 
+class PromptRefused(SimulatorError):
+    """The person's endpoint refused a request for what it holds (HTTP 400, 413 or 422: longer than
+    its context, or text it will not take): asked again with less of the dialogue
+    (:data:`~colbench_gym.simulators.prompts.READING_BUDGETS`), it is a failure only when a
+    request holding none of the dialogue is refused too."""
+
+
 class HumanSimulator(ABC):
     """Base class: override :meth:`respond`; :meth:`reset` and :meth:`close` are optional.
 

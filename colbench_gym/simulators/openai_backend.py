@@ -19,5 +19,5 @@ class OpenAIBackendSimulator(OpenAIChatSimulator):
 
     def respond(self, task: BackendTask, dialogue: Dialogue, **context: Any) -> str:
         # with the leak guard's instruction when it withheld the previous reply
-        messages = with_retry_note(backend_messages(task, dialogue), context, "backend")
-        return self._chat(messages, retry=int(context.get("leak_retry") or 0))
+        return self._ask(lambda budget: with_retry_note(backend_messages(task, dialogue, budget), context, "backend"),
+                         retry=int(context.get("leak_retry") or 0))

@@ -5,10 +5,12 @@ shares: the client, its retries and limits, the errors it raises. Each kind's pe
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from typing import Any
 
-from colbench_gym.simulators.base import HumanSimulator, SimulatorError
+from colbench_gym.simulators.base import HumanSimulator, PromptRefused, SimulatorError
 from colbench_gym.simulators.openai_resilience import GarbageResponse, call_sync, shared_limits, sync_http_client
+from colbench_gym.simulators.prompts import READING_BUDGETS
 from colbench_gym.spaces import encodable, encodable_data
 
 
@@ -78,6 +80,24 @@ class OpenAIChatSimulator(HumanSimulator):
     def reset(self, task, *, seed: int | None = None) -> None:
         self._episode_seed = seed if self.seed is None else self.seed
 
+    def _ask(self, build: Callable[[int], list[dict[str, Any]]], retry: int = 0) -> str:
+        """The person's reply to the request ``build(budget)`` makes, reading as much of the dialogue
+        as the endpoint takes: a request it refuses (:class:`PromptRefused`) is built again with
+        the next of :data:`READING_BUDGETS`. What the agent wrote can make the person skim, never
+        fail: only a refusal of the request that holds none of the dialogue is the simulator's
+        failure (its context cannot hold the task's own prompt, or the endpoint refuses it)."""
+        for budget in READING_BUDGETS[:-1]:
+            try:
+                return self._chat(build(budget), retry=retry)
+            except PromptRefused:
+                continue
+        try:
+            return self._chat(build(READING_BUDGETS[-1]), retry=retry)
+        except PromptRefused as exc:
+            raise SimulatorError(f"{exc}; it refused even the request holding none of the dialogue, so the task's "
+                                 "own prompt does not fit: serve the model with a longer context "
+                                 "(e.g. vllm --max-model-len) or check what the endpoint refuses") from exc
+
     def _chat(self, messages: list[dict[str, Any]], retry: int = 0) -> str:
         import openai  # noqa: PLC0415
 
@@ -107,7 +127,9 @@ class OpenAIChatSimulator(HumanSimulator):
                 "(e.g. `vllm serve MODEL`) or fix simulator_kwargs['base_url']"
             ) from exc
         except openai.APIStatusError as exc:
-            raise SimulatorError(
+            # a refusal of what the request holds: _ask asks again with less of the dialogue
+            error = PromptRefused if exc.status_code in (400, 413, 422) else SimulatorError
+            raise error(
                 f"the simulator endpoint {self.base_url} answered HTTP {exc.status_code} for model "
                 f"{self.model!r}: {' '.join(str(exc).split())[:300]}"
             ) from exc

@@ -17,7 +17,7 @@ from typing import Any
 from colbench_gym.simulators.base import Dialogue
 from colbench_gym.simulators.leak_guard import with_retry_note
 from colbench_gym.simulators.openai_chat import OpenAIChatSimulator
-from colbench_gym.simulators.prompts import person_reads
+from colbench_gym.simulators.prompts import READING_BUDGETS, person_reads_dialogue
 
 FRONTEND_SYSTEM_PROMPT = """\
 You are role-playing a person who asked an AI assistant to build a web page for them. Your \
@@ -41,6 +41,8 @@ few sentences.
 NO_PAGE_NOTE = ("(The assistant did not show a page this turn. Only the reference page you have in mind is "
                 "attached.)")
 RENDER_ERROR_NOTE = "(The assistant's page failed to display: {error}. Only your reference page is attached.)"
+#: The last turn of a request that holds nothing the agent made (the last reading budget, 0).
+UNREAD_PAGE_NOTE = "(The assistant's page could not be shown. Only the reference page you have in mind is attached.)"
 
 
 def png_data_url(image: Any, max_width: int = 1024, max_height: int = 2048) -> str:
@@ -76,20 +78,23 @@ class OpenAIFrontendSimulator(OpenAIChatSimulator):
             url["detail"] = self.image_detail
         return {"type": "image_url", "image_url": url}
 
-    def build_messages(self, task, dialogue: Dialogue, **context: Any) -> list[dict[str, Any]]:
-        """The chat request: system prompt, earlier turns as text, the last turn with the images."""
+    def build_messages(self, task, dialogue: Dialogue, budget: int = READING_BUDGETS[0],
+                       **context: Any) -> list[dict[str, Any]]:
+        """The chat request: system prompt, earlier turns as text, the last turn with the images; the
+        dialogue's text read within ``budget`` UTF-8 bytes (:func:`person_reads_dialogue`)."""
         messages: list[dict[str, Any]] = [
             {"role": "system", "content": FRONTEND_SYSTEM_PROMPT.format(problem_description=task.problem_description)}]
         turns = dialogue[1:]
-        for m in turns[:-1]:  # an agent message longer than MAX_MESSAGE_CHARS is cut in the middle
-            agent = m["role"] == "assistant"
-            messages.append({"role": "user" if agent else "assistant",
-                             "content": person_reads(m["content"]) if agent else m["content"]})
-        last = person_reads(turns[-1]["content"]) if turns else ""
+        read = person_reads_dialogue(turns, budget)
+        for m, text in zip(turns[:-1], read[:-1]):
+            messages.append({"role": "user" if m["role"] == "assistant" else "assistant", "content": text})
+        last = read[-1] if turns else ""
         parts: list[dict[str, Any]] = [{"type": "text", "text": "The assistant says:\n" + last}]
         reference = context.get("reference_image")
         agent = context.get("agent_image")
-        if agent is not None and not context.get("agent_render_error"):
+        if budget <= 0:  # nothing the agent made: not its page, not its page's error either
+            parts.append({"type": "text", "text": UNREAD_PAGE_NOTE})
+        elif agent is not None and not context.get("agent_render_error"):
             parts.append({"type": "text", "text": "Image 1: the assistant's page."})
             parts.append(self._image_part(agent))
             parts.append({"type": "text", "text": "Image 2: the page you want."})
@@ -104,5 +109,6 @@ class OpenAIFrontendSimulator(OpenAIChatSimulator):
 
     def respond(self, task, dialogue: Dialogue, **context: Any) -> str:
         # with the leak guard's instruction when it withheld the previous reply
-        messages = with_retry_note(self.build_messages(task, dialogue, **context), context, "frontend")
-        return self._chat(messages, retry=int(context.get("leak_retry") or 0))
+        return self._ask(lambda budget: with_retry_note(self.build_messages(task, dialogue, budget, **context), context,
+                                                        "frontend"),
+                         retry=int(context.get("leak_retry") or 0))

@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from colbench_gym.simulators.base import Dialogue
+from colbench_gym.spaces import encodable
 
 BACKEND_SYSTEM_PROMPT = """\
 You are role-playing a person who asked an AI assistant to write a Python function for them.
@@ -34,44 +35,73 @@ and never mention tests.
 asked about yet."""
 
 
-#: The longest agent message an LLM playing the person reads whole (characters). A longer one (the
-#: env takes turns of up to 200,000 characters) reaches it cut in the middle by
-#: :func:`person_reads`: sent whole it would overflow a served model's context, the endpoint would
-#: refuse the request, and the agent's own turn would end its episode as an infrastructure failure
-#: (``simulator_error``, unscored) instead of being answered.
-MAX_MESSAGE_CHARS = 8_000
+#: The most of one agent message an LLM playing the person reads, in UTF-8 bytes. Bytes, not
+#: characters: a byte-level tokenizer (Qwen, Llama 3, GPT) makes at most one token of each byte,
+#: while one rare character can be four tokens, so 8,000 characters could hold ~30,000 tokens.
+#: A longer message (the env takes turns of up to 200,000 characters) reaches the person cut in
+#: the middle (:func:`person_reads`).
+MAX_MESSAGE_BYTES = 8_000
+
+#: How much of the dialogue (both sides, newest first) the person reads, in UTF-8 bytes, tried in
+#: this order. A request the endpoint refuses (HTTP 400, 413 or 422: longer than the served
+#: context, or text it will not take) is asked again with the next, smaller budget; the last, 0,
+#: holds none of the dialogue's text. So an agent cannot make the person's endpoint fail by what
+#: it writes (its episode would end unscored, as ``simulator_error``, the infrastructure's): only
+#: a request holding nothing the agent wrote can end an episode that way.
+READING_BUDGETS = (24_000, 4_000, 0)
 
 
-def person_reads(text: str, limit: int = MAX_MESSAGE_CHARS) -> str:
-    """An agent message as an LLM playing the person reads it: whole up to ``limit`` characters,
-    else its first and last ``limit // 2`` characters with a note of how much was left out between."""
-    text = str(text)
-    if len(text) <= limit:
+def person_reads(text: str, limit: int = MAX_MESSAGE_BYTES) -> str:
+    """A message as an LLM playing the person reads it: whole up to ``limit`` UTF-8 bytes, else its
+    first and last ``limit // 2`` bytes (whole characters) with a note of how much was left out
+    between; with ``limit`` under 200, only a note that it was not read. Lone surrogates read as
+    U+FFFD, as every request sends them."""
+    text = encodable(str(text))  # what leaves for the endpoint: lone surrogates as U+FFFD
+    data = text.encode("utf-8")
+    if len(data) <= limit:
         return text
+    if limit < 200:
+        return f"[a message of {len(text):,} characters, not read]"
     half = limit // 2
-    return f"{text[:half]}\n[... {len(text) - 2 * half:,} characters of this message left out ...]\n{text[-half:]}"
+    head = data[:half].decode("utf-8", "ignore")
+    tail = data[-half:].decode("utf-8", "ignore")
+    left_out = len(text) - len(head) - len(tail)
+    return f"{head}\n[... {left_out:,} characters of this message left out ...]\n{tail}"
 
 
-def simulator_messages(system_prompt: str, dialogue: Dialogue) -> list[dict[str, str]]:
+def person_reads_dialogue(turns: Dialogue, budget: int = READING_BUDGETS[0]) -> list[str]:
+    """Each message of ``turns`` (the dialogue after the opening request) as the person reads it
+    within ``budget`` UTF-8 bytes: the newest first, an agent message at most
+    :data:`MAX_MESSAGE_BYTES`; what the budget no longer holds is cut (:func:`person_reads`)."""
+    read: list[str] = []
+    left = max(0, int(budget))
+    for m in reversed(turns):
+        cap = min(MAX_MESSAGE_BYTES, left) if m["role"] == "assistant" else left
+        text = person_reads(m["content"], cap)
+        left = max(0, left - len(text.encode("utf-8")))
+        read.append(text)
+    return read[::-1]
+
+
+def simulator_messages(system_prompt: str, dialogue: Dialogue, budget: int = READING_BUDGETS[0]) -> list[dict[str, str]]:
     """Chat messages from the simulator's side: roles swapped, opening request in the system prompt.
 
     In the environment's dialogue ``user`` is the person and ``assistant`` the agent. The LLM
     playing the person must see the agent's messages as ``user`` turns and its own earlier
     replies as ``assistant`` turns. The opening request already sits in the system prompt, so
-    the conversation starts with the agent's first message, as chat templates expect. An agent
-    message longer than :data:`MAX_MESSAGE_CHARS` is cut in the middle (:func:`person_reads`).
+    the conversation starts with the agent's first message, as chat templates expect. The
+    dialogue is read within ``budget`` bytes (:func:`person_reads_dialogue`).
     """
+    turns = dialogue[1:]
     messages = [{"role": "system", "content": system_prompt}]
-    for m in dialogue[1:]:
-        agent = m["role"] == "assistant"
-        messages.append({"role": "user" if agent else "assistant",
-                         "content": person_reads(m["content"]) if agent else m["content"]})
+    for m, text in zip(turns, person_reads_dialogue(turns, budget)):
+        messages.append({"role": "user" if m["role"] == "assistant" else "assistant", "content": text})
     return messages
 
 
-def backend_messages(task: Any, dialogue: Dialogue) -> list[dict[str, str]]:
+def backend_messages(task: Any, dialogue: Dialogue, budget: int = READING_BUDGETS[0]) -> list[dict[str, str]]:
     """The backend person's chat request: :data:`BACKEND_SYSTEM_PROMPT` filled with the task's
     request and hidden reference, then the dialogue from the person's side
     (:func:`simulator_messages`). Every LLM playing the backend person is asked this way."""
     system = BACKEND_SYSTEM_PROMPT.format(problem_description=task.problem_description, ground_truth=task.ground_truth)
-    return simulator_messages(system, dialogue)
+    return simulator_messages(system, dialogue, budget)

@@ -6,7 +6,7 @@ from typing import Any
 
 from colbench_gym.simulators.base import Dialogue, HumanSimulator, SimulatorError
 from colbench_gym.simulators.leak_guard import with_retry_note
-from colbench_gym.simulators.prompts import backend_messages
+from colbench_gym.simulators.prompts import READING_BUDGETS, backend_messages
 from colbench_gym.spaces import encodable_data
 from colbench_gym.tasks.records import BackendTask
 
@@ -73,13 +73,22 @@ class TransformersBackendSimulator(HumanSimulator):
 
     def respond(self, task: BackendTask, dialogue: Dialogue, **context: Any) -> str:
         torch = self._torch
-        # with the leak guard's instruction when it withheld the previous reply
-        messages = with_retry_note(backend_messages(task, dialogue), context, "backend")
-        # a fast tokenizer takes no lone surrogate (TypeError): any str of the dialogue goes in encodable
-        messages = encodable_data(messages)
-        ids = self.tokenizer.apply_chat_template(
-            messages, add_generation_prompt=True, return_tensors="pt", return_dict=True
-        )
+        # The most of the dialogue whose prompt fits the model's context with room for the reply
+        # (the last budget holds none of it: then a prompt too long is the task's, not the agent's).
+        limit = self.context_tokens()
+        for budget in READING_BUDGETS:
+            # with the leak guard's instruction when it withheld the previous reply
+            messages = with_retry_note(backend_messages(task, dialogue, budget), context, "backend")
+            # a fast tokenizer takes no lone surrogate (TypeError): any str of the dialogue goes in encodable
+            ids = self.tokenizer.apply_chat_template(
+                encodable_data(messages), add_generation_prompt=True, return_tensors="pt", return_dict=True
+            )
+            if limit is None or ids["input_ids"].shape[1] + self.max_new_tokens <= limit:
+                break
+        else:
+            raise SimulatorError(f"the simulator model's context ({limit} tokens) cannot hold the task's own prompt "
+                                 f"({ids['input_ids'].shape[1]} tokens without the dialogue) and "
+                                 f"{self.max_new_tokens} new tokens: use a model with a longer context")
         ids = {k: v.to(self.model.device) for k, v in ids.items()}
         if self._seed is not None:
             torch.manual_seed(self._seed + len(dialogue) + 1000 * int(context.get("leak_retry") or 0))
@@ -93,6 +102,11 @@ class TransformersBackendSimulator(HumanSimulator):
         prompt_len = ids["input_ids"].shape[1]
         self._count_tokens(int(prompt_len), int(out.shape[1] - prompt_len))  # tokenizer counts: no usage fields
         return self.tokenizer.decode(out[0, prompt_len:], skip_special_tokens=True).strip()
+
+    def context_tokens(self) -> int | None:
+        """The longest sequence the model takes (its config's ``max_position_embeddings``), or None."""
+        n = getattr(getattr(self.model, "config", None), "max_position_embeddings", None)
+        return int(n) if isinstance(n, int) and n > 0 else None
 
     @property
     def model_name(self) -> str:

@@ -56,3 +56,23 @@ def test_vlm_gets_both_screenshots_and_retries(browser_ready):
         roles = [m["role"] for m in server.requests[-1]["body"]["messages"]]
         assert roles == ["system", "user", "assistant", "user"]
         env.close()
+
+
+def test_a_refused_request_is_asked_again_without_the_agent_s_page(browser_ready):
+    """An endpoint that refuses every request holding the agent's page (a provider's filter, or a
+    context the page's screenshot overflows): the person still replies, from a request holding
+    only the reference page and a note; the agent's episode goes on."""
+    def refuse(body):
+        return "refused" if len(_images(body["messages"][-1])) > 1 else None
+
+    with LocalOpenAIServer(lambda body: "Make it green.", refuse=refuse) as server:
+        env = gym.make("ColBench-Frontend-v0", scorer="fallback", simulator="openai",
+                       simulator_kwargs={"base_url": server.base_url, "model": "vlm", "max_retries": 0})
+        env.reset(options={"task": TASK})
+        obs, _, done, _, _ = env.step("What do you think? " + DRAFT)
+        env.close()
+    assert obs == "Make it green." and not done
+    assert len(server.requests) == 3  # the full budget and the smaller one refused, the last taken
+    last = server.requests[-1]["body"]["messages"][-1]
+    assert len(_images(last)) == 1 and "could not be shown" in str(last["content"])
+    assert "What do you think?" not in str(last["content"])

@@ -19,7 +19,7 @@ import pytest
 
 import colbench_gym  # noqa: F401
 from colbench_gym.protocol import ANSWER_MARKER
-from colbench_gym.simulators.prompts import MAX_MESSAGE_CHARS
+from colbench_gym.simulators.prompts import MAX_MESSAGE_BYTES
 from colbench_gym.spaces import UnicodeText, encodable, encodable_data
 from colbench_gym.tasks.embedded import load_embedded
 from tests.local_openai_server import LocalOpenAIServer
@@ -93,7 +93,7 @@ def _person(body) -> str:
 @pytest.mark.parametrize("name", list(TURNS))
 def test_the_llm_person_gets_valid_text_for_any_turn(name):
     """The endpoint receives valid UTF-8 JSON (surrogates as U+FFFD), and an agent message no
-    longer than MAX_MESSAGE_CHARS plus a note (a 1 MB turn would overflow a served model's context
+    longer than MAX_MESSAGE_BYTES plus a note (a 1 MB turn would overflow a served model's context
     and be refused, ending the agent's episode as the endpoint's failure)."""
     turn = TURNS[name]
     with LocalOpenAIServer(_person) as server:
@@ -109,10 +109,10 @@ def test_the_llm_person_gets_valid_text_for_any_turn(name):
     _utf8_json(request)
     sent = request["messages"][-1]["content"]
     visible = encodable(turn[:200_000]).strip()  # the env keeps 200,000 characters of a turn
-    if len(turn) <= MAX_MESSAGE_CHARS:
+    if len(visible.encode()) <= MAX_MESSAGE_BYTES:
         assert sent == visible
     else:
-        assert len(sent) < MAX_MESSAGE_CHARS + 100 and "characters of this message left out" in sent
+        assert len(sent.encode()) < MAX_MESSAGE_BYTES + 100 and "characters of this message left out" in sent
         assert sent.startswith(visible[:100]) and sent.endswith(visible[-100:])
 
 
@@ -147,13 +147,14 @@ def test_the_vlm_person_gets_valid_text_for_any_turn(name, browser_ready):
     for request in server.requests:
         _utf8_json(request["body"])
         texts = [p["text"] for p in request["body"]["messages"][-1]["content"] if p["type"] == "text"]
-        assert sum(map(len, texts)) < MAX_MESSAGE_CHARS + 300
+        assert sum(len(t.encode()) for t in texts) < MAX_MESSAGE_BYTES + 300
 
 
 @pytest.mark.parametrize("name", ["lone high surrogate", "surrogates in the wrong order", "NUL", "1 MB of surrogates"])
 def test_the_transformers_person_tokenizes_any_turn(name, tmp_path):
     """A fast tokenizer raises TypeError on a lone surrogate: the person gets the text encodable,
-    and a long turn cut to MAX_MESSAGE_CHARS (the prompt stays within a local model's reach)."""
+    and the prompt fits the model's context with room for the reply (a long turn is read in part,
+    or, when even part of it does not fit, not at all)."""
     import torch
 
     from tests.training.tiny_model import save_tiny
@@ -173,5 +174,8 @@ def test_the_transformers_person_tokenizes_any_turn(name, tmp_path):
     _, reward, _, _, info = env.step(f"{ANSWER_MARKER}\n{TASK.ground_truth}")
     assert obs == "yes" and not done and reward == 1.0 and info["end_reason"] == "answer"
     [prompt] = prompts
-    assert encodable(TURNS[name])[:200] in prompt
-    assert len(prompt) < MAX_MESSAGE_CHARS + len(TASK.ground_truth) + len(TASK.problem_description) + 2000
+    assert len(sim.tokenizer(prompt, add_special_tokens=False)["input_ids"]) + 4 <= sim.context_tokens()
+    if len(encodable(TURNS[name]).encode()) < 1000:
+        assert encodable(TURNS[name]) in prompt
+    else:
+        assert "characters of this message left out" in prompt or "characters, not read]" in prompt
