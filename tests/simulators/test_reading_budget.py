@@ -90,7 +90,9 @@ def test_an_honest_dialogue_is_read_whole_in_one_request():
 def test_text_the_endpoint_will_not_take_makes_the_person_skim_not_fail():
     """An endpoint that refuses a request holding some word (a provider's content filter): the agent
     writing it still gets a reply, from a request without it."""
-    refuse = (lambda body: "flagged" if "FORBIDDEN" in json.dumps(body) else None)
+    def refuse(body):
+        return "flagged" if "FORBIDDEN" in json.dumps(body) else None
+
     with LocalOpenAIServer(lambda body: "Round to cents.", refuse=refuse) as server:
         env = _env(server)
         obs, _, done, _, _ = env.step("FORBIDDEN " * 10 + "How do I round?")
