@@ -56,7 +56,8 @@ END_REASONS: dict[str, EndReason] = {r.name: r for r in (
     EndReason("answer", False, True, "the agent wrote I WANT TO ANSWER:; its answer was graded"),
     EndReason("turn_limit", False, True, "the agent used its last turn; that turn was graded as the answer"),
     EndReason("agent_error", False, False, "the agent produced no usable turn (the policy itself failed, "
-              "e.g. a local model raised); counted as a failure of the agent (score 0)"),
+              "e.g. a local model raised, or its endpoint takes the dialogue's opening but no longer the "
+              "dialogue its turns built); counted as a failure of the agent (score 0)"),
     EndReason("endpoint_error", True, False, "the agent's model endpoint failed for good (HTTP error, timeout, "
               "unreachable, unreadable replies) after its retries"),
     EndReason("simulator_error", True, False, "the simulated person failed for good (its endpoint or model) "

@@ -9,7 +9,15 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from sweet_agent.policies.base import EndpointError, Generation, Messages, Policy, PolicyError, SamplingParams
+from sweet_agent.policies.base import (
+    ContextExhausted,
+    EndpointError,
+    Generation,
+    Messages,
+    Policy,
+    PolicyError,
+    SamplingParams,
+)
 
 OPENAI_PREFIX = "openai:"
 
@@ -38,4 +46,4 @@ def load_policy(spec: str | os.PathLike[str] | Policy | None = None, *, base_url
 
 
 # the interface and the loader; helpers such as derive_seed are imported from policies.base where used
-__all__ = ["EndpointError", "Generation", "Messages", "Policy", "PolicyError", "SamplingParams", "load_policy"]
+__all__ = ["ContextExhausted", "EndpointError", "Generation", "Messages", "Policy", "PolicyError", "SamplingParams", "load_policy"]

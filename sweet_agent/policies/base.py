@@ -35,6 +35,16 @@ class EndpointError(PolicyError):
     end_reason = "endpoint_error"
 
 
+class ContextExhausted(PolicyError):
+    """The policy's endpoint refuses the dialogue (HTTP 400, 413 or 422: longer than the served
+    context, or text it will not take) but takes the dialogue's opening: what the agent's own
+    turns (and the replies they drew) built is what no longer fits. The agent's failure, scored
+    0 (``agent_error``): as an infrastructure failure, an agent could escape a failing episode's
+    0 by writing long turns."""
+
+    end_reason = "agent_error"
+
+
 @dataclass(frozen=True)
 class SamplingParams:
     """How to sample one agent turn.

@@ -20,6 +20,7 @@ from colbench_gym.simulators.openai_resilience import (
     call_async,
 )
 from sweet_agent.policies.base import (
+    ContextExhausted,
     EndpointError,
     Generation,
     Messages,
@@ -123,8 +124,11 @@ class OpenAIPolicy(Policy):
             raise EndpointError(f"{where}: timed out (no answer within {self.timeout:g} s, {self.max_retries} retries); "
                                 "raise --request-timeout or lower --concurrency") from exc
         except openai.APIStatusError as exc:
-            raise EndpointError(f"{where}: request failed: HTTP {exc.status_code}: "
-                                f"{' '.join(str(exc).split())[:300]}") from exc
+            detail = f"HTTP {exc.status_code}: {' '.join(str(exc).split())[:300]}"
+            if exc.status_code in (400, 413, 422) and await self._takes_opening(messages):
+                raise ContextExhausted(f"{where}: refused this dialogue ({detail}) but takes its opening: the "
+                                       "agent's turns no longer fit its model (the agent's failure, scored 0)") from exc
+            raise EndpointError(f"{where}: request failed: {detail}") from exc
         except (openai.APIError, GarbageResponse) as exc:
             raise EndpointError(f"{where}: request failed: {' '.join(str(exc).split())[:300]}") from exc
         usage = getattr(resp, "usage", None)
@@ -140,6 +144,29 @@ class OpenAIPolicy(Policy):
             out.append(Generation(text=text, prompt_tokens=getattr(usage, "prompt_tokens", 0) or 0,
                                   completion_tokens=share, finish_reason=finish))
         return out
+
+    async def _takes_opening(self, messages: Messages) -> bool:
+        """Whether the endpoint answers the dialogue's opening (up to its first user message) alone,
+        one token of it: then a refusal of the whole dialogue is for what the turns after it hold
+        (:class:`ContextExhausted`); a dialogue that is its opening, or an opening refused too,
+        is the endpoint's failure."""
+        first_user = next((i for i, m in enumerate(messages) if m.get("role") == "user"), None)
+        if first_user is None or first_user + 1 >= len(messages):
+            return False
+        client = self._client()
+        body = {"model": self.model, "messages": list(messages[:first_user + 1]), "max_tokens": 1,
+                "temperature": 0.0, **self.extra_body}
+
+        def request():
+            from openai.types.chat import ChatCompletion
+
+            return client.post("/chat/completions", body=body, cast_to=ChatCompletion)
+
+        try:
+            await call_async(request, self.control, garbage_retries=self.max_retries)
+        except Exception:  # noqa: BLE001 - any failure of the probe: the endpoint's, as before
+            return False
+        return True
 
     async def asample_n(self, conversation: Messages, n: int, sampling: SamplingParams | None = None,
                         seed: int | None = None) -> list[Generation]:

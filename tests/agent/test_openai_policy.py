@@ -51,3 +51,60 @@ def test_configuration_errors(monkeypatch):
 
     with pytest.raises(PolicyError, match="await agenerate"):
         asyncio.run(inside_a_loop())
+
+
+def _context_of(limit: int):
+    """A server that refuses (HTTP 400) a request whose UTF-8 bytes pass ``limit``, as vLLM refuses
+    a prompt longer than its context (bytes bound a byte-level tokenizer's tokens)."""
+    import json
+
+    def refuse(body):
+        n = len(json.dumps(body["messages"], ensure_ascii=False).encode())
+        return f"This model's maximum context length is {limit} tokens; you requested {n}" if n > limit else None
+
+    return refuse
+
+
+def test_a_dialogue_its_own_turns_overflow_is_the_agent_s_failure_scored_0(tmp_path):
+    """The agent's long turns fill its model's context: the next request is refused, but the
+    dialogue's opening is taken, so the episode is ``agent_error`` with reward 0, not
+    ``endpoint_error`` (unscored: a failing agent's escape from its 0)."""
+    from colbench_gym.protocol import ANSWER_MARKER
+    from sweet_agent.rollout.collector import RolloutConfig, collect
+
+    pad = "".join(chr(0x20000 + i) for i in range(1500))  # 6,000 bytes
+
+    def agent(body):
+        turns = sum(m["role"] == "assistant" for m in body["messages"])
+        return f"What should it return? {pad}" if turns == 0 else f"{ANSWER_MARKER}\ndef nope():\n    return 0\n"
+
+    cfg = RolloutConfig(tasks="embedded:test", num_tasks=1, max_turns=4, concurrency=1)
+    with LocalOpenAIServer(agent, refuse=_context_of(5_000)) as server:
+        res = collect(OpenAIPolicy("agent", base_url=server.base_url, max_retries=0), cfg, tmp_path / "long.jsonl",
+                      progress=False)
+    [rec] = res.records
+    assert rec["meta"]["end_reason"] == "agent_error" and rec["reward"] == 0.0
+    assert "no longer fit" in rec["error"]
+    # the refused request, then the probe of the opening alone (one token), which was taken
+    probe = server.requests[-1]["body"]
+    assert probe["max_tokens"] == 1 and [m["role"] for m in probe["messages"]][-1] == "user"
+    assert pad not in str(probe["messages"])
+
+
+def test_a_refused_opening_stays_the_endpoint_s_failure():
+    """Refused even the opening (a context too small for the task itself, a wrong parameter): the
+    endpoint's failure (unscored), as before; and the first turn, which is the opening, is not probed."""
+    from sweet_agent.policies import ContextExhausted, EndpointError
+
+    def always(body):
+        return "bad request"
+
+    later = [*CONV, {"role": "assistant", "content": "A question?"}, {"role": "user", "content": "An answer."}]
+    with LocalOpenAIServer(lambda body: "ok", refuse=always) as server:
+        policy = OpenAIPolicy("m", base_url=server.base_url, max_retries=0)
+        with pytest.raises(EndpointError, match="HTTP 400") as err:
+            policy(later)  # a dialogue past its opening: probed, refused too
+        assert not isinstance(err.value, ContextExhausted) and len(server.requests) == 2
+        with pytest.raises(EndpointError, match="HTTP 400") as err:
+            policy(CONV)  # the opening itself: not probed
+        assert not isinstance(err.value, ContextExhausted) and len(server.requests) == 3
