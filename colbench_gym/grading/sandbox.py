@@ -378,7 +378,9 @@ def probe_isolation(level: str = "auto") -> Isolation:
         if level == "namespaces":
             raise SandboxUnavailable("namespace isolation unavailable: " + "; ".join(missing))
     iso = _rlimits_only(python, cg)
-    iso.missing = missing + ["filesystem isolation (answers can read files the sandbox user can read)"] + iso.missing
+    iso.missing = missing + ["filesystem isolation (answers can read files the sandbox user can read, the "
+                             "installed tasks' hidden references among them: an answer that looks its task up "
+                             "scores 1.0, so never train RL on this level)"] + iso.missing
     if level == "auto":
         warnings.warn("colbench grading sandbox falls back to rlimits only; missing: "
                       + "; ".join(iso.missing), RuntimeWarning, stacklevel=2)
