@@ -230,3 +230,51 @@ def test_fork_and_pickle_safe():
         assert g._pool.workers[0].proc.pid == worker_pid and g._pool.workers[0].restarts == 0
         with pickle.loads(pickle.dumps(g)) as copy:
             assert copy.grade("def t(x):\n    return x\n", task).passed == 1
+
+
+def test_a_reference_call_that_timed_out_once_is_run_again(tmp_path, monkeypatch):
+    """A reference call that timed out (a loaded machine) makes its test unpassable for that grade
+    only: the next grade runs the reference again, and with the test back the answer can pass it
+    (kept, one timeout made the test unpassable in every later score of the process). A reference that
+    never finishes is run at most REF_ATTEMPTS times, then kept as it is."""
+    from colbench_gym.grading import grader as grader_module
+    from colbench_gym.grading.wire import Outcome
+
+    task = make_task("def f(x):\n    return x + 1\n", ["f(1)", "f(2)"])
+    answer = "def f(x):\n    return x + 1\n"
+    with BackendGrader() as g:
+        runs = []
+        real = g._execute
+
+        def flaky(pool, code, calls, preamble, *, answer=True):
+            outs, error = real(pool, code, calls, preamble, answer=answer)
+            if not answer:
+                runs.append(1)
+                if len(runs) == 1:  # the first reference run: its second call timed out
+                    return [outs[0], Outcome.missing("timeout")], "timeout"
+            return outs, error
+
+        monkeypatch.setattr(g, "_execute", flaky)
+        first = g.grade(answer, task)
+        second = g.grade(answer, task)
+        third = g.grade(answer, task)
+        assert (first.passed, first.total) == (1, 2) and "timeout" in first.unpassable["test2"]
+        assert (second.passed, second.total) == (third.passed, third.total) == (2, 2)
+        assert not second.unpassable and not third.unpassable
+        assert len(runs) == 2  # settled by the second run, then kept
+
+        stuck = make_task("def h(x):\n    return x\n", ["h(1)", "h(2)"])
+
+        def always_late(pool, code, calls, preamble, *, answer=True):
+            outs, error = real(pool, code, calls, preamble, answer=answer)
+            if not answer:
+                runs.append(1)
+                return [outs[0], Outcome.missing("timeout")], "timeout"
+            return outs, error
+
+        monkeypatch.setattr(g, "_execute", always_late)
+        runs.clear()
+        for _ in range(grader_module.REF_ATTEMPTS + 2):
+            res = g.grade("def h(x):\n    return x\n", stuck)
+            assert res.passed == 1 and list(res.unpassable) == ["test2"]
+        assert len(runs) == grader_module.REF_ATTEMPTS
