@@ -48,11 +48,10 @@ TestKey = tuple[str, str]
 
 #: Tasks whose reference outputs stay in memory (least recently used go; the disk cache stays).
 REF_CACHE_TASKS = 8192
-#: Runs of a task's reference whose results stay incomplete for a reason that may pass (a call
-#: timed out on a loaded machine, a sandbox crashed) before the process keeps them: until then
-#: each grade runs the reference again, keeping every outcome an earlier run did produce. Kept at
-#: once, one timeout under load made that test unpassable (failed whatever the answer) in every
-#: later score of the process.
+#: Runs of a task's reference, at most, while its results are incomplete for a reason that may
+#: pass (a call timed out on a loaded machine, a sandbox crashed), before any answer is scored
+#: against them: one timeout under load made that test unpassable (failed whatever the answer)
+#: in that score and in every later one of the process.
 REF_ATTEMPTS = 3
 #: Why a reference outcome is missing when that is a property of the task, the same in every run.
 _SETTLED_MISSING = ("the reference failed before any test ran", "the test call is not a Python expression")
@@ -234,8 +233,6 @@ class BackendGrader:
         self._ref_pool = _Pool(lambda: Worker(self.isolation, pids_max=pids_max), self._options["workers"])
         # Striped: one computation per task, different tasks mostly in parallel, bounded memory.
         self._ref_locks = [threading.Lock() for _ in range(_REF_LOCK_STRIPES)]
-        #: task id -> (runs so far, merged outcomes) of references whose results are not settled yet
-        self._unsettled_refs: dict[str, tuple[int, dict[TestKey, Outcome]]] = {}
         self._driver: PytestDriver | None = None
         self._driver_lock = threading.Lock()
 
@@ -332,34 +329,38 @@ class BackendGrader:
             if cached is None or not all(t in cached for t in wanted):
                 cached = self._load_disk(key, wanted)
             if cached is None:
-                calls = [c for _, c in wanted]
-                outs, error = self._execute(self._ref_pool, task.ground_truth, calls, "", answer=False)
-                if error and all(o.kind == "missing" for o in outs) and error not in ("timeout", "sandbox crashed"):
-                    # e.g. a top-level `import numpy`: say so, instead of "no result" per test
-                    outs = [Outcome.missing(reference_failed_reason(safe_text(error, 200)))] * len(outs)
-                # A test whose call is not an expression can be passed by nobody (not by
-                # "raising SyntaxError like the reference").
-                outs = [o if _is_expression(c) else Outcome.missing("the test call is not a Python expression")
-                        for o, c in zip(outs, calls)]
-                runs, earlier = self._unsettled_refs.pop(key, (0, {}))
-                # an outcome an earlier run produced stands (references are deterministic)
-                outs = [earlier[t] if o.kind == "missing" and t in earlier and earlier[t].kind != "missing" else o
-                        for t, o in zip(wanted, outs)]
-                cached = dict(zip(wanted, outs))
-                # Only complete results go to disk: a timeout on a loaded machine is retried
-                # by the next process instead of being frozen into the cache.
-                if all(o.kind != "missing" for o in outs):
-                    self._save_disk(key, cached)
-                settled = all(o.kind != "missing" or str(o.value).startswith(_SETTLED_MISSING) for o in outs)
-                if not settled and runs + 1 < REF_ATTEMPTS:
-                    self._unsettled_refs[key] = (runs + 1, cached)
-                    return cached  # not kept: the next grade runs the reference again
+                cached = self._run_reference(task, wanted)
             with self._refs_lock:
                 self._refs[key] = cached
                 self._refs.move_to_end(key)
                 while len(self._refs) > REF_CACHE_TASKS:
                     self._refs.popitem(last=False)
             return cached
+
+    def _run_reference(self, task: BackendTask, wanted: list[TestKey]) -> dict[TestKey, Outcome]:
+        """The reference's outcomes, run in its sandbox until they are settled (every call gave a
+        value or raised, or is missing for a reason of the task itself) or REF_ATTEMPTS runs were
+        made, a later run filling the calls an earlier one missed (references are deterministic)."""
+        calls = [c for _, c in wanted]
+        outs: list[Outcome] = []
+        for _ in range(REF_ATTEMPTS):
+            new, error = self._execute(self._ref_pool, task.ground_truth, calls, "", answer=False)
+            if error and all(o.kind == "missing" for o in new) and error not in ("timeout", "sandbox crashed"):
+                # e.g. a top-level `import numpy`: say so, instead of "no result" per test
+                new = [Outcome.missing(reference_failed_reason(safe_text(error, 200)))] * len(new)
+            # A test whose call is not an expression can be passed by nobody (not by
+            # "raising SyntaxError like the reference").
+            new = [o if _is_expression(c) else Outcome.missing("the test call is not a Python expression")
+                   for o, c in zip(new, calls)]
+            outs = new if not outs else [o if o.kind != "missing" else n for o, n in zip(outs, new)]
+            if all(o.kind != "missing" or str(o.value).startswith(_SETTLED_MISSING) for o in outs):
+                break
+        cached = dict(zip(wanted, outs))
+        # Only complete results go to disk: a timeout on a loaded machine is retried
+        # by the next process instead of being frozen into the cache.
+        if all(o.kind != "missing" for o in outs):
+            self._save_disk(task.task_id, cached)
+        return cached
 
     def _cached_refs(self, key: str) -> dict[TestKey, Outcome] | None:
         with self._refs_lock:

@@ -496,11 +496,18 @@ def retry_note(context: Mapping[str, Any], kind: str = "backend") -> str | None:
 
 def with_retry_note(messages: list[dict[str, Any]], context: Mapping[str, Any],
                     kind: str = "backend") -> list[dict[str, Any]]:
-    """An LLM simulator's request ``messages`` with :func:`retry_note` appended as a system message
-    when the guard is asking again (the list itself, extended)."""
+    """An LLM simulator's request ``messages`` with :func:`retry_note` added to its opening system
+    message when the guard is asking again (the list itself). In the opening one, not a system
+    message at the end: chat templates of the Mistral family refuse a system message anywhere but
+    first, and a server answers that with HTTP 400 whatever else the request holds, so an agent
+    that drew a leak once would end its episode as the person's failure."""
     note = retry_note(context, kind)
-    if note:
-        messages.append({"role": "system", "content": note})
+    if not note:
+        return messages
+    if messages and messages[0].get("role") == "system" and isinstance(messages[0].get("content"), str):
+        messages[0] = {**messages[0], "content": f"{messages[0]['content']}\n\n{note}"}
+    else:
+        messages.insert(0, {"role": "system", "content": note})
     return messages
 
 

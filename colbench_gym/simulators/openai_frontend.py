@@ -17,7 +17,7 @@ from typing import Any
 from colbench_gym.simulators.base import Dialogue
 from colbench_gym.simulators.leak_guard import with_retry_note
 from colbench_gym.simulators.openai_chat import OpenAIChatSimulator
-from colbench_gym.simulators.prompts import READING_BUDGETS, person_reads_dialogue
+from colbench_gym.simulators.prompts import person_reads_dialogue
 
 FRONTEND_SYSTEM_PROMPT = """\
 You are role-playing a person who asked an AI assistant to build a web page for them. Your \
@@ -78,7 +78,7 @@ class OpenAIFrontendSimulator(OpenAIChatSimulator):
             url["detail"] = self.image_detail
         return {"type": "image_url", "image_url": url}
 
-    def build_messages(self, task, dialogue: Dialogue, budget: int = READING_BUDGETS[0],
+    def build_messages(self, task, dialogue: Dialogue, budget: int | None = None,
                        **context: Any) -> list[dict[str, Any]]:
         """The chat request: system prompt, earlier turns as text, the last turn with the images; the
         dialogue's text read within ``budget`` UTF-8 bytes (:func:`person_reads_dialogue`)."""
@@ -92,7 +92,7 @@ class OpenAIFrontendSimulator(OpenAIChatSimulator):
         parts: list[dict[str, Any]] = [{"type": "text", "text": "The assistant says:\n" + last}]
         reference = context.get("reference_image")
         agent = context.get("agent_image")
-        if budget <= 0:  # nothing the agent made: not its page, not its page's error either
+        if budget == 0:  # nothing the agent made: not its page, not its page's error either
             parts.append({"type": "text", "text": UNREAD_PAGE_NOTE})
         elif agent is not None and not context.get("agent_render_error"):
             parts.append({"type": "text", "text": "Image 1: the assistant's page."})

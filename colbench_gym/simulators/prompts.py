@@ -35,20 +35,21 @@ and never mention tests.
 asked about yet."""
 
 
-#: The most of one agent message an LLM playing the person reads, in UTF-8 bytes. Bytes, not
-#: characters: a byte-level tokenizer (Qwen, Llama 3, GPT) makes at most one token of each byte,
-#: while one rare character can be four tokens, so 8,000 characters could hold ~30,000 tokens.
-#: A longer message (the env takes turns of up to 200,000 characters) reaches the person cut in
-#: the middle (:func:`person_reads`).
-MAX_MESSAGE_BYTES = 8_000
+#: The most of one agent message an LLM playing the person reads, in UTF-8 bytes (a longer one,
+#: and the env takes turns of up to 200,000 characters, reaches it cut in the middle:
+#: :func:`person_reads`). Bytes, not characters: a byte-level tokenizer (Qwen, Llama 3, GPT) makes
+#: at most a token of a byte, while one rare character can be four tokens. 32,000 bytes hold any
+#: message of up to 8,000 characters, the cap in characters this replaced.
+MAX_MESSAGE_BYTES = 32_000
 
 #: How much of the dialogue (both sides, newest first) the person reads, in UTF-8 bytes, tried in
-#: this order. A request the endpoint refuses (HTTP 400, 413 or 422: longer than the served
-#: context, or text it will not take) is asked again with the next, smaller budget; the last, 0,
-#: holds none of the dialogue's text. So an agent cannot make the person's endpoint fail by what
-#: it writes (its episode would end unscored, as ``simulator_error``, the infrastructure's): only
-#: a request holding nothing the agent wrote can end an episode that way.
-READING_BUDGETS = (24_000, 4_000, 0)
+#: this order: first all of it (each agent message within :data:`MAX_MESSAGE_BYTES`), then 24,000
+#: bytes, 4,000, and none. A request the endpoint refuses (HTTP 400, 413 or 422: longer than the
+#: served context, or text it will not take) is asked again with the next budget; the last holds
+#: none of the dialogue's text. So an agent cannot make the person's endpoint fail by what it
+#: writes (its episode would end unscored, as ``simulator_error``, the infrastructure's): only a
+#: request holding nothing the agent wrote can end an episode that way.
+READING_BUDGETS: tuple[int | None, ...] = (None, 24_000, 4_000, 0)
 
 
 def person_reads(text: str, limit: int = MAX_MESSAGE_BYTES) -> str:
@@ -58,9 +59,9 @@ def person_reads(text: str, limit: int = MAX_MESSAGE_BYTES) -> str:
     U+FFFD, as every request sends them."""
     text = encodable(str(text))  # what leaves for the endpoint: lone surrogates as U+FFFD
     data = text.encode("utf-8")
-    if len(data) <= limit:
+    if len(data) <= limit and limit > 0:
         return text
-    if limit < 200:
+    if limit < 200:  # 0: not even an empty message (an endpoint may refuse empty content)
         return f"[a message of {len(text):,} characters, not read]"
     half = limit // 2
     head = data[:half].decode("utf-8", "ignore")
@@ -69,21 +70,23 @@ def person_reads(text: str, limit: int = MAX_MESSAGE_BYTES) -> str:
     return f"{head}\n[... {left_out:,} characters of this message left out ...]\n{tail}"
 
 
-def person_reads_dialogue(turns: Dialogue, budget: int = READING_BUDGETS[0]) -> list[str]:
+def person_reads_dialogue(turns: Dialogue, budget: int | None = None) -> list[str]:
     """Each message of ``turns`` (the dialogue after the opening request) as the person reads it
-    within ``budget`` UTF-8 bytes: the newest first, an agent message at most
-    :data:`MAX_MESSAGE_BYTES`; what the budget no longer holds is cut (:func:`person_reads`)."""
+    within ``budget`` UTF-8 bytes (None: no limit but each agent message's): the newest first, an
+    agent message at most :data:`MAX_MESSAGE_BYTES`; what the budget no longer holds is cut
+    (:func:`person_reads`)."""
     read: list[str] = []
-    left = max(0, int(budget))
+    left = float("inf") if budget is None else max(0, int(budget))
     for m in reversed(turns):
-        cap = min(MAX_MESSAGE_BYTES, left) if m["role"] == "assistant" else left
-        text = person_reads(m["content"], cap)
+        agent = m["role"] == "assistant"
+        cap = min(MAX_MESSAGE_BYTES, left) if agent else left
+        text = person_reads(m["content"], cap) if cap != float("inf") else encodable(str(m["content"]))
         left = max(0, left - len(text.encode("utf-8")))
         read.append(text)
     return read[::-1]
 
 
-def simulator_messages(system_prompt: str, dialogue: Dialogue, budget: int = READING_BUDGETS[0]) -> list[dict[str, str]]:
+def simulator_messages(system_prompt: str, dialogue: Dialogue, budget: int | None = None) -> list[dict[str, str]]:
     """Chat messages from the simulator's side: roles swapped, opening request in the system prompt.
 
     In the environment's dialogue ``user`` is the person and ``assistant`` the agent. The LLM
@@ -99,7 +102,7 @@ def simulator_messages(system_prompt: str, dialogue: Dialogue, budget: int = REA
     return messages
 
 
-def backend_messages(task: Any, dialogue: Dialogue, budget: int = READING_BUDGETS[0]) -> list[dict[str, str]]:
+def backend_messages(task: Any, dialogue: Dialogue, budget: int | None = None) -> list[dict[str, str]]:
     """The backend person's chat request: :data:`BACKEND_SYSTEM_PROMPT` filled with the task's
     request and hidden reference, then the dialogue from the person's side
     (:func:`simulator_messages`). Every LLM playing the backend person is asked this way."""

@@ -104,9 +104,18 @@ class TransformersBackendSimulator(HumanSimulator):
         return self.tokenizer.decode(out[0, prompt_len:], skip_special_tokens=True).strip()
 
     def context_tokens(self) -> int | None:
-        """The longest sequence the model takes (its config's ``max_position_embeddings``), or None."""
-        n = getattr(getattr(self.model, "config", None), "max_position_embeddings", None)
-        return int(n) if isinstance(n, int) and n > 0 else None
+        """The longest sequence the model takes, or None when nothing says: its config's
+        ``max_position_embeddings`` (or a multimodal config's ``text_config``'s, or the
+        ``max_seq_len`` / ``seq_length`` / ``n_positions`` some architectures name it by), else
+        the tokenizer's ``model_max_length`` when that is a real limit."""
+        config = getattr(self.model, "config", None)
+        for where in (config, getattr(config, "text_config", None)):
+            for name in ("max_position_embeddings", "max_seq_len", "seq_length", "n_positions"):
+                n = getattr(where, name, None)
+                if isinstance(n, int) and n > 0:
+                    return n
+        n = getattr(self.tokenizer, "model_max_length", None)
+        return n if isinstance(n, int) and 0 < n < 10**7 else None
 
     @property
     def model_name(self) -> str:

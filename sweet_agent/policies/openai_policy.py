@@ -125,7 +125,7 @@ class OpenAIPolicy(Policy):
                                 "raise --request-timeout or lower --concurrency") from exc
         except openai.APIStatusError as exc:
             detail = f"HTTP {exc.status_code}: {' '.join(str(exc).split())[:300]}"
-            if exc.status_code in (400, 413, 422) and await self._takes_opening(messages):
+            if exc.status_code in (400, 413, 422) and await self._takes_opening(kwargs):
                 raise ContextExhausted(f"{where}: refused this dialogue ({detail}) but takes its opening: the "
                                        "agent's turns no longer fit its model (the agent's failure, scored 0)") from exc
             raise EndpointError(f"{where}: request failed: {detail}") from exc
@@ -145,25 +145,25 @@ class OpenAIPolicy(Policy):
                                   completion_tokens=share, finish_reason=finish))
         return out
 
-    async def _takes_opening(self, messages: Messages) -> bool:
-        """Whether the endpoint answers the dialogue's opening (up to its first user message) alone,
-        one token of it: then a refusal of the whole dialogue is for what the turns after it hold
-        (:class:`ContextExhausted`); a dialogue that is its opening, or an opening refused too,
-        is the endpoint's failure."""
+    async def _takes_opening(self, request: dict[str, Any]) -> bool:
+        """Whether the endpoint answers ``request`` (the refused one, every parameter as it was) with
+        its messages cut to the dialogue's opening (up to the first user message): then the
+        refusal is for what the turns after it hold (:class:`ContextExhausted`). A dialogue that
+        is its opening, or an opening refused too, is the endpoint's failure."""
+        messages = request["messages"]
         first_user = next((i for i, m in enumerate(messages) if m.get("role") == "user"), None)
         if first_user is None or first_user + 1 >= len(messages):
             return False
         client = self._client()
-        body = {"model": self.model, "messages": list(messages[:first_user + 1]), "max_tokens": 1,
-                "temperature": 0.0, **self.extra_body}
+        body = {**request, "messages": list(messages[:first_user + 1])}
 
-        def request():
+        def probe():
             from openai.types.chat import ChatCompletion
 
             return client.post("/chat/completions", body=body, cast_to=ChatCompletion)
 
         try:
-            await call_async(request, self.control, garbage_retries=self.max_retries)
+            await call_async(probe, self.control, garbage_retries=self.max_retries)
         except Exception:  # noqa: BLE001 - any failure of the probe: the endpoint's, as before
             return False
         return True

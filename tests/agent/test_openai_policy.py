@@ -85,10 +85,12 @@ def test_a_dialogue_its_own_turns_overflow_is_the_agent_s_failure_scored_0(tmp_p
     [rec] = res.records
     assert rec["meta"]["end_reason"] == "agent_error" and rec["reward"] == 0.0
     assert "no longer fit" in rec["error"]
-    # the refused request, then the probe of the opening alone (one token), which was taken
-    probe = server.requests[-1]["body"]
-    assert probe["max_tokens"] == 1 and [m["role"] for m in probe["messages"]][-1] == "user"
-    assert pad not in str(probe["messages"])
+    # the refused request, then the probe: the same request (every parameter) cut to its opening
+    refused, probe = server.requests[-2]["body"], server.requests[-1]["body"]
+    assert pad in str(refused["messages"]) and pad not in str(probe["messages"])
+    assert probe["messages"] == refused["messages"][:len(probe["messages"])]
+    assert [m["role"] for m in probe["messages"]] == ["system", "user"]
+    assert {k: v for k, v in probe.items() if k != "messages"} == {k: v for k, v in refused.items() if k != "messages"}
 
 
 def test_a_refused_opening_stays_the_endpoint_s_failure():

@@ -12,6 +12,7 @@ from PIL import Image
 import colbench_gym  # noqa: F401
 from colbench_gym.simulators import make_simulator
 from colbench_gym.simulators.openai_frontend import OpenAIFrontendSimulator
+from colbench_gym.simulators.prompts import READING_BUDGETS
 from tests.frontend.test_frontend_env import DRAFT, TASK
 from tests.local_openai_server import LocalOpenAIServer
 
@@ -72,7 +73,7 @@ def test_a_refused_request_is_asked_again_without_the_agent_s_page(browser_ready
         obs, _, done, _, _ = env.step("What do you think? " + DRAFT)
         env.close()
     assert obs == "Make it green." and not done
-    assert len(server.requests) == 3  # the full budget and the smaller one refused, the last taken
+    assert len(server.requests) == len(READING_BUDGETS)  # every budget but the last refused
     last = server.requests[-1]["body"]["messages"][-1]
     assert len(_images(last)) == 1 and "could not be shown" in str(last["content"])
     assert "What do you think?" not in str(last["content"])

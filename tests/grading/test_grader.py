@@ -233,48 +233,45 @@ def test_fork_and_pickle_safe():
 
 
 def test_a_reference_call_that_timed_out_once_is_run_again(tmp_path, monkeypatch):
-    """A reference call that timed out (a loaded machine) makes its test unpassable for that grade
-    only: the next grade runs the reference again, and with the test back the answer can pass it
-    (kept, one timeout made the test unpassable in every later score of the process). A reference that
-    never finishes is run at most REF_ATTEMPTS times, then kept as it is."""
+    """A reference call that timed out (a loaded machine) is run again before any answer is scored
+    against it: the correct answer scores 2/2 at the first grade (before, the test was unpassable
+    in that score and in every later one of the process). A reference that never finishes is run
+    REF_ATTEMPTS times, once per process; one that fails for a reason of the task, once."""
     from colbench_gym.grading import grader as grader_module
     from colbench_gym.grading.wire import Outcome
 
     task = make_task("def f(x):\n    return x + 1\n", ["f(1)", "f(2)"])
-    answer = "def f(x):\n    return x + 1\n"
     with BackendGrader() as g:
         runs = []
         real = g._execute
 
-        def flaky(pool, code, calls, preamble, *, answer=True):
-            outs, error = real(pool, code, calls, preamble, answer=answer)
-            if not answer:
-                runs.append(1)
-                if len(runs) == 1:  # the first reference run: its second call timed out
-                    return [outs[0], Outcome.missing("timeout")], "timeout"
-            return outs, error
+        def planted(late_runs):
+            def execute(pool, code, calls, preamble, *, answer=True):
+                outs, error = real(pool, code, calls, preamble, answer=answer)
+                if not answer:
+                    runs.append(1)
+                    if len(runs) <= late_runs:  # these reference runs: the second call timed out
+                        return [outs[0], Outcome.missing("timeout")], "timeout"
+                return outs, error
+            return execute
 
-        monkeypatch.setattr(g, "_execute", flaky)
-        first = g.grade(answer, task)
-        second = g.grade(answer, task)
-        third = g.grade(answer, task)
-        assert (first.passed, first.total) == (1, 2) and "timeout" in first.unpassable["test2"]
-        assert (second.passed, second.total) == (third.passed, third.total) == (2, 2)
-        assert not second.unpassable and not third.unpassable
-        assert len(runs) == 2  # settled by the second run, then kept
+        monkeypatch.setattr(g, "_execute", planted(1))
+        for _ in range(3):
+            res = g.grade("def f(x):\n    return x + 1\n", task)
+            assert (res.passed, res.total) == (2, 2) and not res.unpassable
+        assert len(runs) == 2  # the timed-out run and the one that settled it, then kept
 
-        stuck = make_task("def h(x):\n    return x\n", ["h(1)", "h(2)"])
-
-        def always_late(pool, code, calls, preamble, *, answer=True):
-            outs, error = real(pool, code, calls, preamble, answer=answer)
-            if not answer:
-                runs.append(1)
-                return [outs[0], Outcome.missing("timeout")], "timeout"
-            return outs, error
-
-        monkeypatch.setattr(g, "_execute", always_late)
         runs.clear()
-        for _ in range(grader_module.REF_ATTEMPTS + 2):
+        monkeypatch.setattr(g, "_execute", planted(10 ** 6))
+        stuck = make_task("def h(x):\n    return x\n", ["h(1)", "h(2)"])
+        for _ in range(3):
             res = g.grade("def h(x):\n    return x\n", stuck)
             assert res.passed == 1 and list(res.unpassable) == ["test2"]
         assert len(runs) == grader_module.REF_ATTEMPTS
+
+        runs.clear()
+        monkeypatch.setattr(g, "_execute", planted(0))
+        broken = make_task("import numpy\ndef k(x):\n    return x\n", ["k(1)"])
+        for _ in range(2):
+            g.grade("def k(x):\n    return x\n", broken)
+        assert len(runs) == 1  # a reference that fails for a reason of the task: settled at once

@@ -222,7 +222,48 @@ def test_the_user_role_plays_the_frontend_person_with_the_kinds_own_prompt() -> 
     assert "A page about tea." in first[0].text  # the frontend person's system prompt
     images_sent = [part for part in first[-1].content if getattr(part, "type", "") == "image"]
     assert len(images_sent) == 2  # the agent's page and the page the person wants
-    assert len(retried) == len(first) + 1 and retried[-1].role == "system"  # the leak guard's retry note
+    # the leak guard's retry note, in the opening system message (the only place every template takes one)
+    assert len(retried) == len(first) and "was not sent" in retried[0].text
+    assert [m.role for m in retried].count("system") == 1
+
+
+def test_the_user_role_reads_less_when_its_model_refuses_a_long_dialogue() -> None:
+    """Inspect's providers answer an over-long prompt with an output whose stop reason is
+    ``model_length`` (its text the provider's error): the person asks again with less of the
+    dialogue, never passing that text on as a reply, never failing for what the agent wrote."""
+    import asyncio
+    import threading
+
+    from colbench_gym.integrations.inspect_tasks import InspectRoleSimulator
+    from colbench_gym.tasks.embedded import load_embedded
+
+    sizes: list[int] = []
+
+    def person(messages, tools, tool_choice, config) -> ModelOutput:
+        size = sum(len(m.text.encode()) for m in messages)
+        sizes.append(size)
+        if size > 12_000:
+            out = _output("This model's maximum context length is 4096 tokens.", "mockllm/person")
+            out.choices[0].stop_reason = "model_length"
+            return out
+        return _output("I don't know.", "mockllm/person")
+
+    loop = asyncio.new_event_loop()
+    thread = threading.Thread(target=loop.run_forever, daemon=True)
+    thread.start()
+    try:
+        role = InspectRoleSimulator("backend", get_model("mockllm/person", custom_outputs=person, memoize=False), loop)
+        task = load_embedded("backend", "test")[0]
+        pad = "".join(chr(0x20000 + i) for i in range(7000))
+        dialogue = [{"role": "user", "content": task.problem_description},
+                    {"role": "assistant", "content": "What should it return? " + pad},
+                    {"role": "user", "content": "I don't know."},
+                    {"role": "assistant", "content": "And now? " + pad}]
+        assert role.respond(task, dialogue) == "I don't know."
+    finally:
+        loop.call_soon_threadsafe(loop.stop)
+        thread.join(5)
+    assert sizes[0] > 12_000 and sizes[-1] <= 12_000 and len(sizes) >= 2
 
 
 def test_a_kind_without_a_chat_model_person_cannot_be_the_user_role(monkeypatch: pytest.MonkeyPatch) -> None:

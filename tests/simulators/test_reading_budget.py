@@ -48,14 +48,17 @@ def _env(server):
 
 def test_person_reads_cuts_by_bytes_and_the_dialogue_by_its_budget():
     assert person_reads("short") == "short"
-    cut = person_reads("Q? " + PAD)
+    cut = person_reads("Q? " + PAD)  # 32,003 bytes
     assert len(cut.encode()) < MAX_MESSAGE_BYTES + 100 and cut.startswith("Q? " + PAD[:100])
     assert cut.endswith(PAD[-100:]) and "characters of this message left out" in cut
     assert person_reads(PAD, 150) == "[a message of 8,000 characters, not read]"
+    assert person_reads("", 0) == "[a message of 0 characters, not read]"  # not even an empty message
     dialogue = [{"role": "assistant", "content": PAD}, {"role": "user", "content": "I don't know."}] * 10
-    read = person_reads_dialogue(dialogue)
+    assert person_reads_dialogue(dialogue) == [m["content"] for m in dialogue]  # first: all of it
+    budget = READING_BUDGETS[1]
+    read = person_reads_dialogue(dialogue, budget)
     # the budget holds the newest messages; notes aside, nothing beyond it is read
-    assert sum(len(t.encode()) for t in read) < READING_BUDGETS[0] + 50 * len(read)
+    assert sum(len(t.encode()) for t in read) < budget + 50 * len(read)
     assert read[-1] == "I don't know." and "left out" in read[-2] and read[0].endswith("not read]")
     assert all(t.endswith("not read]") for t in person_reads_dialogue(dialogue, 0))
 
@@ -77,14 +80,20 @@ def test_an_agent_cannot_overflow_the_person_s_context_into_an_unscored_episode(
 
 
 def test_an_honest_dialogue_is_read_whole_in_one_request():
+    """What fits is sent whole at the first try, long messages too: 3,300 Chinese characters (9,900
+    bytes, sent whole by the former 8,000-character rule) and a 6,000-byte draft."""
+    question = "这个函数应该返回什么？" * 300
+    draft = "def tip(bill):\n" + "    # a long comment line of the draft\n" * 150
     with LocalOpenAIServer(lambda body: "20 percent.", refuse=_over_context) as server:
         env = _env(server)
-        env.step("What percentage is the tip?")
+        env.step(question)
+        env.step("Here is my draft:\n" + draft)
         env.step("Should it be rounded?")
         env.close()
-    assert len(server.requests) == 2
+    assert len(server.requests) == 3
     sent = [m["content"] for m in server.requests[-1]["body"]["messages"][1:]]
-    assert sent == ["What percentage is the tip?", "20 percent.", "Should it be rounded?"]
+    assert sent == [question, "20 percent.", "Here is my draft:\n" + draft.strip(), "20 percent.",
+                    "Should it be rounded?"]
 
 
 def test_text_the_endpoint_will_not_take_makes_the_person_skim_not_fail():

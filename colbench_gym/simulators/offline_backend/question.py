@@ -20,7 +20,9 @@ _NUMBER_RE = re.compile(r"(?<![A-Za-z_\d.])-?\d+(?:\.\d+)?(?:\s*(%|percent\b|per
 _QUOTED_RE = re.compile(r"'([^'\n]{1,60})'|\"([^\"\n]{1,60})\"|`([^`\n]{1,60})`")
 
 
-_FENCE_RE = re.compile(r"```[^\n]*\n.*?(?:```|\Z)", re.DOTALL)
+# The info string after the opening fence is bounded: unbounded, each of 20,000 backticks on one
+# line scanned to the line's end (1.3 s a turn at the message cap); bounded, linear.
+_FENCE_RE = re.compile(r"```[^\n]{0,200}\n.*?(?:```|\Z)", re.DOTALL)
 
 
 # Intent -> trigger words (stems) and phrases. Intents steer which *kind* of fact answers.
