@@ -80,7 +80,7 @@ def person_reads_dialogue(turns: Dialogue, budget: int | None = None) -> list[st
     for m in reversed(turns):
         agent = m["role"] == "assistant"
         cap = min(MAX_MESSAGE_BYTES, left) if agent else left
-        text = person_reads(m["content"], cap) if cap != float("inf") else encodable(str(m["content"]))
+        text = person_reads(m["content"], cap)  # type: ignore[arg-type] - inf: whole
         left = max(0, left - len(text.encode("utf-8")))
         read.append(text)
     return read[::-1]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import subprocess
@@ -31,6 +32,22 @@ def _output(text: str, model: str = "mockllm/model") -> ModelOutput:
     out = ModelOutput.from_content(model=model, content=text)
     out.usage = ModelUsage(input_tokens=1, output_tokens=1, total_tokens=2)
     return out
+
+
+@contextlib.contextmanager
+def _running_loop():
+    """An event loop running in a thread, as the eval's loop runs while the env calls the role."""
+    import asyncio
+    import threading
+
+    loop = asyncio.new_event_loop()
+    thread = threading.Thread(target=loop.run_forever, daemon=True)
+    thread.start()
+    try:
+        yield loop
+    finally:
+        loop.call_soon_threadsafe(loop.stop)
+        thread.join(5)
 
 
 def _agent(answers: dict[str, str], question: str = QUESTION):
@@ -190,9 +207,6 @@ def test_any_string_is_a_turn_and_the_sample_is_scored(tmp_path: Path) -> None:
 def test_the_user_role_plays_the_frontend_person_with_the_kinds_own_prompt() -> None:
     """The role's model gets the kind's chat-model person's request (both screenshots as images,
     the leak guard's retry note): the integration holds no prompt of its own per kind."""
-    import asyncio
-    import threading
-
     from PIL import Image
 
     from colbench_gym.integrations.inspect_tasks import InspectRoleSimulator
@@ -204,10 +218,7 @@ def test_the_user_role_plays_the_frontend_person_with_the_kinds_own_prompt() -> 
         seen.append(messages)
         return _output("Make the header blue.", "mockllm/person")
 
-    loop = asyncio.new_event_loop()
-    thread = threading.Thread(target=loop.run_forever, daemon=True)
-    thread.start()
-    try:
+    with _running_loop() as loop:
         role = InspectRoleSimulator("frontend", get_model("mockllm/person", custom_outputs=person, memoize=False), loop)
         task = FrontendTask("A page about tea.", "<html><body><h1>Tea</h1></body></html>")
         dialogue = [{"role": "user", "content": task.problem_description},
@@ -215,9 +226,6 @@ def test_the_user_role_plays_the_frontend_person_with_the_kinds_own_prompt() -> 
         images = {"agent_image": Image.new("RGB", (32, 32), "red"), "reference_image": Image.new("RGB", (32, 32), "blue")}
         assert role.respond(task, dialogue, **images) == "Make the header blue."
         assert role.respond(task, dialogue, leak_retry=1, **images) == "Make the header blue."
-    finally:
-        loop.call_soon_threadsafe(loop.stop)
-        thread.join(5)
     first, retried = seen
     assert "A page about tea." in first[0].text  # the frontend person's system prompt
     images_sent = [part for part in first[-1].content if getattr(part, "type", "") == "image"]
@@ -231,9 +239,6 @@ def test_the_user_role_reads_less_when_its_model_refuses_a_long_dialogue() -> No
     """Inspect's providers answer an over-long prompt with an output whose stop reason is
     ``model_length`` (its text the provider's error): the person asks again with less of the
     dialogue, never passing that text on as a reply, never failing for what the agent wrote."""
-    import asyncio
-    import threading
-
     from colbench_gym.integrations.inspect_tasks import InspectRoleSimulator
     from colbench_gym.tasks.embedded import load_embedded
 
@@ -248,10 +253,7 @@ def test_the_user_role_reads_less_when_its_model_refuses_a_long_dialogue() -> No
             return out
         return _output("I don't know.", "mockllm/person")
 
-    loop = asyncio.new_event_loop()
-    thread = threading.Thread(target=loop.run_forever, daemon=True)
-    thread.start()
-    try:
+    with _running_loop() as loop:
         role = InspectRoleSimulator("backend", get_model("mockllm/person", custom_outputs=person, memoize=False), loop)
         task = load_embedded("backend", "test")[0]
         pad = "".join(chr(0x20000 + i) for i in range(7000))
@@ -260,9 +262,6 @@ def test_the_user_role_reads_less_when_its_model_refuses_a_long_dialogue() -> No
                     {"role": "user", "content": "I don't know."},
                     {"role": "assistant", "content": "And now? " + pad}]
         assert role.respond(task, dialogue) == "I don't know."
-    finally:
-        loop.call_soon_threadsafe(loop.stop)
-        thread.join(5)
     assert sizes[0] > 12_000 and sizes[-1] <= 12_000 and len(sizes) >= 2
 
 
