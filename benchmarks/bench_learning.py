@@ -1232,10 +1232,14 @@ def run_all(stages: dict[str, Stage], run: Path, jobs: int, only: set[str] | Non
 # ------------------------------------------------------------------------------ records
 #: The run's own files that a record set keeps beside the stages' outputs.
 RUN_FILES = ("settings.json", "timings.jsonl", "nothing-to-train.jsonl")
-#: What a record set keeps of a finished training stage: what its optimizer saw and the critic's
-#: held-out evaluation, never its weights, its adapter's config or its checkpoints (a model folder
-#: restored from records holds no adapter, and says so to anything that tries to load it).
-MODEL_RECORDS = ("training_budget.json", "sweet_critic.json")
+#: Where a finished oracle-credit actor keeps the step pairs it trained on (``train-actor
+#: --pair_labels monte-carlo`` writes them into its output directory).
+ORACLE_PAIRS = "step_pairs.jsonl"
+#: What a record set keeps of a finished training stage: what its optimizer saw, the critic's
+#: held-out evaluation and the oracle's step pairs, never its weights, its adapter's config or its
+#: checkpoints (a model folder restored from records holds no adapter, and says so to anything
+#: that tries to load it).
+MODEL_RECORDS = ("training_budget.json", "sweet_critic.json", ORACLE_PAIRS, ORACLE_PAIRS + ".meta.json")
 
 
 def _record_files(stages: Mapping[str, Stage], run: Path) -> list[Path]:
@@ -1247,7 +1251,7 @@ def _record_files(stages: Mapping[str, Stage], run: Path) -> list[Path]:
             files += sorted(p for p in st.output.parent.iterdir() if p.is_file() and p.name.startswith(st.output.name)
                             and not (st.tmp is not None and p.name.startswith(st.tmp.name)))
         elif st.output.is_dir():
-            files += sorted(p for p in st.output.rglob("*.json") if p.is_file() and p.name in MODEL_RECORDS
+            files += sorted(p for p in st.output.rglob("*.json*") if p.is_file() and p.name in MODEL_RECORDS
                             and not any(part.startswith("checkpoint-") for part in p.relative_to(st.output).parts))
     files += sorted((run / "candidates").glob("*.jsonl"))  # sampled once, scored by every seed's critic
     # the critic reports' scores journal: the label check's report reads every score back from it (a critic
@@ -1468,9 +1472,17 @@ def row_agent_turn(row: Mapping[str, Any]) -> int:
 
 def critic_choices(run: Path) -> list[dict[str, Any]]:
     """Per pair file and agent turn (1-based; ``turn_index`` beside it is the dialogue position):
-    pairs, and how often the critic chose a question over an answer."""
+    pairs, and how often their labels chose a question over an answer: each seed's critic
+    (``pairs/sN.jsonl``) and, beside them, the Monte-Carlo values' own choices (the oracle-credit
+    actors' pairs, ``models/oracle/sN/step_pairs.jsonl``, labelled ``oracle-sN``).
+
+    WHY: SWEET-RL's actor learns whatever its pairs prefer; set beside the pairs labelled by the
+    values, the table shows where the critic's credit and the values' part (e.g. asking at the
+    first turn) before any policy is played."""
     out = []
-    for f in sorted((run / "pairs").glob("*.jsonl")):
+    files = [(f, f.name) for f in sorted((run / "pairs").glob("*.jsonl"))]
+    files += [(f, f"oracle-{f.parent.name}") for f in sorted((run / "models" / "oracle").glob(f"s*/{ORACLE_PAIRS}"))]
+    for f, label in files:
         if not f.name.endswith(".jsonl") or ".tmp" in f.name:  # a stage still running: its file and journal
             continue
         per: dict[int, dict[str, Any]] = {}
@@ -1489,8 +1501,33 @@ def critic_choices(run: Path) -> list[dict[str, Any]]:
                 c["question_vs_answer"] += 1
                 c["chose_question"] += kinds[0] == "question"
         weights = pair_critic_fingerprint(f)
-        out += [{"file": f.name, "agent_turn": t, **c, "critic_fingerprint": weights} for t, c in sorted(per.items())]
+        out += [{"file": label, "agent_turn": t, **c, "critic_fingerprint": weights} for t, c in sorted(per.items())]
     return out
+
+
+def choices_markdown(choices: Sequence[Mapping[str, Any]]) -> str:
+    """:func:`critic_choices` as a table: a row per pair file, a column per agent turn, each cell
+    "chose the question in q of n" question-against-answer pairs (all the turn's pairs)."""
+    turns = sorted({int(c["agent_turn"]) for c in choices})
+    rows: dict[str, dict[str, Any]] = {}
+    for c in choices:
+        row = rows.setdefault(c["file"], {"cells": {}, "from": [], "critic": c.get("critic_fingerprint")})
+        row["cells"][int(c["agent_turn"])] = f"{c['chose_question']} of {c['question_vs_answer']} ({c['pairs']})"
+        row["from"] += [x for x in c.get("candidates_from") or [] if x not in row["from"]]
+
+    def name(f: str, critic: str | None) -> str:
+        if f.startswith("oracle-"):
+            return f"Monte-Carlo values ({f}: the oracle-credit actor's pairs)"
+        return f"critic {Path(f).stem} (pairs/{f}" + (f"; critic {critic[:12]}" if critic else "") + ")"
+
+    head = "| step pairs | " + " | ".join(f"agent turn {t}" for t in turns) + " | candidates from |"
+    lines = [head, "|" + "---|" * (len(turns) + 2)] + [
+        f"| {name(f, r['critic'])} | " + " | ".join(r["cells"].get(t, "–") for t in turns)
+        + f" | {', '.join(r['from']) or '?'} |" for f, r in rows.items()]
+    return ("### What the step pairs prefer: a question or an answer\n\n" + "\n".join(lines)
+            + "\n\nEach cell: the pairs offering a question against an answer in which the label chose the question, "
+              "of all such pairs (all the turn's pairs). A critic's pairs are what SWEET-RL's actor of that seed "
+              "learns from; the Monte-Carlo values' are the oracle-credit actor's, on the same trajectories' turns.")
 
 
 def pair_critic_fingerprint(pairs: Path) -> str | None:
@@ -1816,11 +1853,7 @@ def write_report(run: Path, settings: dict) -> dict[str, Any]:
                   + ("**replace it** (`--export-adapter DIR`, then copy DIR over examples/adapters/"
                      f"{SHIPPED_ADAPTER.name})." if demo["replace"] else "keep the shipped adapter (a tie keeps it)."))
     if choices:
-        md.append("Critic's choices (step pairs offering a question against an answer): " + "; ".join(
-            f"{c['file']} agent turn {c['agent_turn']}: chose the question in {c['chose_question']} of "
-            f"{c['question_vs_answer']} ({c['pairs']} pairs; candidates from "
-            f"{', '.join(c.get('candidates_from') or ['?'])}"
-            + (f"; critic {c['critic_fingerprint'][:12]}" if c.get("critic_fingerprint") else "") + ")" for c in choices) + ".")
+        md.append(choices_markdown(choices))
     if budgets:
         md.append("Training budgets (training_budget.json of each model: epochs over its own data, samples seen, "
                   "optimizer steps, learning rate, arithmetic):\n\n| model | rows | epochs | samples seen | steps | lr | "

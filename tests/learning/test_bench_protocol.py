@@ -477,6 +477,36 @@ def test_critic_choices_skip_a_running_stage_and_name_the_backend(bench, tmp_pat
                     "chose_question": 0, "candidates_from": ["openai:m"], "critic_fingerprint": None}]
 
 
+def test_the_oracle_s_pairs_stand_beside_the_critics_and_are_kept_in_the_records(bench, tmp_path):
+    """What SWEET-RL's actor learns (its critic's pairs) is set beside what the Monte-Carlo values
+    teach the oracle-credit actor (the pairs it wrote into its model folder), in the report's table;
+    those pairs are kept by the records, the oracle's weights are not."""
+    q = [{"role": "assistant", "content": "What rate should I use?"}]
+    a = [{"role": "assistant", "content": "I WANT TO ANSWER: def f(): return 0"}]
+    run, dest = tmp_path / "run", tmp_path / "records"
+    _write(run / "pairs" / "s0.jsonl", [{"chosen": a, "rejected": q, "agent_turn": 1, "candidates_from": "openai:m"}] * 3)
+    oracle = run / "models" / "oracle" / "s0"
+    (oracle / "adapter").mkdir(parents=True)
+    (oracle / "adapter" / "adapter_model.safetensors").write_bytes(b"w")
+    (oracle / "training_budget.json").write_text(json.dumps({"epochs": 1.0}))
+    _write(oracle / bench.ORACLE_PAIRS, [{"chosen": q, "rejected": a, "agent_turn": 1, "candidates_from": "mc-values"},
+                                         {"chosen": a, "rejected": q, "agent_turn": 2, "candidates_from": "mc-values"}])
+    (oracle / (bench.ORACLE_PAIRS + ".meta.json")).write_text(json.dumps({"counts": {"pairs": 2}}))
+    choices = bench.critic_choices(run)
+    assert [(c["file"], c["agent_turn"], c["chose_question"], c["question_vs_answer"]) for c in choices] == [
+        ("s0.jsonl", 1, 0, 3), ("oracle-s0", 1, 1, 1), ("oracle-s0", 2, 0, 1)]
+    md = bench.choices_markdown(choices)
+    assert "| critic s0 (pairs/s0.jsonl) | 0 of 3 (3) | – | openai:m |" in md
+    assert "| Monte-Carlo values (oracle-s0: the oracle-credit actor's pairs) | 1 of 1 (1) | 0 of 1 (1) | mc-values |" in md
+
+    stages = bench.build_stages(dict(bench.PROFILES["quick"]), run)
+    assert stages["train-oracle-s0"].done()
+    saved = set(bench.save_records(stages, run, dest))
+    assert {f"models/oracle/s0/{bench.ORACLE_PAIRS}", f"models/oracle/s0/{bench.ORACLE_PAIRS}.meta.json",
+            "models/oracle/s0/training_budget.json"} <= saved
+    assert not any("adapter" in p for p in saved)
+
+
 def test_the_report_says_when_the_critic_report_scored_another_critic_than_the_pairs(bench, tmp_path):
     """A critic trained again (a lost machine) is not the one that scored a restored pair file:
     the pair file's meta and the critic report each record the critic's fingerprint, and the
@@ -510,7 +540,7 @@ def test_the_report_says_when_the_critic_report_scored_another_critic_than_the_p
     md = (tmp_path / "results.md").read_text()
     assert "**The critic report did not score the critics that made SWEET-RL's step pairs**" in md
     assert f"sweet-s1 scored critic {'c' * 12}, but pairs/s1.jsonl was scored by {'b' * 12}" in md
-    assert f"s0.jsonl agent turn 1: chose the question in 1 of 1 (1 pairs; candidates from ?; critic {'a' * 12})" in md
+    assert f"| critic s0 (pairs/s0.jsonl; critic {'a' * 12}) | 1 of 1 (1) | ? |" in md
 
 
 #: A stage command for the fork server's path (``python -m``): tests/agent/command_probe.py.
