@@ -154,8 +154,12 @@ def _make_encodable(message: ChatMessage) -> None:
         message.content = encodable(message.content)
         return
     for part in message.content:
-        if isinstance(getattr(part, "text", None), str):
-            part.text = encodable(part.text)
+        # only the part's own string fields: a reasoning part's ``text`` is a read-only property
+        # (assigning it raised, and a reasoning model's every turn failed its sample)
+        for name in ("text", "reasoning", "summary"):
+            value = getattr(part, name, None)
+            if name in type(part).model_fields and isinstance(value, str) and encodable(value) != value:
+                setattr(part, name, encodable(value))
 
 
 @solver

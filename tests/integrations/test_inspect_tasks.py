@@ -204,6 +204,34 @@ def test_any_string_is_a_turn_and_the_sample_is_scored(tmp_path: Path) -> None:
         assert sample.scores["colbench_grader"].metadata["ended_by"] == "answer"
 
 
+def test_a_reasoning_model_s_turns_are_scored_not_sample_errors(tmp_path: Path) -> None:
+    """A reasoning model's output holds a reasoning part before its text (Claude with thinking,
+    o-series, Qwen3): making the turn encodable assigned the reasoning part's read-only ``text``,
+    so every such sample errored (the eval failed; with ``retry_on_error`` the sample was drawn
+    again until an output had no reasoning: selection over the agent's outputs). Now the answer
+    is scored, right or wrong, and a lone surrogate in the reasoning is made encodable."""
+    from inspect_ai.model import ChatCompletionChoice, ChatMessageAssistant, ContentReasoning, ContentText
+
+    right = TASKS[0]
+
+    def agent(code: str, thought: str):
+        def outputs(messages, tools, tool_choice, config) -> ModelOutput:
+            text = f"{ANSWER_MARKER}\n```python\n{code}\n```"
+            out = ModelOutput(model="mockllm/model", choices=[ChatCompletionChoice(
+                message=ChatMessageAssistant(content=[ContentReasoning(reasoning=thought), ContentText(text=text)],
+                                             model="mockllm/model"), stop_reason="stop")])
+            out.usage = ModelUsage(input_tokens=1, output_tokens=1, total_tokens=2)
+            return out
+        return get_model("mockllm/model", custom_outputs=outputs, memoize=False)
+
+    for code, thought, want in ((right.ground_truth, "think \ud800", 1.0), ("def nothing():\n    pass", "hmm", 0.0)):
+        log = _run(colbench_backend(num_tasks=1), tmp_path / str(want), model=agent(code, thought))
+        [sample] = log.samples
+        assert log.status == "success" and sample.error is None
+        assert sample.scores["colbench_grader"].value["tests"] == want
+        assert sample.scores["colbench_grader"].metadata["ended_by"] == "answer"
+
+
 def test_the_user_role_plays_the_frontend_person_with_the_kinds_own_prompt() -> None:
     """The role's model gets the kind's chat-model person's request (both screenshots as images,
     the leak guard's retry note): the integration holds no prompt of its own per kind."""
