@@ -21,7 +21,10 @@ reference page that does not render) ends the rollout there, and an answer it co
 (grader failure, a task no test can measure, a renderer that failed) keeps the error beside the
 0.0 that verifiers forces a reward to be. ``max_retries`` retries them; eval lists them under
 errors. Drop rollouts with an ``error`` (and their group, for group-relative advantages: verifiers'
-``score_group`` averages the 0.0 in) before using rewards.
+``score_group`` averages the 0.0 in) before using rewards. What is the agent's stays scored, as in
+the rollout collector: an empty reply is an empty turn (not verifiers' ``EmptyModelResponseError``,
+which ``max_retries`` would redraw), and a request the agent's endpoint refuses (HTTP 400, 413,
+422) while it takes the dialogue's opening ends the rollout as verifiers' overlong prompt, scored.
 
 verifiers (and the ``datasets`` package it loads) is imported only inside
 :func:`load_environment`: importing ``colbench_gym`` never pulls in the ML stack.
@@ -70,6 +73,36 @@ def _text(message: Any) -> str:
     if isinstance(content, list):
         return "".join(p.get("text", "") for p in content if isinstance(p, dict))
     return content or ""
+
+
+#: How verifiers words the ``EmptyModelResponseError`` of a reply that holds nothing (as against
+#: no response or no choices at all, the provider's failure).
+EMPTY_TURN = "Model returned no content"
+
+
+def _role(message: Any) -> Any:
+    return message.get("role") if isinstance(message, dict) else getattr(message, "role", None)
+
+
+def refused(exc: BaseException | None) -> bool:
+    """An endpoint's refusal of a request for what it holds (HTTP 400, 413 or 422), as the
+    rollout collector's policies and the LLM persons read one."""
+    return getattr(exc, "status_code", None) in (400, 413, 422)
+
+
+def empty_turn(state: Any, model: Any, message_type: str) -> Any:
+    """An assistant reply holding nothing, in the OpenAI types verifiers parses."""
+    if message_type == "completion":
+        from openai.types import Completion, CompletionChoice
+
+        return Completion(id="colbench-empty-turn", created=0, model=str(model or state["model"]),
+                          object="text_completion", choices=[CompletionChoice(index=0, text="", finish_reason="stop")])
+    from openai.types.chat import ChatCompletion, ChatCompletionMessage
+    from openai.types.chat.chat_completion import Choice
+
+    return ChatCompletion(id="colbench-empty-turn", created=0, model=str(model or state["model"]),
+                          object="chat.completion", choices=[Choice(
+                              index=0, finish_reason="stop", message=ChatCompletionMessage(role="assistant", content=""))])
 
 
 def infra_error(exc: BaseException, reason: str) -> Exception:
@@ -131,6 +164,44 @@ def environment_class() -> type:
                 state["final_env_response"] = []  # the person says nothing more: the rollout ends
                 return []
             return [{"role": "user", "content": outcome.reply}]
+
+        async def get_model_response(self, state: Any, prompt: Any, client: Any = None, model: Any = None,
+                                     oai_tools: Any = None, sampling_args: Any = None, message_type: Any = None) -> Any:
+            """The agent's turn, as the rollout collector takes it: an empty reply is an empty turn
+            (verifiers raises ``EmptyModelResponseError``, which ``max_retries`` redraws and the
+            outputs drop: a failing sample escaped its 0), and a request its endpoint refuses
+            (HTTP 400, 413, 422) while it takes the dialogue's opening is the agent's own context
+            filled (verifiers' ``OverlongPromptError``: the rollout ends, scored), whatever words
+            the server's error uses. Anything else stays the endpoint's failure."""
+            args = (client, model, oai_tools, sampling_args, message_type)
+            try:
+                return await super().get_model_response(state, prompt, *args)
+            except vf.EmptyModelResponseError as exc:
+                if not str(exc).startswith(EMPTY_TURN):  # no response, no choices: the provider's failure
+                    raise
+                return empty_turn(state, model, message_type or self.message_type)
+            except vf.OverlongPromptError:
+                raise
+            except vf.ModelError as exc:
+                if refused(exc.__cause__) and await self._takes_opening(state, prompt, args):
+                    raise vf.OverlongPromptError("the agent's turns no longer fit its model's context") from exc
+                raise
+
+        async def _takes_opening(self, state: Any, prompt: Any, args: tuple[Any, ...]) -> bool:
+            """Whether the agent's endpoint answers the refused request cut to the dialogue's
+            opening (up to the first user message), every other parameter as it was."""
+            if not isinstance(prompt, list):
+                return False
+            first_user = next((i for i, m in enumerate(prompt) if _role(m) == "user"), None)
+            if first_user is None or first_user + 1 >= len(prompt):
+                return False
+            try:
+                await super().get_model_response(state, prompt[:first_user + 1], *args)
+            except vf.EmptyModelResponseError:
+                return True  # answered (with nothing): the request was taken
+            except vf.Error:
+                return False
+            return True
 
         async def get_prompt_messages(self, state: Any) -> Any:
             # The agent model's next request leaves Python as UTF-8 JSON: the dialogue goes encodable

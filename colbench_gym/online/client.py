@@ -24,6 +24,9 @@ from colbench_gym.online.server import PREFIXES, ColBenchAction, ColBenchObserva
 from colbench_gym.online.tool_env import ColBenchToolEnv, tool_env_class
 from colbench_gym.tasks.accounting import InfrastructureFailure, is_infrastructure, parse_failure_message
 
+#: The WebSocket close code of a message over the receiver's size limit (RFC 6455).
+TOO_BIG = 1009
+
 
 class ServerCapacityError(ConnectionError):
     """The server holds as many sessions as it allows (``--max-sessions``): no session for this client."""
@@ -55,6 +58,16 @@ class ColBenchEnvClient(EnvClient[ColBenchAction, ColBenchObservation, ColBenchS
             reason = await self._reason_for_close()
             await self._drop()  # the next call opens a new session (e.g. once the server has room)
             raise self._closed_error(reason, exc) from exc
+        except (asyncio.TimeoutError, OSError) as exc:
+            # No reply in time (a slow person's endpoint), or the connection broke: the server's
+            # late reply would answer the *next* request of this socket (a reset read the last
+            # step's reply, every later call one behind), so the session is dropped; the step is
+            # the server's failure, not the agent's 0.
+            await self._drop()
+            what = (f"did not answer within {self._message_timeout:g} s" if isinstance(exc, asyncio.TimeoutError)
+                    else f"could not be reached ({type(exc).__name__}: {exc})")
+            raise RemoteEnvironmentError("environment_error", f"the ColBench server at {self._ws_url} {what}; "
+                                         "raise message_timeout_s or check the server") from exc
         if response.get("type") == "error":
             data = response.get("data") or {}
             if data.get("code") == "CAPACITY_REACHED":  # the server closes this session next
@@ -87,8 +100,13 @@ class ColBenchEnvClient(EnvClient[ColBenchAction, ColBenchObservation, ColBenchS
     def _closed_error(self, reason: dict[str, Any] | None, exc: ConnectionClosed | None) -> Exception:
         url = self._ws_url
         if reason is None:
-            return ConnectionError(f"the ColBench server at {url} closed the session ({exc}); check that it is "
-                                   "running and its log")
+            code = getattr(getattr(exc, "rcvd", None), "code", None)
+            if code == TOO_BIG:  # the agent's own message is over the server's frame limit: its turn, its 0
+                return ConnectionError(f"the ColBench server at {url} closed the session: the message was larger "
+                                       f"than it takes ({exc})")
+            # the server went away mid-episode (killed, crashed, its connection lost): not the agent's doing
+            return RemoteEnvironmentError("environment_error", f"the ColBench server at {url} closed the session "
+                                          f"({exc}); check that it is running and its log")
         if reason.get("code") == "CAPACITY_REACHED":
             return ServerCapacityError(
                 f"the ColBench server at {url} is full: {reason.get('active_sessions')}/{reason.get('max_sessions')} "

@@ -491,6 +491,28 @@ def _attempt(ep: _Episode, fn: Callable[..., Any], *args: Any) -> Any:
         return True
 
 
+def _generate(policy: Policy, cfg: RolloutConfig, active: list[_Episode]) -> list[Any]:
+    """The next turn of every active episode, in one batch. A batch the policy raises on is asked
+    again one episode at a time: the episode the local model cannot take (a dialogue past its
+    positions raises IndexError, a device assert) fails alone, as the async driver fails it
+    (``agent_error``, scored 0, unless the exception names its cause), with None for its turn,
+    and the run goes on."""
+    try:
+        return policy.generate([ep.prompt() for ep in active], cfg.sampling, [ep.seed() for ep in active])
+    except Exception as exc:  # one episode's turn, never the run
+        if len(active) == 1:
+            active[0].fail(exc, "agent_error")
+            return [None]
+    gens: list[Any] = []
+    for ep in active:
+        try:
+            gens.append(policy.generate([ep.prompt()], cfg.sampling, [ep.seed()])[0])
+        except Exception as exc:  # one episode's turn, never the run
+            ep.fail(exc, "agent_error")
+            gens.append(None)
+    return gens
+
+
 def _run_batched(policy: Policy, cfg: RolloutConfig, todo: list[EpisodeSpec], envs: list[Any],
                  finished: Callable[[_Episode], None],
                  turns_played: Callable[[list[_Episode]], None] = lambda eps: None) -> None:
@@ -510,8 +532,8 @@ def _run_batched(policy: Policy, cfg: RolloutConfig, todo: list[EpisodeSpec], en
             active = [ep for ep in slots if ep is not None]
             if not active:
                 continue
-            gens = policy.generate([ep.prompt() for ep in active], cfg.sampling, [ep.seed() for ep in active])
-            ended = list(pool.map(lambda e, g: _attempt(e, e.step, g), active, gens))
+            gens = _generate(policy, cfg, active)
+            ended = list(pool.map(lambda e, g: True if g is None else _attempt(e, e.step, g), active, gens))
             turns_played(active)
             for ep, end in zip(active, ended):
                 if end:

@@ -70,6 +70,35 @@ def test_batched_rollout_is_intact_and_independent_of_concurrency(tiny_policy, t
     assert other.records[0]["dialogue_history"] != a["0:0"]["dialogue_history"]
 
 
+def test_a_local_model_that_raises_on_one_episode_fails_that_episode_not_the_run(tiny_policy, tmp_path):
+    """A local model raises on one dialogue (absolute positions run out: IndexError; a device
+    assert): the batched driver called it outside any episode's guard, so the whole run stopped.
+    Now the batch is asked again one episode at a time; the episode the model cannot take ends as
+    the agent's (``agent_error``, scored 0, as the async driver ends it) and the others play on."""
+    from sweet_agent.policies.base import Policy
+
+    bad = resolve_task_source("embedded:test", "backend")[2].problem_description
+
+    class RunsOutOfPositions(Policy):
+        name = "tiny-short-context"
+
+        def generate(self, conversations, sampling=None, seeds=None, prefixes=None):
+            if any(c[1]["content"] == bad for c in conversations):  # [system, user request, ...]
+                raise IndexError("index out of range in self")
+            return tiny_policy.generate(conversations, sampling, seeds)
+
+    result = collect(RunsOutOfPositions(), _cfg(concurrency=4, samples_per_task=1), tmp_path / "out.jsonl",
+                     progress=False)
+    by_task = {r["meta"]["task_index"]: r for r in result.records}
+    assert sorted(by_task) == [0, 1, 2, 3]
+    failed = by_task.pop(2)
+    assert failed["meta"]["end_reason"] == "agent_error" and failed["reward"] == 0.0 and failed["success"] is False
+    assert not failed["meta"]["infrastructure_failure"] and failed["error"].startswith("IndexError")
+    for rec in by_task.values():
+        assert not rec.get("error") and rec["meta"]["ended_by"] == "turn_limit" and rec["meta"]["turns"] == 3
+        _check_intact(rec)
+
+
 class _Interrupt(Exception):
     pass
 

@@ -123,6 +123,46 @@ def test_a_person_whose_endpoint_fails_ends_the_rollout_with_an_infra_error() ->
     assert "simulator_error" in row["error"]["error_chain_repr"], row["error"]
 
 
+def test_an_empty_reply_is_an_empty_turn_scored_not_a_dropped_or_redrawn_rollout() -> None:
+    """verifiers raises ``EmptyModelResponseError`` for a reply holding nothing (a small model's
+    common failure); the rollout then carried an error, so it was dropped from the outputs, or
+    redrawn by ``max_retries`` until a sample said something: a failing agent escaped its 0. Now
+    an empty reply is an empty turn, and the rollout is scored once, as the collector scores it."""
+    env = load_environment(num_tasks=1, max_turns=3)
+    with LocalOpenAIServer(lambda body: "") as server:
+        client = AsyncOpenAI(base_url=server.base_url, api_key="none")
+        out = env.evaluate_sync(client, model="stub", num_examples=1, rollouts_per_example=1, max_retries=2)
+        requests = len(server.requests)
+    [row] = out["outputs"]
+    assert row.get("error") is None, row.get("error")
+    assert row["reward"] == 0.0 and requests == 3  # three empty turns of one rollout, not redrawn
+    assert [m["role"] for m in row["completion"]] == ["assistant", "user", "assistant", "user", "assistant"]
+
+
+def test_an_agent_that_fills_its_context_is_scored_and_a_refusing_endpoint_is_its_failure() -> None:
+    """The agent's endpoint refuses a request for its length in words verifiers does not know
+    (llama.cpp's): verifiers made it a ``ModelError``, the rollout dropped, a failing agent out of
+    the average. When the endpoint takes the dialogue's opening, the refusal is the agent's own
+    turns outgrowing its model: the rollout ends as verifiers' overlong prompt, scored 0. An
+    endpoint that refuses the opening too stays the endpoint's failure."""
+    too_long = "the request exceeds the available context size, try increasing it"
+    env = load_environment(num_tasks=1)
+    with LocalOpenAIServer(lambda body: QUESTION, refuse=lambda body: too_long if len(body["messages"]) > 2 else None) \
+            as server:
+        client = AsyncOpenAI(base_url=server.base_url, api_key="none", max_retries=0)
+        out = env.evaluate_sync(client, model="stub", num_examples=1, rollouts_per_example=1)
+        sizes = [len(r["body"]["messages"]) for r in server.requests]
+    [row] = out["outputs"]
+    assert row.get("error") is None, row.get("error")
+    assert row["stop_condition"] == "prompt_too_long" and row["reward"] == 0.0
+    assert sizes == [2, 4, 2]  # the question, the refused second turn, the probe of the opening
+    with LocalOpenAIServer(lambda body: QUESTION, refuse=lambda body: too_long) as server:
+        client = AsyncOpenAI(base_url=server.base_url, api_key="none", max_retries=0)
+        out = env.evaluate_sync(client, model="stub", num_examples=1, rollouts_per_example=1)
+    [row] = out["outputs"]
+    assert row["error"] is not None and row["error"]["error"] == "ModelError"
+
+
 def test_a_setting_that_cannot_work_fails_at_load_not_as_rollout_errors() -> None:
     """A misspelt simulator is the user's mistake, said once at load — not an InfraError retried
     on every rollout."""

@@ -41,13 +41,16 @@ def _get(url: str) -> dict:
 
 
 @contextlib.contextmanager
-def _serve(*args: str):
-    """`colbench serve ARGS` as a user starts it (the real CLI, a real port); yields its URL."""
+def _serve(*args: str, procs: list | None = None):
+    """`colbench serve ARGS` as a user starts it (the real CLI, a real port); yields its URL (and
+    appends its process to ``procs``, for a test that stops the server itself)."""
     port = _free_port()
     log = tempfile.TemporaryFile(mode="w+")  # a file, not a pipe: a chatty server never blocks on it
     proc = subprocess.Popen(
         [sys.executable, "-m", "colbench_gym.cli", "serve", "--port", str(port), *args],
         stdout=log, stderr=subprocess.STDOUT, text=True, env={**os.environ, "PYTHONUNBUFFERED": "1"})
+    if procs is not None:
+        procs.append(proc)
     base = f"http://127.0.0.1:{port}"
     deadline = time.monotonic() + 600  # imports alone take minutes on a loaded 2-core machine
     while True:
@@ -224,6 +227,65 @@ def test_a_remote_person_that_fails_leaves_the_episode_unscored_as_a_local_one_d
                 with pytest.raises(RuntimeError, match="ground_truth") as bad:  # a malformed task of the caller's
                     client.reset(task={"problem_description": "Write f."})
                 assert not isinstance(bad.value, RemoteEnvironmentError)
+
+
+def test_a_server_slower_than_the_client_is_the_server_s_failure_and_the_next_episode_is_in_step() -> None:
+    """A step slower than the client's ``message_timeout_s`` (here a person's endpoint that takes
+    15 s) was a TimeoutError the tool env scored as the agent's 0, and the socket was kept: the late
+    reply then answered the next request (a reset read the last step's reply, every later call one
+    behind, for the rest of the run). Now the step is an ``environment_error`` (no reward) and the
+    session is dropped: the next episode plays its own task and is scored."""
+    import threading
+
+    from tests.local_openai_server import LocalOpenAIServer
+
+    answered = threading.Event()
+
+    def slow_person(body: dict) -> str:  # slower than the client's timeout (10 s), once
+        if not answered.is_set():
+            time.sleep(15)
+            answered.set()
+        return "It returns a list."
+
+    tasks = gym.make("ColBench-Backend-v0").unwrapped.task_source
+    with LocalOpenAIServer(slow_person) as person:
+        kwargs = json.dumps({"model": "person", "base_url": person.base_url, "api_key": "none", "max_retries": 0})
+        with _serve("--envs", "backend", "--simulator", "openai", "--simulator-kwargs", kwargs) as base:
+            tool_env = make_remote_tool_env_factory(f"{base}/backend", message_timeout_s=10.0)()
+            assert tool_env.reset(task_index=0, seed=0) == tasks[0].problem_description
+            with pytest.raises(RemoteEnvironmentError, match="did not answer within 10 s") as err:
+                tool_env.ask_user("What should it return?")
+            assert err.value.end_reason == "environment_error"
+            assert tool_env.get_reward() is None and tool_env.infrastructure_failure == "environment_error"
+            assert answered.wait(60)
+            time.sleep(1)  # the server's late reply has gone out (to the dropped session)
+            assert tool_env.reset(task_index=1, seed=0) == tasks[1].problem_description
+            tool_env.submit_answer(tasks[1].ground_truth)
+            assert tool_env.ended and tool_env.get_reward() == 1.0 and tool_env.infrastructure_failure is None
+
+
+def test_a_server_that_dies_mid_episode_leaves_it_unscored_and_an_oversized_turn_is_the_agent_s(server) -> None:
+    """The server killed mid-episode was a ConnectionError, scored as the agent's 0; now it is an
+    ``environment_error`` (no reward). A turn over the server's frame limit (its close code 1009)
+    is the agent's doing and stays a 0."""
+    task = gym.make("ColBench-Backend-v0").unwrapped.task_source[0]
+    tool_env = make_remote_tool_env_factory(f"{server}/backend")()
+    tool_env.reset(task_index=0, seed=0)
+    with pytest.raises(ConnectionError, match="larger than it takes"):
+        tool_env.ask_user("\U0001F600" * 1_500_000)  # ~18 MB as JSON escapes, over uvicorn's 16 MiB
+    assert tool_env.get_reward() == 0.0 and tool_env.infrastructure_failure is None
+
+    procs: list = []
+    with _serve("--envs", "backend", procs=procs) as base:
+        tool_env = make_remote_tool_env_factory(f"{base}/backend")()
+        tool_env.reset(task_index=0, seed=0)
+        tool_env.ask_user("What should it return?")
+        procs[0].kill()
+        procs[0].wait(timeout=30)
+        with pytest.raises(RemoteEnvironmentError) as err:
+            tool_env.submit_answer(task.ground_truth)
+        assert err.value.end_reason == "environment_error"
+        assert tool_env.get_reward() is None and tool_env.infrastructure_failure == "environment_error"
 
 
 @pytest.mark.parametrize("question", ["What is the rate \ud800?", "nul\x00 \x1b[31m control\x7f?", "\udfff" * 250_000])
