@@ -210,12 +210,27 @@ def completion_text(response: Any) -> tuple[str, Any]:
     """``(text, choice)`` of a chat completion, or :class:`GarbageResponse` if it is not one."""
     try:
         choice = response.choices[0]
+    except GARBAGE_ERRORS as exc:
+        raise GarbageResponse(f"the response is not a chat completion ({type(exc).__name__}: {exc})") from None
+    return choice_text(choice), choice
+
+
+def choice_text(choice: Any) -> str:
+    """The reply text of one choice of a chat completion: its message's content, a string, or a
+    list of content parts whose text parts are joined (Mistral's reasoning models answer so; their
+    thinking parts are not the reply); :class:`GarbageResponse` for anything else."""
+    try:
         content = choice.message.content
     except GARBAGE_ERRORS as exc:
         raise GarbageResponse(f"the response is not a chat completion ({type(exc).__name__}: {exc})") from None
+    if isinstance(content, list):  # content parts (Mistral's reasoning models): the text parts are the reply
+        if not all(isinstance(part, dict) for part in content):
+            raise GarbageResponse("the response's message content is a list of something other than content parts")
+        content = "".join(part["text"] for part in content
+                          if part.get("type") == "text" and isinstance(part.get("text"), str))
     if content is not None and not isinstance(content, str):
         raise GarbageResponse(f"the response's message content is a {type(content).__name__}, not text")
-    return content or "", choice
+    return content or ""
 
 
 def backoff(attempt: int, base: float = 0.5, cap: float = 8.0) -> float:

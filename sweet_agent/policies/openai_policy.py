@@ -18,6 +18,7 @@ from colbench_gym.simulators.openai_resilience import (
     GarbageResponse,
     async_http_client,
     call_async,
+    choice_text,
 )
 from sweet_agent.policies.base import (
     ContextExhausted,
@@ -31,6 +32,15 @@ from sweet_agent.policies.base import (
     check_batch,
     sample_seeds,
 )
+
+
+def _extra_choice_text(choice: Any) -> str:
+    """The text of a choice after the first of an ``n > 1`` request (the first one is checked with
+    its retries): one that holds no text is an empty turn, as before content parts were read."""
+    try:
+        return choice_text(choice)
+    except GarbageResponse:
+        return ""
 
 
 class OpenAIPolicy(Policy):
@@ -136,8 +146,7 @@ class OpenAIPolicy(Policy):
         tokens = getattr(usage, "completion_tokens", 0) or 0
         out = []
         for j, c in enumerate(choices):
-            content = first if c is choice else getattr(c.message, "content", None)
-            text, cut = apply_stop(content if isinstance(content, str) else "", sampling.stop)
+            text, cut = apply_stop(first if c is choice else _extra_choice_text(c), sampling.stop)
             finish = "stop" if cut else ("length" if c.finish_reason == "length" else "stop")
             # usage counts the request: its completion tokens are shared out over the choices
             share = tokens // len(choices) + (j < tokens % len(choices))

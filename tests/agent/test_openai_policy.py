@@ -110,3 +110,32 @@ def test_a_refused_opening_stays_the_endpoint_s_failure():
         with pytest.raises(EndpointError, match="HTTP 400") as err:
             policy(CONV)  # the opening itself: not probed
         assert not isinstance(err.value, ContextExhausted) and len(server.requests) == 3
+
+
+def test_a_reply_in_content_parts_is_its_text_parts_for_the_agent_and_the_person(tmp_path):
+    """Mistral's reasoning models answer with the message content as a list of parts (thinking,
+    then text). It was read as a garbage body: every episode ended unscored (``endpoint_error``
+    for the agent, ``simulator_error`` for the person), also where only some replies came so.
+    Now the text parts are the reply, the thinking parts are not."""
+    from colbench_gym.protocol import ANSWER_MARKER
+    from colbench_gym.tasks.sources import resolve_task_source
+    from sweet_agent.rollout.collector import RolloutConfig, collect
+
+    task = resolve_task_source("embedded:test", "backend")[0]
+
+    def parts(text: str) -> list:
+        return [{"type": "thinking", "thinking": [{"type": "text", "text": "I WANT TO ANSWER: not this"}]},
+                {"type": "text", "text": text}]
+
+    def agent(body):
+        asked = any(m["role"] == "assistant" for m in body["messages"])
+        return parts(f"{ANSWER_MARKER}\n```python\n{task.ground_truth}\n```" if asked else "What should it return?")
+
+    with LocalOpenAIServer(lambda body: parts("A list, sorted.")) as person, LocalOpenAIServer(agent) as server:
+        cfg = RolloutConfig(tasks="embedded:test", num_tasks=1, max_turns=4, concurrency=1, simulator="openai",
+                            simulator_kwargs={"model": "person", "base_url": person.base_url, "max_retries": 0})
+        res = collect(OpenAIPolicy("agent", base_url=server.base_url, max_retries=0), cfg, tmp_path / "parts.jsonl",
+                      progress=False)
+    [rec] = res.records
+    assert not rec.get("error") and rec["meta"]["end_reason"] == "answer" and rec["reward"] == 1.0
+    assert [t["content"] for t in rec["dialogue_history"][1:3]] == ["What should it return?", "A list, sorted."]
