@@ -1481,7 +1481,8 @@ def critic_choices(run: Path) -> list[dict[str, Any]]:
     first turn) before any policy is played."""
     out = []
     files = [(f, f.name) for f in sorted((run / "pairs").glob("*.jsonl"))]
-    files += [(f, f"oracle-{f.parent.name}") for f in sorted((run / "models" / "oracle").glob(f"s*/{ORACLE_PAIRS}"))]
+    files += [(f, f"oracle-{f.parent.name}") for f in sorted((run / "models" / "oracle").glob(f"s*/{ORACLE_PAIRS}"))
+              if not f.parent.name.endswith(".tmp")]  # a training still running has written its pairs already
     for f, label in files:
         if not f.name.endswith(".jsonl") or ".tmp" in f.name:  # a stage still running: its file and journal
             continue

@@ -493,23 +493,30 @@ def _attempt(ep: _Episode, fn: Callable[..., Any], *args: Any) -> Any:
 
 def _generate(policy: Policy, cfg: RolloutConfig, active: list[_Episode]) -> list[Any]:
     """The next turn of every active episode, in one batch. A batch the policy raises on is asked
-    again one episode at a time: the episode the local model cannot take (a dialogue past its
-    positions raises IndexError, a device assert) fails alone, as the async driver fails it
+    again one episode at a time: an episode the local model cannot take while it takes the others
+    (a dialogue past its positions raises IndexError) fails alone, as the async driver fails it
     (``agent_error``, scored 0, unless the exception names its cause), with None for its turn,
-    and the run goes on."""
+    and the run goes on. When every episode fails alone too (a device assert that sticks), the
+    failure is the model's: it is raised and the run stops, never 0s for the agent."""
     try:
         return policy.generate([ep.prompt() for ep in active], cfg.sampling, [ep.seed() for ep in active])
-    except Exception as exc:  # one episode's turn, never the run
+    except Exception:
         if len(active) == 1:
-            active[0].fail(exc, "agent_error")
-            return [None]
+            raise  # nothing tells the episode from the model (a device that stays broken): the run stops
     gens: list[Any] = []
+    errors: list[Exception | None] = []
     for ep in active:
         try:
             gens.append(policy.generate([ep.prompt()], cfg.sampling, [ep.seed()])[0])
-        except Exception as exc:  # one episode's turn, never the run
-            ep.fail(exc, "agent_error")
+            errors.append(None)
+        except Exception as exc:  # noqa: BLE001 - judged below
             gens.append(None)
+            errors.append(exc)
+    if all(e is not None for e in errors):
+        raise errors[0]  # every episode fails alone too: the model's failure (a sticky device assert), not theirs
+    for ep, exc in zip(active, errors):
+        if exc is not None:  # the model takes the others: this dialogue is what it cannot take
+            ep.fail(exc, "agent_error")
     return gens
 
 

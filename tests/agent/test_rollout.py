@@ -99,6 +99,24 @@ def test_a_local_model_that_raises_on_one_episode_fails_that_episode_not_the_run
         _check_intact(rec)
 
 
+def test_a_model_that_fails_every_episode_stops_the_run_instead_of_scoring_0s(tiny_policy, tmp_path):
+    """A device assert sticks: after it every call fails, one episode at a time too. That is the
+    model's failure, not the agents': the run stops (as before the per-episode retry) rather than
+    recording each episode as ``agent_error`` 0."""
+    from sweet_agent.policies.base import Policy
+
+    class BrokenDevice(Policy):
+        name = "tiny-broken-device"
+
+        def generate(self, conversations, sampling=None, seeds=None, prefixes=None):
+            raise RuntimeError("CUDA error: device-side assert triggered")
+
+    for concurrency in (1, 4):
+        with pytest.raises(RuntimeError, match="device-side assert"):
+            collect(BrokenDevice(), _cfg(concurrency=concurrency, samples_per_task=1), tmp_path / f"{concurrency}.jsonl",
+                    progress=False)
+
+
 class _Interrupt(Exception):
     pass
 
