@@ -52,7 +52,7 @@ from colbench_gym.instructions import instructions
 from colbench_gym.integrations.conversation import Conversation, check_kind, entry_task, score_final, task_entries
 from colbench_gym.protocol import MAX_TURNS
 from colbench_gym.simulators import HumanSimulator, SimulatorError
-from colbench_gym.simulators.base import PromptRefused
+from colbench_gym.simulators.base import REFUSAL_STATUSES, PromptRefused
 from colbench_gym.spaces import encodable, encodable_data
 from colbench_gym.tasks.kinds import env_kind, load
 
@@ -125,7 +125,7 @@ class InspectRoleSimulator(HumanSimulator):
         except Exception as exc:  # noqa: BLE001 - any provider failure is the simulator's
             # a refusal of what the request holds: the person asks again with less of the dialogue
             status = getattr(exc, "status_code", None) or getattr(getattr(exc, "response", None), "status_code", None)
-            error = PromptRefused if status in (400, 413, 422) else SimulatorError
+            error = PromptRefused if status in REFUSAL_STATUSES else SimulatorError
             raise error(f"the user-role model {self.model} could not reply: {exc}") from exc
         if output.stop_reason in ("model_length", "content_filter"):
             # Inspect's providers answer an over-long prompt or a filtered one with an output whose

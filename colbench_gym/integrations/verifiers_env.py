@@ -41,6 +41,7 @@ from typing import Any
 from colbench_gym.instructions import instructions
 from colbench_gym.integrations.conversation import Conversation, check_kind, entry_task, score_final, task_entries
 from colbench_gym.protocol import MAX_TURNS
+from colbench_gym.simulators.base import REFUSAL_STATUSES
 from colbench_gym.spaces import encodable_data
 from colbench_gym.tasks.accounting import end_reason_of, failure_message, is_infrastructure, named_reason
 from colbench_gym.tasks.kinds import env_kind
@@ -87,7 +88,7 @@ def _role(message: Any) -> Any:
 def refused(exc: BaseException | None) -> bool:
     """An endpoint's refusal of a request for what it holds (HTTP 400, 413 or 422), as the
     rollout collector's policies and the LLM persons read one."""
-    return getattr(exc, "status_code", None) in (400, 413, 422)
+    return getattr(exc, "status_code", None) in REFUSAL_STATUSES
 
 
 def empty_turn(state: Any, model: Any, message_type: str) -> Any:

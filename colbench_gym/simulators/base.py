@@ -30,6 +30,12 @@ class SimulatorError(RuntimeError):
     end_reason = "simulator_error"
 
 
+#: The HTTP statuses with which an OpenAI-compatible endpoint refuses a request for what it holds
+#: (longer than its context, text it will not take): the one list the persons, the agent's policy
+#: and the integrations read a refusal by.
+REFUSAL_STATUSES = (400, 413, 422)
+
+
 class PromptRefused(SimulatorError):
     """The person's endpoint refused a request for what it holds (HTTP 400, 413 or 422: longer than
     its context, or text it will not take): asked again with less of the dialogue

@@ -8,7 +8,7 @@ import os
 from collections.abc import Callable
 from typing import Any
 
-from colbench_gym.simulators.base import HumanSimulator, PromptRefused, SimulatorError
+from colbench_gym.simulators.base import REFUSAL_STATUSES, HumanSimulator, PromptRefused, SimulatorError
 from colbench_gym.simulators.openai_resilience import GarbageResponse, call_sync, shared_limits, sync_http_client
 from colbench_gym.simulators.prompts import READING_BUDGETS
 from colbench_gym.spaces import encodable, encodable_data
@@ -128,7 +128,7 @@ class OpenAIChatSimulator(HumanSimulator):
             ) from exc
         except openai.APIStatusError as exc:
             # a refusal of what the request holds: _ask asks again with less of the dialogue
-            error = PromptRefused if exc.status_code in (400, 413, 422) else SimulatorError
+            error = PromptRefused if exc.status_code in REFUSAL_STATUSES else SimulatorError
             raise error(
                 f"the simulator endpoint {self.base_url} answered HTTP {exc.status_code} for model "
                 f"{self.model!r}: {' '.join(str(exc).split())[:300]}"

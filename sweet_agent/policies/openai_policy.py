@@ -13,6 +13,7 @@ import os
 from collections.abc import Sequence
 from typing import Any
 
+from colbench_gym.simulators.base import REFUSAL_STATUSES
 from colbench_gym.simulators.openai_resilience import (
     AdaptiveConcurrency,
     GarbageResponse,
@@ -135,7 +136,7 @@ class OpenAIPolicy(Policy):
                                 "raise --request-timeout or lower --concurrency") from exc
         except openai.APIStatusError as exc:
             detail = f"HTTP {exc.status_code}: {' '.join(str(exc).split())[:300]}"
-            if exc.status_code in (400, 413, 422) and await self._takes_opening(kwargs):
+            if exc.status_code in REFUSAL_STATUSES and await self._takes_opening(kwargs):
                 raise ContextExhausted(f"{where}: refused this dialogue ({detail}) but takes its opening: the "
                                        "agent's turns no longer fit its model (the agent's failure, scored 0)") from exc
             raise EndpointError(f"{where}: request failed: {detail}") from exc
