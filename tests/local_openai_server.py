@@ -13,17 +13,33 @@ from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-Responder = Callable[[dict[str, Any]], str]
+#: A reply's text, or (text, finish_reason) for a reply that did not stop by itself.
+Responder = Callable[[dict[str, Any]], "str | tuple[str, str]"]
+
+
+#: The end-of-turn token id of ``vllm_tokens`` replies (an empty reply is this one id).
+END_ID = 2
+
+
+def _token_ids(text: str) -> list[int]:
+    """A stand-in tokenizer: one id a word (stable within a run)."""
+    return [10 + hash(word) % 1000 for word in text.split()]
 
 
 class LocalOpenAIServer:
     def __init__(self, responder: Responder, latency: float = 0.0, fail_first: int = 0, fail_status: int = 500,
-                 honour_n: bool = True, refuse: Callable[[dict[str, Any]], str | None] | None = None):
+                 honour_n: bool = True, refuse: Callable[[dict[str, Any]], str | None] | None = None,
+                 vllm_tokens: bool = False):
         """``honour_n``: a request for ``n`` choices gets ``n`` (as vLLM answers), the responder
         called once per choice with the body plus ``"choice": j``; False: one choice whatever
         ``n`` (as llama.cpp's servers answer). ``refuse``: a request for which it returns a text is
-        answered HTTP 400 with that text, as vLLM refuses a prompt longer than its context."""
+        answered HTTP 400 with that text, as vLLM refuses a prompt longer than its context.
+        ``vllm_tokens``: as vLLM with ``return_token_ids`` (what verifiers' interleaved rollouts
+        read): replies carry ``prompt_token_ids``, each choice its ``token_ids`` (one id a word,
+        then an end id) and log-probs, and it serves ``/tokenize`` and PRIME-RL's
+        ``/chat/completions/tokens``."""
         self.responder, self.latency, self.honour_n, self.refuse = responder, latency, honour_n, refuse
+        self.vllm_tokens = vllm_tokens
         self.fail_first, self.fail_status = fail_first, fail_status
         self.requests: list[dict[str, Any]] = []
         self._lock = threading.Lock()
@@ -47,7 +63,12 @@ class LocalOpenAIServer:
                 if failing:
                     self._send(server.fail_status, {"error": {"message": "injected failure", "type": "server_error"}})
                     return
-                if not self.path.endswith("/chat/completions"):
+                if server.vllm_tokens and self.path.endswith("/tokenize"):
+                    ids = _token_ids(json.dumps(body.get("messages") or body.get("prompt")))
+                    self._send(200, {"count": len(ids), "max_model_len": 32768, "tokens": ids})
+                    return
+                routes = ("/chat/completions", "/chat/completions/tokens") if server.vllm_tokens else ("/chat/completions",)
+                if not self.path.endswith(routes):
                     self._send(404, {"error": {"message": f"no route {self.path}"}})
                     return
                 why = server.refuse(body) if server.refuse else None
@@ -57,13 +78,19 @@ class LocalOpenAIServer:
                 n = int(body.get("n") or 1) if server.honour_n else 1
                 texts = [server.responder(body)] if n == 1 else [server.responder({**body, "choice": j})
                                                                  for j in range(n)]
-                self._send(200, {
-                    "id": f"chatcmpl-{len(server.requests)}", "object": "chat.completion", "created": int(time.time()),
-                    "model": body.get("model", "local"),
-                    "choices": [{"index": j, "finish_reason": "stop",
-                                 "message": {"role": "assistant", "content": text}} for j, text in enumerate(texts)],
-                    "usage": {"prompt_tokens": 1, "completion_tokens": n, "total_tokens": 1 + n},
-                })
+                replies = [t if isinstance(t, tuple) else (t, "stop") for t in texts]
+                choices = [{"index": j, "finish_reason": finish, "message": {"role": "assistant", "content": text}}
+                           for j, (text, finish) in enumerate(replies)]
+                payload = {"id": f"chatcmpl-{len(server.requests)}", "object": "chat.completion",
+                           "created": int(time.time()), "model": body.get("model", "local"), "choices": choices,
+                           "usage": {"prompt_tokens": 1, "completion_tokens": n, "total_tokens": 1 + n}}
+                if server.vllm_tokens:
+                    payload["prompt_token_ids"] = body.get("tokens") or _token_ids(json.dumps(body.get("messages")))
+                    for choice, (text, _) in zip(choices, replies):
+                        choice["token_ids"] = _token_ids(text) + [END_ID]
+                        choice["logprobs"] = {"content": [{"token": str(i), "logprob": -0.5, "bytes": None,
+                                                           "top_logprobs": []} for i in choice["token_ids"]]}
+                self._send(200, payload)
 
             def _send(self, status: int, payload: dict[str, Any]) -> None:
                 data = json.dumps(payload).encode()

@@ -41,7 +41,7 @@ from typing import Any
 from colbench_gym.instructions import instructions
 from colbench_gym.integrations.conversation import Conversation, check_kind, entry_task, score_final, task_entries
 from colbench_gym.protocol import MAX_TURNS
-from colbench_gym.simulators.base import REFUSAL_STATUSES
+from colbench_gym.simulators.base import REFUSAL_STATUSES, dialogue_opening
 from colbench_gym.spaces import encodable_data
 from colbench_gym.tasks.accounting import end_reason_of, failure_message, is_infrastructure, named_reason
 from colbench_gym.tasks.kinds import env_kind
@@ -81,29 +81,24 @@ def _text(message: Any) -> str:
 EMPTY_TURN = "Model returned no content"
 
 
-def _role(message: Any) -> Any:
-    return message.get("role") if isinstance(message, dict) else getattr(message, "role", None)
-
-
 def refused(exc: BaseException | None) -> bool:
     """An endpoint's refusal of a request for what it holds (HTTP 400, 413 or 422), as the
     rollout collector's policies and the LLM persons read one."""
     return getattr(exc, "status_code", None) in REFUSAL_STATUSES
 
 
-def empty_turn(state: Any, model: Any, message_type: str) -> Any:
-    """An assistant reply holding nothing, in the OpenAI types verifiers parses."""
-    if message_type == "completion":
-        from openai.types import Completion, CompletionChoice
-
-        return Completion(id="colbench-empty-turn", created=0, model=str(model or state["model"]),
-                          object="text_completion", choices=[CompletionChoice(index=0, text="", finish_reason="stop")])
-    from openai.types.chat import ChatCompletion, ChatCompletionMessage
-    from openai.types.chat.chat_completion import Choice
-
-    return ChatCompletion(id="colbench-empty-turn", created=0, model=str(model or state["model"]),
-                          object="chat.completion", choices=[Choice(
-                              index=0, finish_reason="stop", message=ChatCompletionMessage(role="assistant", content=""))])
+def empty_turn(response: Any) -> Any:
+    """The endpoint's own reply holding nothing, as a turn whose text is "" (verifiers takes a
+    reply with no content for no turn at all): its token ids, log-probs, finish reason and usage
+    stay what the endpoint said, so an interleaved rollout goes on from its tokens and training
+    sees the empty turn it has to learn against."""
+    choice = response.choices[0]
+    if hasattr(choice, "message"):
+        message = choice.message.model_copy(update={"content": ""})
+        choice = choice.model_copy(update={"message": message})
+    else:
+        choice = choice.model_copy(update={"text": ""})
+    return response.model_copy(update={"choices": [choice]})
 
 
 def infra_error(exc: BaseException, reason: str) -> Exception:
@@ -143,6 +138,7 @@ def environment_class() -> type:
             super().__init__(max_turns=-1, **kwargs)
             self.kind, self.conversation_kwargs, self.colbench_max_turns = kind, conversation_kwargs, max_turns
             self._conversations: dict[str, Conversation] = {}
+            self._replies: dict[str, Any] = {}  # a turn's reply as the endpoint sent it, while the turn is asked
 
         async def setup_state(self, state: Any) -> Any:
             info = state["info"]
@@ -174,33 +170,50 @@ def environment_class() -> type:
             (HTTP 400, 413, 422) while it takes the dialogue's opening is the agent's own context
             filled (verifiers' ``OverlongPromptError``: the rollout ends, scored), whatever words
             the server's error uses. Anything else stays the endpoint's failure."""
-            args = (client, model, oai_tools, sampling_args, message_type)
+            key = state["trajectory_id"]
             try:
-                return await super().get_model_response(state, prompt, *args)
+                return await super().get_model_response(state, prompt, client, model, oai_tools, sampling_args,
+                                                        message_type)
             except vf.EmptyModelResponseError as exc:
-                if not str(exc).startswith(EMPTY_TURN):  # no response, no choices: the provider's failure
+                response = self._replies.pop(key, None)
+                if not str(exc).startswith(EMPTY_TURN) or response is None:  # no response or choices: the provider's
                     raise
-                return empty_turn(state, model, message_type or self.message_type)
+                return empty_turn(response)
             except vf.OverlongPromptError:
                 raise
             except vf.ModelError as exc:
-                if refused(exc.__cause__) and await self._takes_opening(state, prompt, args):
+                if refused(exc.__cause__) and await self._takes_opening(state, prompt, client, model, oai_tools,
+                                                                        sampling_args, message_type):
                     raise vf.OverlongPromptError("the agent's turns no longer fit its model's context") from exc
                 raise
+            finally:
+                self._replies.pop(key, None)
 
-        async def _takes_opening(self, state: Any, prompt: Any, args: tuple[Any, ...]) -> bool:
+        def increment_state_usage_from_response(self, state: Any, response: Any) -> None:  # verifiers: @final
+            # verifiers hands every reply here before it checks its content: the one place that
+            # sees an empty reply's tokens (kept for get_model_response above, which takes them
+            # back out of this slot before the call returns). Only adds: usage counts as verifiers counts it.
+            if "trajectory_id" in state:
+                self._replies[state["trajectory_id"]] = response
+            super().increment_state_usage_from_response(state, response)
+
+        async def _takes_opening(self, state: Any, prompt: Any, client: Any, model: Any, oai_tools: Any,
+                                 sampling_args: Any, message_type: Any) -> bool:
             """Whether the agent's endpoint answers the refused request cut to the dialogue's
-            opening (up to the first user message), every other parameter as it was."""
-            if not isinstance(prompt, list):
+            opening, every other parameter as it was. Asked of the client itself, as the rollout
+            collector's policy asks it: verifiers' own call would count the probe's tokens as the
+            agent's and, in interleaved rollouts, send the whole dialogue's tokens again."""
+            opening = dialogue_opening(prompt) if (message_type or self.message_type) == "chat" else None
+            if opening is None:
                 return False
-            first_user = next((i for i, m in enumerate(prompt) if _role(m) == "user"), None)
-            if first_user is None or first_user + 1 >= len(prompt):
-                return False
+            client, model = client or state["client"], model or state["model"]
+            tools = oai_tools or state.get("oai_tools")
+            sampling = {k: v for k, v in dict(sampling_args or state.get("sampling_args") or {}).items()
+                        if v is not None}
             try:
-                await super().get_model_response(state, prompt[:first_user + 1], *args)
-            except vf.EmptyModelResponseError:
-                return True  # answered (with nothing): the request was taken
-            except vf.Error:
+                await client.chat.completions.create(model=model, messages=opening,
+                                                     **({"tools": tools} if tools else {}), **sampling)
+            except Exception:  # noqa: BLE001 - any failure of the probe: the endpoint's, as before
                 return False
             return True
 

@@ -36,6 +36,21 @@ class SimulatorError(RuntimeError):
 REFUSAL_STATUSES = (400, 413, 422)
 
 
+def dialogue_opening(messages: Any) -> list[Any] | None:
+    """The dialogue's opening (its messages up to the first user message: the instructions and the
+    task) when the dialogue holds more than that, else None. A refused request whose opening the
+    endpoint takes was refused for what the turns after it hold: the agent's own turns outgrew
+    its model (the policy's and the verifiers env's reading of a refusal). Messages are dicts or
+    objects with a ``role``."""
+    if not isinstance(messages, (list, tuple)):
+        return None
+    roles = [m.get("role") if isinstance(m, dict) else getattr(m, "role", None) for m in messages]
+    first_user = next((i for i, role in enumerate(roles) if role == "user"), None)
+    if first_user is None or first_user + 1 >= len(messages):
+        return None
+    return list(messages[:first_user + 1])
+
+
 class PromptRefused(SimulatorError):
     """The person's endpoint refused a request for what it holds (HTTP 400, 413 or 422: longer than
     its context, or text it will not take): asked again with less of the dialogue

@@ -13,7 +13,7 @@ import os
 from collections.abc import Sequence
 from typing import Any
 
-from colbench_gym.simulators.base import REFUSAL_STATUSES
+from colbench_gym.simulators.base import REFUSAL_STATUSES, dialogue_opening
 from colbench_gym.simulators.openai_resilience import (
     AdaptiveConcurrency,
     GarbageResponse,
@@ -160,12 +160,11 @@ class OpenAIPolicy(Policy):
         its messages cut to the dialogue's opening (up to the first user message): then the
         refusal is for what the turns after it hold (:class:`ContextExhausted`). A dialogue that
         is its opening, or an opening refused too, is the endpoint's failure."""
-        messages = request["messages"]
-        first_user = next((i for i, m in enumerate(messages) if m.get("role") == "user"), None)
-        if first_user is None or first_user + 1 >= len(messages):
+        opening = dialogue_opening(request["messages"])
+        if opening is None:
             return False
         client = self._client()
-        body = {**request, "messages": list(messages[:first_user + 1])}
+        body = {**request, "messages": opening}
 
         def probe():
             from openai.types.chat import ChatCompletion

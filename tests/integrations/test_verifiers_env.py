@@ -18,7 +18,7 @@ from openai import AsyncOpenAI  # noqa: E402
 from colbench_gym.integrations.verifiers_env import load_environment  # noqa: E402
 from colbench_gym.protocol import ANSWER_MARKER  # noqa: E402
 from colbench_gym.tasks.sources import resolve_task_source  # noqa: E402
-from tests.local_openai_server import LocalOpenAIServer  # noqa: E402
+from tests.local_openai_server import END_ID, LocalOpenAIServer  # noqa: E402
 
 TASKS = resolve_task_source("embedded:test", "backend")
 QUESTION = "What should the function return for an empty input?"
@@ -139,6 +139,32 @@ def test_an_empty_reply_is_an_empty_turn_scored_not_a_dropped_or_redrawn_rollout
     assert [m["role"] for m in row["completion"]] == ["assistant", "user", "assistant", "user", "assistant"]
 
 
+def test_an_empty_reply_in_interleaved_rollouts_keeps_its_tokens_and_the_dialogue_goes_on() -> None:
+    """Under ``interleaved_rollouts`` (PRIME-RL's token-in vLLM) each turn's request is built from
+    the previous turn's token ids. The empty turn was a reply made up without them, and the next
+    turn failed verifiers' ``assert prev_turn_tokens is not None``: one empty reply stopped the
+    whole run. It is now the endpoint's own reply with its text "": its token ids, log-probs and
+    finish reason reach training as the endpoint sent them."""
+    def agent(body: dict) -> str | tuple[str, str]:
+        return ("", "length") if not any(m["role"] == "assistant" for m in body["messages"]) else QUESTION
+
+    env = load_environment(num_tasks=1, max_turns=3)
+    env.set_interleaved_rollouts(True)
+    with LocalOpenAIServer(agent, vllm_tokens=True) as server:
+        client = AsyncOpenAI(base_url=server.base_url, api_key="none", max_retries=0)
+        out = env.evaluate_sync(client, model="stub", num_examples=1, rollouts_per_example=1,
+                                state_columns=["trajectory"])
+        turns = [r["path"] for r in server.requests if "/chat/completions" in r["path"]]
+    [row] = out["outputs"]
+    assert row.get("error") is None, row.get("error")
+    assert turns == ["/v1/chat/completions"] + ["/v1/chat/completions/tokens"] * 2  # three turns, token-in after the first
+    first = row["trajectory"][0]
+    assert first["completion"] == [{"role": "assistant", "content": ""}]
+    assert first["tokens"]["completion_ids"] == [END_ID] and first["tokens"]["completion_logprobs"] == [-0.5]
+    assert first["response"].choices[0].finish_reason == "length"
+    assert row["reward"] == 0.0 and row["stop_condition"] == "has_final_env_response"
+
+
 def test_an_agent_that_fills_its_context_is_scored_and_a_refusing_endpoint_is_its_failure() -> None:
     """The agent's endpoint refuses a request for its length in words verifiers does not know
     (llama.cpp's): verifiers made it a ``ModelError``, the rollout dropped, a failing agent out of
@@ -156,11 +182,34 @@ def test_an_agent_that_fills_its_context_is_scored_and_a_refusing_endpoint_is_it
     assert row.get("error") is None, row.get("error")
     assert row["stop_condition"] == "prompt_too_long" and row["reward"] == 0.0
     assert sizes == [2, 4, 2]  # the question, the refused second turn, the probe of the opening
+    # the probe is ours, not the agent's: its tokens are not in the rollout's usage (one reply's)
+    assert row["token_usage"] == {"input_tokens": 1.0, "output_tokens": 1.0}, row["token_usage"]
     with LocalOpenAIServer(lambda body: QUESTION, refuse=lambda body: too_long) as server:
         client = AsyncOpenAI(base_url=server.base_url, api_key="none", max_retries=0)
         out = env.evaluate_sync(client, model="stub", num_examples=1, rollouts_per_example=1)
     [row] = out["outputs"]
     assert row["error"] is not None and row["error"]["error"] == "ModelError"
+
+
+def test_in_interleaved_rollouts_the_opening_probe_sends_the_opening_itself() -> None:
+    """Under ``interleaved_rollouts`` verifiers' own call sends the previous turns' token ids
+    whatever messages it is given, so a probe through it asked the refused dialogue again and
+    the refusal stayed the endpoint's. The probe asks the client for the opening's messages."""
+    too_long = "the request exceeds the available context size, try increasing it"
+    env = load_environment(num_tasks=1)
+    env.set_interleaved_rollouts(True)
+    with LocalOpenAIServer(lambda body: QUESTION, vllm_tokens=True,
+                           refuse=lambda body: too_long if len(body["messages"]) > 2 else None) as server:
+        client = AsyncOpenAI(base_url=server.base_url, api_key="none", max_retries=0)
+        out = env.evaluate_sync(client, model="stub", num_examples=1, rollouts_per_example=1)
+        asked = [(r["path"], len(r["body"]["messages"]), "tokens" in r["body"]) for r in server.requests
+                 if "/chat/completions" in r["path"]]
+    [row] = out["outputs"]
+    assert row.get("error") is None, row.get("error")
+    assert row["stop_condition"] == "prompt_too_long" and row["reward"] == 0.0
+    assert asked == [("/v1/chat/completions", 2, False), ("/v1/chat/completions/tokens", 4, True),
+                     ("/v1/chat/completions", 2, False)]
+    assert row["token_usage"] == {"input_tokens": 1.0, "output_tokens": 1.0}, row["token_usage"]
 
 
 def test_a_setting_that_cannot_work_fails_at_load_not_as_rollout_errors() -> None:
