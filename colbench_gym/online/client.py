@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import time
 from typing import Any
 from urllib.parse import urlparse
 
@@ -47,7 +48,21 @@ class ColBenchEnvClient(EnvClient[ColBenchAction, ColBenchObservation, ColBenchS
     completions of one GRPO group must. When the server refuses or ends the session (a full
     server, a failed environment), the server's reason is raised — :class:`ServerCapacityError`
     for ``CAPACITY_REACHED`` — instead of the bare ``ConnectionClosedOK`` of the closed socket.
+
+    ``max_message_size_mb`` (OpenEnv's: 100 MB) is None here, no limit on what the client receives:
+    every observation echoes the dialogue (``info["messages"]``), each agent turn kept up to
+    200,000 characters (~2.4 MB as JSON escapes) for as many turns as the server's ``--max-turns``,
+    so a fixed limit let an agent's long turns end its episode as the client's failure, unscored. A limit you set that an observation outgrows is the
+    agent's dialogue grown past it: its 0, as a turn over the server's own limit is.
     """
+
+    def __init__(self, base_url: str, connect_timeout_s: float = 10.0, message_timeout_s: float = 60.0,
+                 max_message_size_mb: float | None = None, provider: Any = None, mode: str | None = None) -> None:
+        super().__init__(base_url, connect_timeout_s=connect_timeout_s, message_timeout_s=message_timeout_s,
+                         max_message_size_mb=100.0 if max_message_size_mb is None else max_message_size_mb,
+                         provider=provider, mode=mode)
+        if max_message_size_mb is None:
+            self._max_message_size = None  # websockets: no limit
 
     async def _send_and_receive(self, message: dict[str, Any]) -> dict[str, Any]:
         # EnvClient's own, except that a refused or closed session raises the server's reason.
@@ -104,6 +119,10 @@ class ColBenchEnvClient(EnvClient[ColBenchAction, ColBenchObservation, ColBenchS
             if code == TOO_BIG:  # the agent's own message is over the server's frame limit: its turn, its 0
                 return ConnectionError(f"the ColBench server at {url} closed the session: the message was larger "
                                        f"than it takes ({exc})")
+            if getattr(getattr(exc, "sent", None), "code", None) == TOO_BIG:  # over the limit set on this client
+                return ConnectionError(f"an observation of the ColBench server at {url} (the dialogue, echoed) was "
+                                       f"larger than this client takes, max_message_size_mb={self._max_message_size / 2**20:g} "
+                                       f"({exc}); the agent's turns outgrew it")
             # the server went away mid-episode (killed, crashed, its connection lost): not the agent's doing
             return RemoteEnvironmentError("environment_error", f"the ColBench server at {url} closed the session "
                                           f"({exc}); check that it is running and its log")
@@ -142,11 +161,18 @@ class RemoteColBenchEnv:
         base_url: ``http://host:port/backend`` or ``.../frontend``.
         message_timeout_s: how long one step may take on the server (grading, rendering, an LLM
             simulator).
+        capacity_wait_s: how long ``reset`` waits for a session on a full server (default:
+            ``message_timeout_s``). A session dropped after a step timed out stays busy on the
+            server until that step ends, so with ``--max-sessions`` sized to the trainer the next
+            episode's reset found the server full, and TRL, which calls ``reset`` unguarded,
+            stopped the run. A server still full after the wait is raised
+            (:class:`ServerCapacityError`): too few sessions would fail every episode.
     """
 
-    def __init__(self, base_url: str, message_timeout_s: float = 300.0) -> None:
+    def __init__(self, base_url: str, message_timeout_s: float = 300.0, capacity_wait_s: float | None = None) -> None:
         self.kind = kind_from_url(base_url)
         self.base_url = base_url
+        self.capacity_wait_s = message_timeout_s if capacity_wait_s is None else float(capacity_wait_s)
         self._client = ColBenchEnvClient(base_url=base_url, message_timeout_s=message_timeout_s).sync()
         self._client.connect()
 
@@ -159,7 +185,16 @@ class RemoteColBenchEnv:
             kwargs["task"] = options.pop("task")
         if options:
             raise ValueError(f"unknown reset option(s) {sorted(options)}; use 'task' or 'task_index'")
-        result = self._client.reset(**kwargs)
+        deadline, pause = time.monotonic() + self.capacity_wait_s, 0.25
+        while True:
+            try:
+                result = self._client.reset(**kwargs)
+                break
+            except ServerCapacityError:
+                if time.monotonic() + pause > deadline:
+                    raise
+                time.sleep(pause)
+                pause = min(2 * pause, 5.0)
         return result.observation.text, dict(result.observation.info)
 
     def step(self, action: str) -> tuple[str, float, bool, bool, dict[str, Any]]:
@@ -177,18 +212,21 @@ class RemoteColBenchEnv:
 class RemoteToolEnvFactory:
     """Zero-argument, picklable ``environment_factory``: one remote session per tool env."""
 
-    def __init__(self, base_url: str, message_timeout_s: float = 300.0) -> None:
+    def __init__(self, base_url: str, message_timeout_s: float = 300.0, capacity_wait_s: float | None = None) -> None:
         self.kind = kind_from_url(base_url)
         self.base_url = base_url
         self.message_timeout_s = message_timeout_s
+        self.capacity_wait_s = capacity_wait_s
 
     def __call__(self) -> ColBenchToolEnv:
-        return tool_env_class(self.kind)(RemoteColBenchEnv(self.base_url, self.message_timeout_s))
+        return tool_env_class(self.kind)(RemoteColBenchEnv(self.base_url, self.message_timeout_s, self.capacity_wait_s))
 
     def __repr__(self) -> str:
         return f"make_remote_tool_env_factory({self.base_url!r})"
 
 
-def make_remote_tool_env_factory(base_url: str, message_timeout_s: float = 300.0) -> RemoteToolEnvFactory:
-    """The ``environment_factory`` for TRL's ``GRPOTrainer`` against a ``colbench serve`` env."""
-    return RemoteToolEnvFactory(base_url, message_timeout_s)
+def make_remote_tool_env_factory(base_url: str, message_timeout_s: float = 300.0,
+                                 capacity_wait_s: float | None = None) -> RemoteToolEnvFactory:
+    """The ``environment_factory`` for TRL's ``GRPOTrainer`` against a ``colbench serve`` env
+    (the options are :class:`RemoteColBenchEnv`'s)."""
+    return RemoteToolEnvFactory(base_url, message_timeout_s, capacity_wait_s)

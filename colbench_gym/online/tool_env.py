@@ -176,8 +176,9 @@ class ColBenchToolEnv:
 
     # ------------------------------------------------------------------ bookkeeping
     def _step(self, action: str) -> str:
-        if self._infra is not None and not self._started:
-            raise ToolEnvError("this episode could not start (the environment failed); no tool can be used")
+        if self._infra is not None:
+            what = "could not start" if not self._started else "was ended by a failure of the environment"
+            raise ToolEnvError(f"this episode {what} ({self._infra}); no tool can be used")
         if not self._started:
             raise ToolEnvError("the episode has not started: reset() must be called before any tool")
         if self._ended:
@@ -191,7 +192,7 @@ class ColBenchToolEnv:
             # are) is the agent's doing and stays scored
             reason = end_reason_of(exc, "agent_error")
             if is_infrastructure(reason):
-                self._infra = reason
+                self._infra, self._ended = reason, True  # nothing more is played in it (a remote session is gone)
             raise
         self._turns += 1
         self._info = dict(info)

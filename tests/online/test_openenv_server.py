@@ -26,6 +26,7 @@ from colbench_gym.online.client import (  # noqa: E402
     make_remote_tool_env_factory,
 )
 from colbench_gym.online.server import ColBenchAction  # noqa: E402
+from colbench_gym.online.tool_env import ToolEnvError  # noqa: E402
 from colbench_gym.protocol import ANSWER_MARKER  # noqa: E402
 
 
@@ -234,7 +235,10 @@ def test_a_server_slower_than_the_client_is_the_server_s_failure_and_the_next_ep
     15 s) was a TimeoutError the tool env scored as the agent's 0, and the socket was kept: the late
     reply then answered the next request (a reset read the last step's reply, every later call one
     behind, for the rest of the run). Now the step is an ``environment_error`` (no reward) and the
-    session is dropped: the next episode plays its own task and is scored."""
+    session is dropped: the next episode plays its own task and is scored. The dropped session
+    stays busy on the server until its slow step ends: with ``--max-sessions`` sized to the
+    trainer (here 1), the next reset found the server full and raised, which stops a TRL run
+    (it calls ``reset`` unguarded); it now waits for the session."""
     import threading
 
     from tests.local_openai_server import LocalOpenAIServer
@@ -250,16 +254,19 @@ def test_a_server_slower_than_the_client_is_the_server_s_failure_and_the_next_ep
     tasks = gym.make("ColBench-Backend-v0").unwrapped.task_source
     with LocalOpenAIServer(slow_person) as person:
         kwargs = json.dumps({"model": "person", "base_url": person.base_url, "api_key": "none", "max_retries": 0})
-        with _serve("--envs", "backend", "--simulator", "openai", "--simulator-kwargs", kwargs) as base:
-            tool_env = make_remote_tool_env_factory(f"{base}/backend", message_timeout_s=10.0)()
+        with _serve("--envs", "backend", "--max-sessions", "1", "--simulator", "openai",
+                    "--simulator-kwargs", kwargs) as base:
+            tool_env = make_remote_tool_env_factory(f"{base}/backend", message_timeout_s=10.0, capacity_wait_s=120)()
             assert tool_env.reset(task_index=0, seed=0) == tasks[0].problem_description
             with pytest.raises(RemoteEnvironmentError, match="did not answer within 10 s") as err:
                 tool_env.ask_user("What should it return?")
             assert err.value.end_reason == "environment_error"
             assert tool_env.get_reward() is None and tool_env.infrastructure_failure == "environment_error"
-            assert answered.wait(60)
-            time.sleep(1)  # the server's late reply has gone out (to the dropped session)
-            assert tool_env.reset(task_index=1, seed=0) == tasks[1].problem_description
+            with pytest.raises(ToolEnvError, match="ended by a failure of the environment"):
+                tool_env.ask_user("And for one element?")  # nothing more is played in that episode
+            assert not answered.is_set()  # the server's one session is still busy with the slow step
+            assert tool_env.reset(task_index=1, seed=0) == tasks[1].problem_description  # waited for it
+            assert answered.is_set()
             tool_env.submit_answer(tasks[1].ground_truth)
             assert tool_env.ended and tool_env.get_reward() == 1.0 and tool_env.infrastructure_failure is None
 
@@ -286,6 +293,31 @@ def test_a_server_that_dies_mid_episode_leaves_it_unscored_and_an_oversized_turn
             tool_env.submit_answer(task.ground_truth)
         assert err.value.end_reason == "environment_error"
         assert tool_env.get_reward() is None and tool_env.infrastructure_failure == "environment_error"
+
+
+def test_an_observation_echoing_a_long_dialogue_reaches_the_client(server) -> None:
+    """Each observation echoes the dialogue (``info["messages"]``), each agent turn kept up to
+    200,000 characters (~2.4 MB as JSON escapes): with a ``--max-turns`` of ~40 or more, long
+    turns outgrew OpenEnv's 100 MB receive limit, the client closed the socket (1009), an
+    ``environment_error``, and an agent that wrote long turns left its episode unscored. The
+    client takes any size by default; a limit set on it that the agent's dialogue outgrows is
+    the agent's 0 (scaled down here: a 0.5 MB limit, 200 kB turns)."""
+    tool_env = make_remote_tool_env_factory(f"{server}/backend")()
+    assert tool_env.env._client._async._ws.protocol.max_message_size is None  # no limit on what it receives
+    small = make_remote_tool_env_factory(f"{server}/backend")()
+    small.env._client.close()
+    small.env._client = ColBenchEnvClient(base_url=f"{server}/backend", max_message_size_mb=0.5).sync()
+    for env in (tool_env, small):
+        env.reset(task_index=0, seed=0)
+    long_turn = "x" * 199_999 + "?"
+    for _ in range(4):
+        tool_env.ask_user(long_turn)
+    assert [len(m["content"]) for m in tool_env.messages][1::2] == [200_000] * 4  # every turn echoed whole
+    assert tool_env.infrastructure_failure is None
+    with pytest.raises(ConnectionError, match="larger than this client takes, max_message_size_mb=0.5"):
+        for _ in range(4):
+            small.ask_user(long_turn)
+    assert small.get_reward() == 0.0 and small.infrastructure_failure is None
 
 
 @pytest.mark.parametrize("question", ["What is the rate \ud800?", "nul\x00 \x1b[31m control\x7f?", "\udfff" * 250_000])
