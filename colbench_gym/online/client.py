@@ -160,7 +160,10 @@ class RemoteColBenchEnv:
     Args:
         base_url: ``http://host:port/backend`` or ``.../frontend``.
         message_timeout_s: how long one step may take on the server (grading, rendering, an LLM
-            simulator).
+            simulator). Keep it well above the server's slowest step: an answer's grading alone
+            may take the grader's ``total_timeout`` + ``call_timeout`` + 5 s (17 s by default),
+            and a step the client stops waiting for is unscored (``environment_error``), so a
+            timeout under that would let a slow answer escape its score.
         capacity_wait_s: how long ``reset`` waits for a session on a full server (default:
             ``message_timeout_s``). A session dropped after a step timed out stays busy on the
             server until that step ends, so with ``--max-sessions`` sized to the trainer the next
