@@ -29,7 +29,7 @@ def _token_ids(text: str) -> list[int]:
 class LocalOpenAIServer:
     def __init__(self, responder: Responder, latency: float = 0.0, fail_first: int = 0, fail_status: int = 500,
                  honour_n: bool = True, refuse: Callable[[dict[str, Any]], str | None] | None = None,
-                 vllm_tokens: bool = False):
+                 vllm_tokens: bool = False, fail_paths: tuple[str, ...] = ()):
         """``honour_n``: a request for ``n`` choices gets ``n`` (as vLLM answers), the responder
         called once per choice with the body plus ``"choice": j``; False: one choice whatever
         ``n`` (as llama.cpp's servers answer). ``refuse``: a request for which it returns a text is
@@ -37,9 +37,10 @@ class LocalOpenAIServer:
         ``vllm_tokens``: as vLLM with ``return_token_ids`` (what verifiers' interleaved rollouts
         read): replies carry ``prompt_token_ids``, each choice its ``token_ids`` (one id a word,
         then an end id) and log-probs, and it serves ``/tokenize`` and PRIME-RL's
-        ``/chat/completions/tokens``."""
+        ``/chat/completions/tokens``. ``fail_paths``: requests to a path ending so are always
+        answered ``fail_status`` (a helper route that fails while the model's own is served)."""
         self.responder, self.latency, self.honour_n, self.refuse = responder, latency, honour_n, refuse
-        self.vllm_tokens = vllm_tokens
+        self.vllm_tokens, self.fail_paths = vllm_tokens, fail_paths
         self.fail_first, self.fail_status = fail_first, fail_status
         self.requests: list[dict[str, Any]] = []
         self._lock = threading.Lock()
@@ -58,6 +59,7 @@ class LocalOpenAIServer:
                     failing = server.fail_first > 0
                     if failing:
                         server.fail_first -= 1
+                    failing = failing or (bool(server.fail_paths) and self.path.endswith(server.fail_paths))
                 if server.latency:
                     time.sleep(server.latency)
                 if failing:

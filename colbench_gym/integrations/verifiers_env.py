@@ -81,10 +81,20 @@ def _text(message: Any) -> str:
 EMPTY_TURN = "Model returned no content"
 
 
+#: The routes of the agent model's own turn (verifiers' chat, completion and token-in requests).
+#: A refusal elsewhere (vLLM's ``/tokenize``, which interleaved rollouts call first) says nothing
+#: of what the agent's turns hold.
+TURN_ROUTES = ("/chat/completions", "/completions", "/chat/completions/tokens")
+
+
 def refused(exc: BaseException | None) -> bool:
-    """An endpoint's refusal of a request for what it holds (HTTP 400, 413 or 422), as the
-    rollout collector's policies and the LLM persons read one."""
-    return getattr(exc, "status_code", None) in REFUSAL_STATUSES
+    """An endpoint's refusal of the agent's own turn request for what it holds (HTTP 400, 413 or
+    422), as the rollout collector's policies and the LLM persons read one."""
+    if getattr(exc, "status_code", None) not in REFUSAL_STATUSES:
+        return False
+    request = getattr(exc, "request", None)
+    path = str(getattr(getattr(request, "url", None), "path", "") or "")
+    return path.rstrip("/").endswith(TURN_ROUTES)
 
 
 def empty_turn(response: Any) -> Any:

@@ -23,7 +23,14 @@ from websockets.exceptions import ConnectionClosed
 
 from colbench_gym.online.server import PREFIXES, ColBenchAction, ColBenchObservation, ColBenchState
 from colbench_gym.online.tool_env import ColBenchToolEnv, tool_env_class
-from colbench_gym.tasks.accounting import InfrastructureFailure, is_infrastructure, parse_failure_message
+from colbench_gym.rendering.result import ReferenceRenderError
+from colbench_gym.tasks.accounting import (
+    InfrastructureFailure,
+    check_end_reason,
+    failure_message,
+    is_infrastructure,
+    parse_failure_message,
+)
 
 #: The WebSocket close code of a message over the receiver's size limit (RFC 6455).
 TOO_BIG = 1009
@@ -37,6 +44,16 @@ class RemoteEnvironmentError(InfrastructureFailure):
     """An infrastructure failure inside the server's env (the person's endpoint, the renderer, the
     task): ``end_reason`` names it, as the local env's exception would, so the tool env and the
     accounting leave the episode unscored."""
+
+
+class RemoteReferenceRenderError(RemoteEnvironmentError, ReferenceRenderError):
+    """The server's env could not render a task's reference page (also when retried): the
+    episode cannot be played, as locally, so the tool env skips it (``reset`` returns None, no
+    reward) instead of raising out of the ``reset`` that TRL calls unguarded."""
+
+    def __init__(self, end_reason: str, detail: str) -> None:
+        RuntimeError.__init__(self, failure_message(check_end_reason(end_reason), detail))
+        self.end_reason, self.reason = end_reason, detail
 
 
 class ColBenchEnvClient(EnvClient[ColBenchAction, ColBenchObservation, ColBenchState]):
@@ -91,8 +108,10 @@ class ColBenchEnvClient(EnvClient[ColBenchAction, ColBenchObservation, ColBenchS
             message = str(data.get("message", "Unknown error"))
             reason, detail = parse_failure_message(message)
             if data.get("code") == "EXECUTION_ERROR" and is_infrastructure(reason):
-                # the server's env led its failure with the end reason
-                raise RemoteEnvironmentError(reason, f"{detail} (on the server)")
+                # the server's env led its failure with the end reason (then the exception's class name)
+                remote = (RemoteReferenceRenderError if detail.startswith(f"{ReferenceRenderError.__name__}:")
+                          else RemoteEnvironmentError)
+                raise remote(reason, f"{detail} (on the server)")
             raise RuntimeError(f"Server error: {message} (code: {data.get('code', 'UNKNOWN')})")
         return response
 
@@ -194,9 +213,10 @@ class RemoteColBenchEnv:
                 result = self._client.reset(**kwargs)
                 break
             except ServerCapacityError:
-                if time.monotonic() + pause > deadline:
+                left = deadline - time.monotonic()
+                if left <= 0:
                     raise
-                time.sleep(pause)
+                time.sleep(min(pause, left))
                 pause = min(2 * pause, 5.0)
         return result.observation.text, dict(result.observation.info)
 

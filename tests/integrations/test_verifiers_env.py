@@ -136,6 +136,7 @@ def test_an_empty_reply_is_an_empty_turn_scored_not_a_dropped_or_redrawn_rollout
     [row] = out["outputs"]
     assert row.get("error") is None, row.get("error")
     assert row["reward"] == 0.0 and requests == 3  # three empty turns of one rollout, not redrawn
+    assert not env._replies and not env._conversations  # each turn's reply let go once it is taken
     assert [m["role"] for m in row["completion"]] == ["assistant", "user", "assistant", "user", "assistant"]
 
 
@@ -189,6 +190,15 @@ def test_an_agent_that_fills_its_context_is_scored_and_a_refusing_endpoint_is_it
         out = env.evaluate_sync(client, model="stub", num_examples=1, rollouts_per_example=1)
     [row] = out["outputs"]
     assert row["error"] is not None and row["error"]["error"] == "ModelError"
+    asked = []  # an endpoint that takes the first turn, then refuses everything (the probe too)
+    with LocalOpenAIServer(lambda body: QUESTION, refuse=lambda body: too_long if asked.append(1) or len(asked) > 1
+                           else None) as server:
+        client = AsyncOpenAI(base_url=server.base_url, api_key="none", max_retries=0)
+        out = env.evaluate_sync(client, model="stub", num_examples=1, rollouts_per_example=1)
+        sizes = [len(r["body"]["messages"]) for r in server.requests]
+    [row] = out["outputs"]
+    assert sizes == [2, 4, 2]  # the probe was sent, and refused
+    assert row["error"] is not None and row["error"]["error"] == "ModelError"
 
 
 def test_in_interleaved_rollouts_the_opening_probe_sends_the_opening_itself() -> None:
@@ -237,3 +247,21 @@ def test_any_string_is_a_turn_and_the_rollout_is_scored_as_it_is_locally(questio
     assert row["reward"] == 1.0 and row["metrics"]["success"] == 1.0
     assert [m["role"] for m in row["completion"]] == ["assistant", "user", "assistant"]
     assert row["completion"][1]["content"].strip()  # the person's reply to the question
+
+
+def test_a_refused_tokenize_call_is_the_endpoint_s_failure_not_the_agent_s_context() -> None:
+    """Interleaved rollouts ask vLLM's ``/tokenize`` before the agent's turn is sent; verifiers
+    wraps its failure as the turn's ``ModelError``. A 400 there was read as the agent's turn
+    refused, the opening probe was taken, and the rollout was scored as the agent's overlong
+    prompt (0) for a turn never sent. Only a refusal of the turn's own request counts."""
+    env = load_environment(num_tasks=1)
+    env.set_interleaved_rollouts(True)
+    with LocalOpenAIServer(lambda body: QUESTION, vllm_tokens=True, fail_paths=("/tokenize",), fail_status=400) \
+            as server:
+        client = AsyncOpenAI(base_url=server.base_url, api_key="none", max_retries=0)
+        out = env.evaluate_sync(client, model="stub", num_examples=1, rollouts_per_example=1)
+        paths = [r["path"] for r in server.requests]
+    [row] = out["outputs"]
+    assert "/tokenize" in paths and "/v1/chat/completions/tokens" not in paths  # the second turn was never sent
+    assert row["stop_condition"] != "prompt_too_long"
+    assert row["error"] is not None and row["error"]["error"] == "ModelError"

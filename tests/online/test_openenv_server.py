@@ -295,6 +295,28 @@ def test_a_server_that_dies_mid_episode_leaves_it_unscored_and_an_oversized_turn
         assert tool_env.get_reward() is None and tool_env.infrastructure_failure == "environment_error"
 
 
+def test_a_remote_task_whose_reference_does_not_render_is_skipped_as_a_local_one_is(server) -> None:
+    """A reference page that does not render (also when retried) makes the local tool env skip the
+    episode: ``reset`` returns None, no tool plays, no reward. Over OpenEnv the same failure was
+    raised out of ``reset``, which TRL calls unguarded: one such task stopped a remote run."""
+    from colbench_gym.rendering.result import ReferenceRenderError
+
+    stuck = "<html><body><h1>Never loads</h1><script>for (;;) {}</script></body></html>"
+    tool_env = make_remote_tool_env_factory(f"{server}/frontend")()
+    assert tool_env.reset(task={"problem_description": "A page.", "ground_truth": stuck}, kind="frontend") is None
+    assert tool_env.get_reward() is None and tool_env.infrastructure_failure == "rendering_error"
+    with pytest.raises(ToolEnvError, match="could not start"):
+        tool_env.show_draft("<html><body>draft</body></html>")
+    remote = RemoteColBenchEnv(f"{server}/frontend")
+    try:
+        with pytest.raises(ReferenceRenderError, match="did not render"):  # the client's own call says what failed
+            remote.reset(options={"task": {"problem_description": "A page.", "ground_truth": stuck}})
+    finally:
+        remote.close()
+    task = gym.make("ColBench-Frontend-v0").unwrapped.task_source[0]
+    assert tool_env.reset(task_index=0, seed=0) == task.problem_description  # the next episode plays
+
+
 def test_an_observation_echoing_a_long_dialogue_reaches_the_client(server) -> None:
     """Each observation echoes the dialogue (``info["messages"]``), each agent turn kept up to
     200,000 characters (~2.4 MB as JSON escapes): with a ``--max-turns`` of ~40 or more, long
