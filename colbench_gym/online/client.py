@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import json
 import time
+import weakref
 from typing import Any
 from urllib.parse import urlparse
 
@@ -197,6 +198,10 @@ class RemoteColBenchEnv:
         self.capacity_wait_s = message_timeout_s if capacity_wait_s is None else float(capacity_wait_s)
         self._client = ColBenchEnvClient(base_url=base_url, message_timeout_s=message_timeout_s).sync()
         self._client.connect()
+        # Closed when garbage-collected, or at exit while OpenEnv's sync loop thread still runs: a
+        # close left to interpreter shutdown starts that thread anew, which never starts then (a
+        # script that exited with an open session hung for good).
+        self._closer = weakref.finalize(self, _close_quietly, self._client)
 
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[str, dict[str, Any]]:
         options = dict(options or {})
@@ -229,7 +234,14 @@ class RemoteColBenchEnv:
         return self._client.state()
 
     def close(self) -> None:
-        self._client.close()
+        self._closer()
+
+
+def _close_quietly(client: Any) -> None:
+    try:
+        client.close()
+    except Exception:  # noqa: BLE001 - a session the server already ended (or a server gone): nothing to close
+        pass
 
 
 class RemoteToolEnvFactory:

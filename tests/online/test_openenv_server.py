@@ -317,6 +317,21 @@ def test_a_remote_task_whose_reference_does_not_render_is_skipped_as_a_local_one
     assert tool_env.reset(task_index=0, seed=0) == task.problem_description  # the next episode plays
 
 
+def test_a_script_that_exits_with_its_remote_session_open_exits(server) -> None:
+    """A script that ended with a remote tool env still open hung for good at exit: the session's
+    close ran in the tool env's ``__del__`` at interpreter shutdown, where OpenEnv's sync client
+    starts its event-loop thread anew, and no thread starts then. It is closed at exit now."""
+    script = (f"from colbench_gym.online.client import make_remote_tool_env_factory\n"
+              f"env = make_remote_tool_env_factory({server + '/backend'!r})()\n"
+              f"print(env.reset(task_index=0, seed=0)[:40])\n")
+    try:
+        done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300)
+    except subprocess.TimeoutExpired as exc:  # subprocess.run killed it
+        pytest.fail(f"the script did not exit: {exc}")
+    task = gym.make("ColBench-Backend-v0").unwrapped.task_source[0]
+    assert done.returncode == 0 and done.stdout.strip() == task.problem_description[:40], done.stderr[-2000:]
+
+
 def test_an_observation_echoing_a_long_dialogue_reaches_the_client(server) -> None:
     """Each observation echoes the dialogue (``info["messages"]``), each agent turn kept up to
     200,000 characters (~2.4 MB as JSON escapes): with a ``--max-turns`` of ~40 or more, long
