@@ -697,7 +697,10 @@ def build_stages(s: dict[str, Any], run: Path) -> dict[str, Stage]:
             return (f"select-{m}", f"train-critic-noref-s{sd}")
         if m == "oracle":
             return (f"train-oracle-s{sd}",)
-        if sd == first_seed:  # the chosen grid point's model (every point: which one is chosen is known later)
+        if sd == first_seed:  # the chosen grid point's model: every point until validation has chosen one (a
+            # point not chosen is then read by no stage, so a fresh machine does not train it again)
+            if L.selection(m).is_file():
+                return (f"select-{m}", f"train-{m}-g{L.chosen(m)}-s{sd}")
             return (f"select-{m}", *(f"train-{m}-g{i}-s{sd}" for i in range(len(grid_points(s, m)))))
         return (f"select-{m}", f"train-{m}-s{sd}")
 
@@ -2000,11 +2003,9 @@ def main(argv: list[str] | None = None) -> int:
             old[key] = legacy(old)
         if getattr(args, key) is None:
             s[key] = old[key]  # a resumed run keeps what it ran with (the candidate backend too)
-    if old is not None and args.candidate_server is None:
-        if s["candidate_server"] == "llama" and not (args.list or args.report_only):
-            resolve_candidate_server(s)  # one line if the bindings are gone
-    else:
+    if old is None or args.candidate_server is not None:
         s["candidate_server"] = resolve_candidate_server(s)
+    # (a resumed run keeps its backend; it needs the bindings only while a step-pair stage is still to run: below)
     if old is not None:
         retired = [k for k in RETIRED_SETTINGS if k in old]
         if retired:
@@ -2025,11 +2026,18 @@ def main(argv: list[str] | None = None) -> int:
         RECORDS = Path(args.records).resolve()
         if RECORDS.is_dir():
             restored, redo = restore_records(stages, RECORDS, run)
+            if restored:  # a restored selection narrows what the first seed's stages read: restore against that
+                stages = build_stages(s, run)
+                again, redo = restore_records(stages, RECORDS, run)
+                restored += again
             if restored:
                 print(f"records: {len(restored)} file(s) restored from {RECORDS}"
                       + (f"; trains again (weights are not kept): {', '.join(redo)}" if redo else ""), file=sys.stderr)
         if not (args.list or args.report_only):
             RECORDS.mkdir(parents=True, exist_ok=True)
+    if s["candidate_server"] == "llama" and not (args.list or args.report_only) and any(
+            st.extra.get("candidates") and not st.done() for st in stages.values()):
+        resolve_candidate_server(s)  # one line if the bindings are gone
     if args.export_adapter:
         info = export_adapter(run, Path(args.export_adapter))
         print(f"{args.export_adapter}: {info['summary']}; {info['weights_bytes'] / 1e6:.1f} MB of weights "

@@ -1080,3 +1080,55 @@ def test_records_restore_sidecars_and_never_a_model_a_pending_stage_loads(bench,
     assert waiting == ["train-rft-g0-s0", "train-rft-g1-s0"] and not (fresh / "models" / "rft").exists()
     assert not (fresh / "test" / "rft-s0.jsonl.partial").exists()  # its model trains again
     assert "val/rft-g1.jsonl" in restored and "selection/rft.json" in restored
+
+
+def test_a_grid_point_validation_did_not_choose_is_not_trained_again_on_a_fresh_machine(bench, tmp_path, capsys):
+    """Once the selection exists, the first seed's test stages read the chosen point's model only: a run continued
+    from its records on a fresh machine trains that one again (its readers are pending), not the other one."""
+    src, dest, fresh = tmp_path / "run", tmp_path / "records", tmp_path / "fresh"
+    assert bench.main(["--profile", "quick", "--run-dir", str(src), "--list"]) == 0
+    s = json.loads((src / "settings.json").read_text())
+    for i in range(2):
+        model = src / "models" / "rft" / f"g{i}-s0"
+        model.mkdir(parents=True)
+        (model / "training_budget.json").write_text(json.dumps({"epochs": 1.0, "point": i}))
+        _write(src / "val" / f"rft-g{i}.jsonl", [_rec("collab-multi:val", 0.5, f"v{i}")])
+    (src / "selection").mkdir()
+    (src / "selection" / "rft.json").write_text(json.dumps({"chosen": 1}))
+    stages = bench.build_stages(s, src)
+    assert {"select-rft", "train-rft-g1-s0"} == set(stages["test-rft-s0"].deps) == set(stages["embedded-rft-s0"].deps)
+    bench.save_records(stages, src, dest)
+
+    assert bench.main(["--profile", "quick", "--run-dir", str(fresh), "--records", str(dest), "--list"]) == 0
+    out, err = capsys.readouterr()
+    listed = {line.split()[1] if line.startswith("done") else line.split()[0]: line.startswith("done")
+              for line in out.splitlines() if "<-" in line}
+    assert listed["train-rft-g0-s0"] and not listed["train-rft-g1-s0"]
+    assert "trains again (weights are not kept): train-rft-g1-s0" in err and "train-rft-g0-s0," not in err
+    assert json.loads((fresh / "models" / "rft" / "g0-s0" / "training_budget.json").read_text())["point"] == 0
+    assert "test-rft-s0                  <- select-rft, train-rft-g1-s0" in out
+
+
+def test_a_resumed_llama_run_needs_the_bindings_only_while_a_step_pair_stage_is_left(bench, tmp_path, capsys,
+                                                                                       monkeypatch):
+    """A run made with --candidate-server llama, continued on a machine without llama-cpp-python: refused in one
+    line while a candidate stage is pending; once they are all done the rest of the run goes on without them."""
+    import importlib.util
+
+    run = tmp_path / "run"
+    assert bench.main(["--profile", "quick", "--run-dir", str(run), "--candidate-server", "none", "--list"]) == 0
+    settings = json.loads((run / "settings.json").read_text())
+    (run / "settings.json").write_text(json.dumps(dict(settings, candidate_server="llama")))
+    find_spec = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "llama_cpp" else find_spec(name, *a))
+    for i in range(2):
+        _write(run / "val" / f"rft-g{i}.jsonl", [_rec("collab-multi:val", 0.5 * i, f"v{i}")])
+    with pytest.raises(SystemExit, match="--candidate-server llama needs llama-cpp-python"):
+        bench.main(["--profile", "quick", "--run-dir", str(run), "--only", "select-rft"])
+    assert not (run / "selection" / "rft.json").exists()
+    stages = bench.build_stages(dict(settings, candidate_server="llama"), run)
+    for st in stages.values():
+        if st.extra.get("candidates"):
+            _write(st.output, [])
+    bench.main(["--profile", "quick", "--run-dir", str(run), "--only", "select-rft"])
+    assert json.loads((run / "selection" / "rft.json").read_text())["chosen"] == 1
