@@ -81,6 +81,7 @@ from sweet_agent.evaluation.metrics import (  # noqa: E402 - after the sys.path 
 )
 from sweet_agent.forkserver import STATUS_UNKNOWN, ForkedCommand, can_fork, ensure_running  # noqa: E402
 from sweet_agent.training.command import NOTHING_TO_TRAIN  # noqa: E402
+from sweet_agent.training.saving import last_checkpoint  # noqa: E402
 from sweet_agent.trajectories import record_prefilled_turns  # noqa: E402
 
 # ------------------------------------------------------------------------------ the protocol
@@ -1179,6 +1180,16 @@ def run_stage(st: Stage, run: Path) -> bool:
 
 #: ``--records DIR``: where every finished stage's records are saved (:func:`save_records`), or None.
 RECORDS: Path | None = None
+#: How often a running benchmark keeps its training stages' newest checkpoints (``--weights``), besides after every stage.
+WEIGHTS_EVERY_S = 900.0
+
+
+def _keep_weights(stages: Mapping[str, Stage], run: Path) -> None:
+    try:
+        if kept := save_weights(stages, run, WEIGHTS):
+            say(f"weights: kept {', '.join(kept)} in {WEIGHTS}")
+    except OSError as exc:  # a full disk must not stop the stages: the run itself holds them
+        say(f"! weights not kept in {WEIGHTS}: {exc}")
 
 
 def run_all(stages: dict[str, Stage], run: Path, jobs: int, only: set[str] | None, settings: dict) -> None:
@@ -1212,7 +1223,10 @@ def run_all(stages: dict[str, Stage], run: Path, jobs: int, only: set[str] | Non
                 running[pool.submit(run_stage, st, run)] = st.name
             if not running:
                 break
-            finished, _ = wait(running, return_when=FIRST_COMPLETED)
+            finished, _ = wait(running, timeout=WEIGHTS_EVERY_S if WEIGHTS is not None else None,
+                               return_when=FIRST_COMPLETED)
+            if WEIGHTS is not None:
+                _keep_weights(stages, run)
             for fut in finished:
                 name = running.pop(fut)
                 if not fut.result():
@@ -1305,6 +1319,11 @@ def save_records(stages: Mapping[str, Stage], run: Path, dest: Path) -> list[str
     return written
 
 
+def _training_stages(stages: Mapping[str, Stage]) -> list[Stage]:
+    """The stages that train a model into a folder (``<dir>.tmp`` renamed at the end)."""
+    return [st for st in stages.values() if st.tmp is not None and st.tmp.name.endswith(".tmp") and not st.output.suffix]
+
+
 def _readers(stages: Mapping[str, Stage], name: str) -> set[str]:
     """The stages that need ``name``'s output, directly or through the stages that need them."""
     out: set[str] = set()
@@ -1334,8 +1353,7 @@ def restore_records(stages: Mapping[str, Stage], src: Path, run: Path) -> tuple[
         write_bytes_atomic(target, gzip.decompress(gz.read_bytes()))
         restored.append(target.relative_to(run).as_posix())
 
-    trainers = {st.output: st for st in stages.values() if st.tmp is not None and st.tmp.name.endswith(".tmp")
-                and not st.output.suffix}
+    trainers = {st.output: st for st in _training_stages(stages)}
     restored: list[str] = []
     models, progress = [], []
     for gz in sorted(src.rglob("*.gz")):
@@ -1363,6 +1381,116 @@ def restore_records(stages: Mapping[str, Stage], src: Path, run: Path) -> tuple[
         if st.name not in stale:
             put(gz, target)
     return restored, sorted({owner.name for owner, _, _ in models} - ready)
+
+
+# ------------------------------------------------------------------------------ weights
+#: ``--weights DIR``: where the weights the records leave out are kept while a stage still needs them, or None.
+WEIGHTS: Path | None = None
+#: What a kept folder holds last: every file's size and sha256 (a folder without it, or that does not match it,
+#: is incomplete and is never restored).
+WEIGHTS_MANIFEST = "KEPT.json"
+
+
+def _manifest(folder: Path) -> dict[str, Any]:
+    import hashlib
+
+    files = {}
+    for p in sorted(folder.rglob("*")):
+        if p.is_file() and p.name != WEIGHTS_MANIFEST:
+            h = hashlib.sha256()
+            with p.open("rb") as fh:
+                for block in iter(lambda: fh.read(1 << 20), b""):
+                    h.update(block)
+            files[p.relative_to(folder).as_posix()] = {"bytes": p.stat().st_size, "sha256": h.hexdigest()}
+    return {"files": files}
+
+
+def _copy_verified(src: Path, dest: Path, *, skip: Callable[[Path], bool] = lambda p: False,
+                   manifest: bool = True) -> None:
+    """``src`` to ``dest`` (which must not exist) through a temporary folder renamed at the end, with
+    its manifest (``manifest``); ``skip``: files and folders of ``src`` left out (by their path
+    relative to it)."""
+    part = dest.with_name(f"{dest.name}.copying-{os.getpid()}")  # (a --report-only beside the run may copy too)
+    shutil.rmtree(part, ignore_errors=True)
+    shutil.copytree(src, part, ignore=lambda d, names: [n for n in names if skip((Path(d) / n).relative_to(src))])
+    if manifest:
+        write_text_atomic(part / WEIGHTS_MANIFEST, json.dumps(_manifest(part), indent=1))
+    os.replace(part, dest)
+
+
+def _intact(folder: Path) -> bool:
+    """Whether a kept folder is whole: its manifest is there and every file matches it."""
+    try:
+        kept = json.loads((folder / WEIGHTS_MANIFEST).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return False
+    return kept == _manifest(folder)
+
+
+def save_weights(stages: Mapping[str, Stage], run: Path, dest: Path) -> list[str]:
+    """Keep in ``dest`` the weights a fresh machine would otherwise train again: the model of every
+    finished training stage that a pending stage still reads (its checkpoints aside), and the newest
+    complete checkpoint of every unfinished one (what ``--resume_from_checkpoint last`` resumes from).
+    A kept model whose readers are all done, and a checkpoint older than the newest, are removed.
+
+    WHY beside the records and not in them: a LoRA adapter of the 0.5B model is ~17 MB and a
+    checkpoint with its optimizer state ~62 MB, too much to commit each sitting, while a SWEET-RL
+    actor takes ~3.3 h on these cores, longer than a sitting: a run continued on a fresh machine
+    from records alone would train it again every sitting and never finish. ``dest`` is a folder
+    outside the run's clone that a replaced work tree or machine may keep. Each kept folder carries
+    a manifest of sizes and sha256 (:data:`WEIGHTS_MANIFEST`), written last. Returns the folders written."""
+    written = []
+    for st in _training_stages(stages):
+        rel = st.output.relative_to(run)
+        kept = dest / rel
+        spent = st.done() and not any(st.name in r.deps and not r.done() for r in stages.values())
+        if st.done() and not spent:
+            if not (kept / WEIGHTS_MANIFEST).is_file():
+                shutil.rmtree(kept, ignore_errors=True)
+                _copy_verified(st.output, kept, skip=lambda p: p.parts[0].startswith("checkpoint-"))
+                written.append(rel.as_posix())
+        elif kept.exists():
+            shutil.rmtree(kept)
+        ckpts = dest / st.tmp.relative_to(run)
+        newest = None if st.done() else last_checkpoint(str(st.tmp))
+        if newest is not None and not (ckpts / Path(newest).name / WEIGHTS_MANIFEST).is_file():
+            try:
+                _copy_verified(Path(newest), ckpts / Path(newest).name)
+            except (OSError, shutil.Error):  # the trainer rotated it away while it was copied: the next one
+                shutil.rmtree(ckpts / f"{Path(newest).name}.copying-{os.getpid()}", ignore_errors=True)
+            else:
+                written.append((st.tmp.relative_to(run) / Path(newest).name).as_posix())
+        if ckpts.is_dir():
+            for old in ckpts.iterdir():
+                if newest is None or (old.name != Path(newest).name and (old / WEIGHTS_MANIFEST).is_file()):
+                    shutil.rmtree(old, ignore_errors=True)
+            if not any(ckpts.iterdir()):
+                ckpts.rmdir()
+    return written
+
+
+def restore_weights(stages: Mapping[str, Stage], src: Path, run: Path) -> list[str]:
+    """Put kept weights back where the run lacks them: a finished model (its stage is then done),
+    or an unfinished stage's checkpoint (it resumes from it). Only intact folders (their manifest
+    matches); what the run has is never replaced. Returns what it restored."""
+    restored = []
+    for st in _training_stages(stages):
+        kept = src / st.output.relative_to(run)
+        if not st.done() and (kept / WEIGHTS_MANIFEST).is_file():
+            if _intact(kept):
+                _copy_verified(kept, st.output, skip=lambda p: p.as_posix() == WEIGHTS_MANIFEST, manifest=False)
+                restored.append(st.output.relative_to(run).as_posix())
+            else:
+                say(f"! {kept} does not match its manifest: not restored ({st.name} trains again)")
+        ckpts = src / st.tmp.relative_to(run)
+        if st.done() or not ckpts.is_dir() or last_checkpoint(str(st.tmp)) is not None:
+            continue
+        for ck in sorted(ckpts.iterdir()):
+            if (ck / WEIGHTS_MANIFEST).is_file() and _intact(ck):
+                st.tmp.mkdir(parents=True, exist_ok=True)
+                _copy_verified(ck, st.tmp / ck.name, skip=lambda p: p.as_posix() == WEIGHTS_MANIFEST, manifest=False)
+                restored.append((st.tmp.relative_to(run) / ck.name).as_posix())
+    return restored
 
 
 # ------------------------------------------------------------------------------ report
@@ -1964,6 +2092,10 @@ def main(argv: list[str] | None = None) -> int:
                     help="how sweet-agent stages start: forked from a process that imported torch/transformers/TRL "
                          "once (default), or as a fresh `python -m sweet_agent.cli` each (not a protocol setting: "
                          "the same commands either way)")
+    ap.add_argument("--weights", metavar="DIR", default=None,
+                    help="a folder outside the run's clone where the weights the records leave out are kept while a "
+                         "stage still needs them (finished models, each unfinished training stage's newest "
+                         "checkpoint, each with a sha256 manifest), and restored from on a fresh machine")
     ap.add_argument("--records", metavar="DIR", default=None,
                     help="a folder to commit that keeps the run's records, weights aside: put back into the run "
                          "directory first where missing, saved again after every finished stage (a fresh machine "
@@ -2021,6 +2153,10 @@ def main(argv: list[str] | None = None) -> int:
     else:
         write_text_atomic(settings_file, json.dumps(s, indent=2))
     stages = build_stages(s, run)
+    global WEIGHTS
+    WEIGHTS = Path(args.weights).resolve() if args.weights else None
+    if WEIGHTS is not None and WEIGHTS.is_dir() and (back := restore_weights(stages, WEIGHTS, run)):
+        print(f"weights: {', '.join(back)} restored from {WEIGHTS}", file=sys.stderr)
     if args.records:
         global RECORDS
         RECORDS = Path(args.records).resolve()
@@ -2075,6 +2211,8 @@ def main(argv: list[str] | None = None) -> int:
     report = write_report(run, s)
     if RECORDS is not None and args.report_only:  # what exists now, running stages' progress included
         print(f"records: {len(save_records(stages, run, RECORDS))} file(s) saved to {RECORDS}", file=sys.stderr)
+    if WEIGHTS is not None and args.report_only:
+        _keep_weights(stages, run)
     print((run / "results.md").read_text())
     return 0 if report["test"] else 1
 

@@ -1132,3 +1132,106 @@ def test_a_resumed_llama_run_needs_the_bindings_only_while_a_step_pair_stage_is_
             _write(st.output, [])
     bench.main(["--profile", "quick", "--run-dir", str(run), "--only", "select-rft"])
     assert json.loads((run / "selection" / "rft.json").read_text())["chosen"] == 1
+
+
+def _model(folder: Path, weights: bytes) -> Path:
+    (folder / "adapter").mkdir(parents=True)
+    (folder / "adapter" / "adapter_config.json").write_text("{}")
+    (folder / "adapter" / "adapter_model.safetensors").write_bytes(weights)
+    (folder / "training_budget.json").write_text(json.dumps({"epochs": 1.0}))
+    return folder
+
+
+def _checkpoint(tmp: Path, step: int, *, complete: bool = True) -> Path:
+    ck = tmp / f"checkpoint-{step}"
+    ck.mkdir(parents=True)
+    (ck / "adapter_model.safetensors").write_bytes(b"c" * step)
+    (ck / "optimizer.pt").write_bytes(b"o" * step)
+    if complete:  # the Trainer writes trainer_state.json last
+        (ck / "trainer_state.json").write_text(json.dumps({"global_step": step}))
+    return ck
+
+
+def test_weights_keep_what_a_pending_stage_reads_and_the_newest_checkpoint_and_drop_what_is_spent(bench, tmp_path):
+    src, kept = tmp_path / "run", tmp_path / "weights"
+    s = dict(bench.PROFILES["quick"])
+    stages = bench.build_stages(s, src)
+    _model(src / "models" / "rft" / "g0-s0", b"w0")  # val-rft-g0 pending: kept
+    _model(src / "models" / "rft" / "g1-s0", b"w1")
+    _checkpoint(src / "models" / "rft" / "g0-s0", 3)  # a finished stage's checkpoints are not kept
+    for st in stages.values():  # every reader of g1-s0 done: spent
+        if "train-rft-g1-s0" in st.deps:
+            _write(st.output, []) if st.output.suffix else st.output.mkdir(parents=True)
+    tmp = stages["train-sweet-g0-s0"].tmp  # an unfinished stage: its newest complete checkpoint
+    _checkpoint(tmp, 4)
+    _checkpoint(tmp, 5, complete=False)  # being written
+    written = bench.save_weights(stages, src, kept)
+    assert sorted(written) == ["models/rft/g0-s0", "models/sweet/g0-s0.tmp/checkpoint-4"]
+    assert (kept / "models/rft/g0-s0/adapter/adapter_model.safetensors").read_bytes() == b"w0"
+    assert not (kept / "models/rft/g0-s0/checkpoint-3").exists() and not (kept / "models/rft/g1-s0").exists()
+    manifest = json.loads((kept / "models/rft/g0-s0" / bench.WEIGHTS_MANIFEST).read_text())["files"]
+    assert set(manifest) == {"adapter/adapter_config.json", "adapter/adapter_model.safetensors", "training_budget.json"}
+    assert bench.save_weights(stages, src, kept) == []  # nothing new
+
+    (tmp / "checkpoint-5" / "trainer_state.json").write_text("{}")  # the next checkpoint completes
+    assert bench.save_weights(stages, src, kept) == ["models/sweet/g0-s0.tmp/checkpoint-5"]
+    assert [p.name for p in (kept / "models/sweet/g0-s0.tmp").iterdir()] == ["checkpoint-5"]
+
+    _write(stages["val-rft-g0"].output, [])  # g0-s0's last pending reader... and the others
+    for st in stages.values():
+        if "train-rft-g0-s0" in st.deps and not st.done():
+            _write(st.output, []) if st.output.suffix else st.output.mkdir(parents=True)
+    tmp.rename(stages["train-sweet-g0-s0"].output)  # the SWEET-RL stage finishes
+    bench.save_weights(stages, src, kept)
+    assert not (kept / "models/rft/g0-s0").exists() and not (kept / "models/sweet/g0-s0.tmp").exists()
+
+
+def test_a_fresh_machine_resumes_from_kept_weights_and_never_from_a_damaged_copy(bench, tmp_path, capsys):
+    src, kept, fresh = tmp_path / "run", tmp_path / "weights", tmp_path / "fresh"
+    assert bench.main(["--profile", "quick", "--run-dir", str(src), "--list"]) == 0
+    stages = bench.build_stages(json.loads((src / "settings.json").read_text()), src)
+    _model(src / "models" / "rft" / "g0-s0", b"w0")
+    _model(src / "models" / "rft" / "g1-s0", b"w1")
+    _checkpoint(stages["train-sweet-g0-s0"].tmp, 7)
+    bench.save_weights(stages, src, kept)
+    bench.save_records(stages, src, tmp_path / "records")
+    (kept / "models/rft/g1-s0/adapter/adapter_model.safetensors").write_bytes(b"xx")  # damaged after it was kept
+
+    capsys.readouterr()
+    assert bench.main(["--profile", "quick", "--run-dir", str(fresh), "--records", str(tmp_path / "records"),
+                       "--weights", str(kept), "--list"]) == 0
+    out, err = capsys.readouterr()
+    listed = {line.split()[1] if line.startswith("done") else line.split()[0]: line.startswith("done")
+              for line in out.splitlines() if "<-" in line}
+    assert listed["train-rft-g0-s0"] and not listed["train-rft-g1-s0"]
+    assert (fresh / "models/rft/g0-s0/adapter/adapter_model.safetensors").read_bytes() == b"w0"
+    assert not (fresh / "models/rft/g0-s0" / bench.WEIGHTS_MANIFEST).exists()
+    assert "g1-s0 does not match its manifest: not restored (train-rft-g1-s0 trains again)" in out + err
+    assert not (fresh / "models/rft/g1-s0").exists()
+    ck = fresh / "models/sweet/g0-s0.tmp/checkpoint-7"
+    assert json.loads((ck / "trainer_state.json").read_text()) == {"global_step": 7}
+    from sweet_agent.training.saving import last_checkpoint
+    assert last_checkpoint(str(ck.parent)) == str(ck)  # --resume_from_checkpoint last starts there
+    assert "weights: models/rft/g0-s0, models/sweet/g0-s0.tmp/checkpoint-7 restored from" in err
+
+
+def test_a_running_benchmark_keeps_a_training_stage_s_checkpoints_while_it_trains(bench, tmp_path, monkeypatch):
+    """Not only after a stage ends: every WEIGHTS_EVERY_S while stages run (a SWEET-RL actor trains for hours)."""
+    import threading
+
+    kept = tmp_path / "weights"
+    monkeypatch.setattr(bench, "WEIGHTS", kept)
+    monkeypatch.setattr(bench, "WEIGHTS_EVERY_S", 0.05)
+    monkeypatch.setattr(bench, "STOP", threading.Event())
+    trainer = bench.Stage("train-x", tmp_path / "models" / "x", (), None, tmp=tmp_path / "models" / "x.tmp")
+    _checkpoint(trainer.tmp, 2)
+    want = kept / "models" / "x.tmp" / "checkpoint-2" / bench.WEIGHTS_MANIFEST
+    # a stage that finishes only once the checkpoint is kept (or fails after 120 s)
+    waiter = bench.Stage("waiter", tmp_path / "w.txt", (), [sys.executable, "-c", (
+        "import os, sys, time\n"
+        f"for _ in range(2400):\n    if os.path.exists({str(want)!r}): break\n    time.sleep(0.05)\n"
+        f"else:\n    sys.exit(1)\nopen({str(tmp_path / 'w.txt.tmp')!r}, 'w').write('ok')")],
+        tmp=tmp_path / "w.txt.tmp")
+    stages = {"train-x": trainer, "waiter": waiter}
+    bench.run_all(stages, tmp_path, 1, {"waiter"}, dict(bench.PROFILES["quick"], candidate_server="none"))
+    assert waiter.done() and want.is_file()
