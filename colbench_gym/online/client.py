@@ -54,7 +54,7 @@ class RemoteReferenceRenderError(RemoteEnvironmentError, ReferenceRenderError):
 
     def __init__(self, end_reason: str, detail: str) -> None:
         RuntimeError.__init__(self, failure_message(check_end_reason(end_reason), detail))
-        self.end_reason, self.reason = end_reason, detail
+        self.end_reason, self.reason, self.detail = end_reason, detail, detail
 
 
 class ColBenchEnvClient(EnvClient[ColBenchAction, ColBenchObservation, ColBenchState]):

@@ -109,7 +109,10 @@ class InfrastructureFailure(RuntimeError):
 
     def __init__(self, end_reason: str, detail: str) -> None:
         super().__init__(failure_message(check_end_reason(end_reason), detail))
-        self.end_reason = end_reason
+        self.end_reason, self.detail = end_reason, detail
+
+    def __reduce__(self):  # pickled with its own arguments (a worker process's failure reaches its parent whole)
+        return type(self), (self.end_reason, self.detail)
 
 
 def failure_message(reason: str, detail: str) -> str:

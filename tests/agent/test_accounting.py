@@ -263,3 +263,23 @@ def test_a_failure_message_splits_back_into_its_reason_and_detail():
     assert parse_failure_message("ValueError: bad task") == (None, "ValueError: bad task")
     assert parse_failure_message("no colon here") == (None, "no colon here")
     assert reason_in_message("task_error") == "task_error"  # a bare name (records' legacy errors)
+
+
+def test_an_infrastructure_failure_crosses_a_process_whole():
+    """Pickled (a worker process's exception reaching its parent), a failure keeps its class, end reason
+    and message: the remote ones too, and a remote reference that did not render stays one."""
+    import pickle
+
+    from colbench_gym.integrations.conversation import ScoreUnavailable
+    from colbench_gym.online.client import RemoteEnvironmentError, RemoteReferenceRenderError
+    from colbench_gym.rendering.result import ReferenceRenderError
+    from colbench_gym.tasks.accounting import InfrastructureFailure
+
+    for exc in (InfrastructureFailure("grading_error", "the sandbox died"),
+                ScoreUnavailable("task_error", "no test has a usable reference result"),
+                RemoteEnvironmentError("simulator_error", "no reply in 10 s"),
+                RemoteReferenceRenderError("rendering_error", "ReferenceRenderError: timed out")):
+        back = pickle.loads(pickle.dumps(exc))
+        assert type(back) is type(exc) and str(back) == str(exc)
+        assert (back.end_reason, back.detail) == (exc.end_reason, exc.detail)
+    assert isinstance(back, ReferenceRenderError) and back.reason == "ReferenceRenderError: timed out"
