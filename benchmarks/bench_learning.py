@@ -1601,6 +1601,10 @@ def row_agent_turn(row: Mapping[str, Any]) -> int:
     return 1 + sum(1 for m in row.get("prompt") or [] if isinstance(m, Mapping) and m.get("role") == "assistant")
 
 
+#: The kinds of turn the step-pair tables count (a draft or a statement, neither asking nor answering, is "other").
+PAIR_KINDS = ("question", "answer", "other")
+
+
 def critic_choices(run: Path) -> list[dict[str, Any]]:
     """Per pair file and agent turn (1-based; ``turn_index`` beside it is the dialogue position):
     pairs, and how often their labels chose a question over an answer: each seed's critic
@@ -1609,7 +1613,8 @@ def critic_choices(run: Path) -> list[dict[str, Any]]:
 
     WHY: SWEET-RL's actor learns whatever its pairs prefer; set beside the pairs labelled by the
     values, the table shows where the critic's credit and the values' part (e.g. asking at the
-    first turn) before any policy is played."""
+    first turn) before any policy is played. ``chosen`` and ``rejected`` count each side's kinds
+    (:data:`PAIR_KINDS`): what DPO pushes up and down, whatever it is paired with."""
     out = []
     files = [(f, f.name) for f in sorted((run / "pairs").glob("*.jsonl"))]
     files += [(f, f"oracle-{f.parent.name}") for f in sorted((run / "models" / "oracle").glob(f"s*/{ORACLE_PAIRS}"))
@@ -1625,8 +1630,11 @@ def critic_choices(run: Path) -> list[dict[str, Any]]:
             kinds = [agent_turn_kinds({"dialogue_history": row[side]})[0] for side in ("chosen", "rejected")]
             c = per.setdefault(row_agent_turn(row), {"turn_index": row.get("turn_index"), "pairs": 0,
                                                      "question_vs_answer": 0, "chose_question": 0,
-                                                     "candidates_from": []})
+                                                     "chosen": dict.fromkeys(PAIR_KINDS, 0),
+                                                     "rejected": dict.fromkeys(PAIR_KINDS, 0), "candidates_from": []})
             c["pairs"] += 1
+            for side, kind in zip(("chosen", "rejected"), kinds):
+                c[side][kind if kind in PAIR_KINDS else "other"] += 1
             if row.get("candidates_from") and row["candidates_from"] not in c["candidates_from"]:
                 c["candidates_from"].append(row["candidates_from"])
             if set(kinds) == {"question", "answer"}:
@@ -1660,6 +1668,37 @@ def choices_markdown(choices: Sequence[Mapping[str, Any]]) -> str:
             + "\n\nEach cell: the pairs offering a question against an answer in which the label chose the question, "
               "of all such pairs (all the turn's pairs). A critic's pairs are what SWEET-RL's actor of that seed "
               "learns from; the Monte-Carlo values' are the oracle-credit actor's, on the same trajectories' turns.")
+
+
+def pairs_push_markdown(choices: Sequence[Mapping[str, Any]]) -> str:
+    """What each pair set pushes towards, per kind of turn: times chosen minus times rejected, at
+    agent turn 1, at the later turns, and in all.
+
+    WHY: DPO raises every chosen turn and lowers every rejected one; a policy conditions on the turn
+    only as far as it learns to, so a kind rejected more often than chosen overall can fall at the
+    first turn too, even where the first turn's own pairs prefer it (question against answer)."""
+    rows: dict[str, dict[str, dict[str, int]]] = {}
+    for c in choices:
+        if "chosen" not in c:
+            continue
+        row = rows.setdefault(c["file"], {w: dict.fromkeys(PAIR_KINDS, 0) for w in ("1", "later", "all")})
+        for kind in PAIR_KINDS:
+            net = c["chosen"][kind] - c["rejected"][kind]
+            row["1" if int(c["agent_turn"]) == 1 else "later"][kind] += net
+            row["all"][kind] += net
+    if not rows:
+        return ""
+
+    def cell(counts: Mapping[str, int]) -> str:
+        return " / ".join(f"{counts[k]:+d}" for k in PAIR_KINDS)
+
+    lines = ["| step pairs | agent turn 1 | agent turns 2 on | all turns |", "|---|---|---|---|"] + [
+        f"| {'Monte-Carlo values (' + f + ')' if f.startswith('oracle-') else 'critic ' + Path(f).stem} | "
+        f"{cell(r['1'])} | {cell(r['later'])} | {cell(r['all'])} |" for f, r in rows.items()]
+    return ("### What the step pairs push towards: times chosen minus times rejected\n\n" + "\n".join(lines)
+            + "\n\nEach cell: question / answer / other (a turn that neither asks nor answers: a draft or a statement), "
+              "each kind's times on the chosen side minus its times on the rejected side, over every pair. DPO raises "
+              "the chosen turn and lowers the rejected one; a policy tells the turns apart only as far as it learns to.")
 
 
 def pair_critic_fingerprint(pairs: Path) -> str | None:
@@ -1986,6 +2025,8 @@ def write_report(run: Path, settings: dict) -> dict[str, Any]:
                      f"{SHIPPED_ADAPTER.name})." if demo["replace"] else "keep the shipped adapter (a tie keeps it)."))
     if choices:
         md.append(choices_markdown(choices))
+        if push := pairs_push_markdown(choices):
+            md.append(push)
     if budgets:
         md.append("Training budgets (training_budget.json of each model: epochs over its own data, samples seen, "
                   "optimizer steps, learning rate, arithmetic):\n\n| model | rows | epochs | samples seen | steps | lr | "

@@ -472,9 +472,28 @@ def test_critic_choices_skip_a_running_stage_and_name_the_backend(bench, tmp_pat
     _write(tmp_path / "pairs" / "s1.jsonl.tmp", [{"turn": 3}])
     got = bench.critic_choices(tmp_path)
     assert got == [{"file": "s0.jsonl", "agent_turn": 1, "turn_index": 1, "pairs": 3, "question_vs_answer": 2,
-                    "chose_question": 1, "candidates_from": ["openai:m"], "critic_fingerprint": None},
+                    "chose_question": 1, "chosen": {"question": 2, "answer": 1, "other": 0},
+                    "rejected": {"question": 2, "answer": 1, "other": 0},
+                    "candidates_from": ["openai:m"], "critic_fingerprint": None},
                    {"file": "s0.jsonl", "agent_turn": 2, "turn_index": 3, "pairs": 1, "question_vs_answer": 1,
-                    "chose_question": 0, "candidates_from": ["openai:m"], "critic_fingerprint": None}]
+                    "chose_question": 0, "chosen": {"question": 0, "answer": 1, "other": 0},
+                    "rejected": {"question": 1, "answer": 0, "other": 0},
+                    "candidates_from": ["openai:m"], "critic_fingerprint": None}]
+
+
+def test_the_report_sums_what_the_pairs_push_up_and_down_per_kind_of_turn(bench, tmp_path):
+    """Turn 1's pairs may prefer the question while all turns together reject questions more often
+    than they choose them: the second table shows both (times chosen minus times rejected)."""
+    q = [{"role": "assistant", "content": "What rate should I use?"}]
+    a = [{"role": "assistant", "content": "I WANT TO ANSWER: def f(): return 0"}]
+    s = [{"role": "assistant", "content": "def f():\n    return 0"}]  # a draft: neither asks nor answers
+    _write(tmp_path / "pairs" / "s0.jsonl",
+           [{"chosen": q, "rejected": a, "agent_turn": 1}] * 2 + [{"chosen": s, "rejected": q, "agent_turn": 2}] * 3
+           + [{"chosen": a, "rejected": a, "agent_turn": 3}])
+    md = bench.pairs_push_markdown(bench.critic_choices(tmp_path))
+    assert "| critic s0 | +2 / -2 / +0 | -3 / +0 / +3 | -1 / -2 / +3 |" in md
+    assert "question / answer / other" in md
+    assert bench.pairs_push_markdown([]) == ""
 
 
 def test_the_oracle_s_pairs_stand_beside_the_critics_and_are_kept_in_the_records(bench, tmp_path):
