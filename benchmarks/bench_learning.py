@@ -1389,6 +1389,10 @@ WEIGHTS: Path | None = None
 #: What a kept folder holds last: every file's size and sha256 (a folder without it, or that does not match it,
 #: is incomplete and is never restored).
 WEIGHTS_MANIFEST = "KEPT.json"
+#: What marks a weights folder as one run's (:func:`weights_owner`).
+WEIGHTS_RUN = "RUN.json"
+#: A kept folder being copied: ``<name>.copying-<pid>``.
+COPYING = ".copying-"
 
 
 def _manifest(folder: Path) -> dict[str, Any]:
@@ -1409,13 +1413,25 @@ def _copy_verified(src: Path, dest: Path, *, skip: Callable[[Path], bool] = lamb
                    manifest: bool = True) -> None:
     """``src`` to ``dest`` (which must not exist) through a temporary folder renamed at the end, with
     its manifest (``manifest``); ``skip``: files and folders of ``src`` left out (by their path
-    relative to it)."""
-    part = dest.with_name(f"{dest.name}.copying-{os.getpid()}")  # (a --report-only beside the run may copy too)
+    relative to it). An OSError when ``src`` changed while it was copied (a trainer rotating a
+    checkpoint away): the copy would be torn, however intact its manifest."""
+    def listing(folder: Path, skipped: Callable[[Path], bool]) -> dict[str, int]:
+        return {p.relative_to(folder).as_posix(): p.stat().st_size for p in folder.rglob("*")
+                if p.is_file() and not skipped(p.relative_to(folder))}
+
+    part = dest.with_name(f"{dest.name}{COPYING}{os.getpid()}")  # (a --report-only beside the run may copy too)
     shutil.rmtree(part, ignore_errors=True)
-    shutil.copytree(src, part, ignore=lambda d, names: [n for n in names if skip((Path(d) / n).relative_to(src))])
-    if manifest:
-        write_text_atomic(part / WEIGHTS_MANIFEST, json.dumps(_manifest(part), indent=1))
-    os.replace(part, dest)
+    try:
+        shutil.copytree(src, part, ignore=lambda d, names: [n for n in names if skip((Path(d) / n).relative_to(src))])
+        if not src.is_dir() or listing(src, lambda r: any(skip(Path(*r.parts[:i + 1])) for i in range(len(r.parts)))) \
+                != listing(part, lambda r: False):
+            raise OSError(f"{src} changed while it was copied")
+        if manifest:
+            write_text_atomic(part / WEIGHTS_MANIFEST, json.dumps(_manifest(part), indent=1))
+        os.replace(part, dest)
+    except (OSError, shutil.Error) as exc:
+        shutil.rmtree(part, ignore_errors=True)
+        raise OSError(str(exc)) from None
 
 
 def _intact(folder: Path) -> bool:
@@ -1427,52 +1443,126 @@ def _intact(folder: Path) -> bool:
     return kept == _manifest(folder)
 
 
+def _step(folder: Path) -> int:
+    """A ``checkpoint-N`` folder's N (-1 for anything else)."""
+    head, _, n = folder.name.partition("checkpoint-")
+    return int(n) if not head and n.isdigit() else -1
+
+
+def _stale_copy(folder: Path) -> bool:
+    """A temporary copy whose process is gone (killed mid-copy)."""
+    _, sep, pid = folder.name.rpartition(COPYING)
+    if not sep or not pid.isdigit() or int(pid) == os.getpid():
+        return False
+    try:
+        os.kill(int(pid), 0)
+    except ProcessLookupError:
+        return True
+    except PermissionError:
+        return False
+    return False
+
+
+def weights_owner(run: Path, dest: Path) -> str | None:
+    """None when ``dest`` keeps this run's weights (or none yet: it is then marked as this run's),
+    else one line saying whose they are. WHY: kept folders are matched by their path in the run
+    directory; another run (another profile, another setting) pointed at the same folder would take
+    them for its own finished stages and delete them as spent."""
+    import hashlib
+
+    settings = json.loads((run / "settings.json").read_text(encoding="utf-8"))
+    mine = hashlib.sha256(json.dumps(settings, sort_keys=True).encode()).hexdigest()
+    mark = dest / WEIGHTS_RUN
+    try:
+        theirs = json.loads(mark.read_text(encoding="utf-8")).get("settings_sha256")
+    except FileNotFoundError:
+        dest.mkdir(parents=True, exist_ok=True)
+        write_text_atomic(mark, json.dumps({"settings_sha256": mine, "run": str(run.resolve())}, indent=1))
+        return None
+    except (OSError, ValueError) as exc:
+        return f"--weights {dest}: {mark.name} is not readable ({exc}); give another folder"
+    if theirs != mine:
+        return (f"--weights {dest} keeps the weights of a run with other settings ({mark.name}); give this run its "
+                "own folder")
+    return None
+
+
+def _chosen_sweet(run: Path, stages: Mapping[str, Stage]) -> str | None:
+    """The training stage of SWEET-RL's validation-chosen point (``--export-adapter`` reads its model)."""
+    try:
+        chosen = Layout(run).chosen("sweet")
+    except (OSError, ValueError, KeyError):
+        return None
+    return next((n for n in stages if n.startswith(f"train-sweet-g{chosen}-s")), None)
+
+
 def save_weights(stages: Mapping[str, Stage], run: Path, dest: Path) -> list[str]:
     """Keep in ``dest`` the weights a fresh machine would otherwise train again: the model of every
-    finished training stage that a pending stage still reads (its checkpoints aside), and the newest
-    complete checkpoint of every unfinished one (what ``--resume_from_checkpoint last`` resumes from).
-    A kept model whose readers are all done, and a checkpoint older than the newest, are removed.
+    finished training stage that a pending stage still reads (its checkpoints aside; SWEET-RL's
+    chosen point always, for ``--export-adapter``), and the newest complete checkpoint of every
+    unfinished one (what ``--resume_from_checkpoint last`` resumes from). A kept model whose
+    readers are all done is removed, and a kept checkpoint once a later one is kept.
 
     WHY beside the records and not in them: a LoRA adapter of the 0.5B model is ~17 MB and a
     checkpoint with its optimizer state ~62 MB, too much to commit each sitting, while a SWEET-RL
     actor takes ~3.3 h on these cores, longer than a sitting: a run continued on a fresh machine
     from records alone would train it again every sitting and never finish. ``dest`` is a folder
-    outside the run's clone that a replaced work tree or machine may keep. Each kept folder carries
-    a manifest of sizes and sha256 (:data:`WEIGHTS_MANIFEST`), written last. Returns the folders written."""
-    written = []
+    outside the run's clone that a replaced work tree or machine may keep, marked as this run's
+    (:func:`weights_owner`). Each kept folder carries a manifest of sizes and sha256
+    (:data:`WEIGHTS_MANIFEST`), written last; a kept model that no longer matches the run's (trained
+    again) is copied again. A stage whose copy fails is said and the others go on. Returns the
+    folders written."""
+    if problem := weights_owner(run, dest):
+        raise OSError(problem)
+    written, failed = [], []
+    export = _chosen_sweet(run, stages)
     for st in _training_stages(stages):
-        rel = st.output.relative_to(run)
-        kept = dest / rel
-        spent = st.done() and not any(st.name in r.deps and not r.done() for r in stages.values())
-        if st.done() and not spent:
-            if not (kept / WEIGHTS_MANIFEST).is_file():
-                shutil.rmtree(kept, ignore_errors=True)
-                _copy_verified(st.output, kept, skip=lambda p: p.parts[0].startswith("checkpoint-"))
-                written.append(rel.as_posix())
-        elif kept.exists():
-            shutil.rmtree(kept)
-        ckpts = dest / st.tmp.relative_to(run)
-        newest = None if st.done() else last_checkpoint(str(st.tmp))
-        if newest is not None and not (ckpts / Path(newest).name / WEIGHTS_MANIFEST).is_file():
-            try:
-                _copy_verified(Path(newest), ckpts / Path(newest).name)
-            except (OSError, shutil.Error):  # the trainer rotated it away while it was copied: the next one
-                shutil.rmtree(ckpts / f"{Path(newest).name}.copying-{os.getpid()}", ignore_errors=True)
-            else:
-                written.append((st.tmp.relative_to(run) / Path(newest).name).as_posix())
-        if ckpts.is_dir():
-            for old in ckpts.iterdir():
-                if newest is None or (old.name != Path(newest).name and (old / WEIGHTS_MANIFEST).is_file()):
-                    shutil.rmtree(old, ignore_errors=True)
-            if not any(ckpts.iterdir()):
-                ckpts.rmdir()
+        try:
+            written += _keep_stage(st, stages, run, dest, export=st.name == export)
+        except OSError as exc:
+            failed.append(f"{st.name}: {exc}")
+    if failed:
+        say(f"! weights not kept for {'; '.join(failed)}")
+    return written
+
+
+def _keep_stage(st: Stage, stages: Mapping[str, Stage], run: Path, dest: Path, *, export: bool) -> list[str]:
+    written = []
+    rel = st.output.relative_to(run)
+    kept = dest / rel
+    no_checkpoints = lambda p: p.parts[0].startswith("checkpoint-")  # noqa: E731
+    spent = st.done() and not export and not any(st.name in r.deps and not r.done() for r in stages.values())
+    if st.done() and not spent:
+        current = (kept / WEIGHTS_MANIFEST).is_file() and json.loads(
+            (kept / WEIGHTS_MANIFEST).read_text(encoding="utf-8"))["files"] == {
+            k: v for k, v in _manifest(st.output)["files"].items() if not no_checkpoints(Path(k))}
+        if not current:
+            shutil.rmtree(kept, ignore_errors=True)
+            _copy_verified(st.output, kept, skip=no_checkpoints)
+            written.append(rel.as_posix())
+    elif kept.exists():
+        shutil.rmtree(kept)
+    ckpts = dest / st.tmp.relative_to(run)
+    newest = None if st.done() else last_checkpoint(str(st.tmp))
+    if newest is not None and _step(Path(newest)) > max(
+            (_step(k) for k in ckpts.glob("checkpoint-*") if (k / WEIGHTS_MANIFEST).is_file()), default=-1):
+        _copy_verified(Path(newest), ckpts / Path(newest).name)  # (an OSError leaves the kept one as it was)
+        written.append((st.tmp.relative_to(run) / Path(newest).name).as_posix())
+    if ckpts.is_dir():
+        kept_steps = [_step(k) for k in ckpts.iterdir() if (k / WEIGHTS_MANIFEST).is_file()]
+        for old in ckpts.iterdir():
+            if st.done() or _stale_copy(old) or (old / WEIGHTS_MANIFEST).is_file() and _step(old) < max(kept_steps):
+                shutil.rmtree(old, ignore_errors=True)
+        if not any(ckpts.iterdir()):
+            ckpts.rmdir()
     return written
 
 
 def restore_weights(stages: Mapping[str, Stage], src: Path, run: Path) -> list[str]:
     """Put kept weights back where the run lacks them: a finished model (its stage is then done),
-    or an unfinished stage's checkpoint (it resumes from it). Only intact folders (their manifest
-    matches); what the run has is never replaced. Returns what it restored."""
+    or an unfinished stage's newest intact checkpoint (it resumes from it). Only intact folders
+    (their manifest matches); what the run has is never replaced (to train a stage again, delete
+    its kept copy too). Returns what it restored."""
     restored = []
     for st in _training_stages(stages):
         kept = src / st.output.relative_to(run)
@@ -1485,11 +1575,12 @@ def restore_weights(stages: Mapping[str, Stage], src: Path, run: Path) -> list[s
         ckpts = src / st.tmp.relative_to(run)
         if st.done() or not ckpts.is_dir() or last_checkpoint(str(st.tmp)) is not None:
             continue
-        for ck in sorted(ckpts.iterdir()):
+        for ck in sorted(ckpts.glob("checkpoint-*"), key=_step, reverse=True):
             if (ck / WEIGHTS_MANIFEST).is_file() and _intact(ck):
                 st.tmp.mkdir(parents=True, exist_ok=True)
                 _copy_verified(ck, st.tmp / ck.name, skip=lambda p: p.as_posix() == WEIGHTS_MANIFEST, manifest=False)
                 restored.append((st.tmp.relative_to(run) / ck.name).as_posix())
+                break
     return restored
 
 
@@ -2196,7 +2287,10 @@ def main(argv: list[str] | None = None) -> int:
     stages = build_stages(s, run)
     global WEIGHTS
     WEIGHTS = Path(args.weights).resolve() if args.weights else None
-    if WEIGHTS is not None and WEIGHTS.is_dir() and (back := restore_weights(stages, WEIGHTS, run)):
+    if WEIGHTS is not None and (problem := weights_owner(run, WEIGHTS)):
+        print(f"error: {problem}", file=sys.stderr)
+        return 2
+    if WEIGHTS is not None and (back := restore_weights(stages, WEIGHTS, run)):
         print(f"weights: {', '.join(back)} restored from {WEIGHTS}", file=sys.stderr)
     if args.records:
         global RECORDS

@@ -1173,7 +1173,8 @@ def _checkpoint(tmp: Path, step: int, *, complete: bool = True) -> Path:
 
 def test_weights_keep_what_a_pending_stage_reads_and_the_newest_checkpoint_and_drop_what_is_spent(bench, tmp_path):
     src, kept = tmp_path / "run", tmp_path / "weights"
-    s = dict(bench.PROFILES["quick"])
+    assert bench.main(["--profile", "quick", "--run-dir", str(src), "--list"]) == 0
+    s = json.loads((src / "settings.json").read_text())
     stages = bench.build_stages(s, src)
     _model(src / "models" / "rft" / "g0-s0", b"w0")  # val-rft-g0 pending: kept
     _model(src / "models" / "rft" / "g1-s0", b"w1")
@@ -1195,14 +1196,49 @@ def test_weights_keep_what_a_pending_stage_reads_and_the_newest_checkpoint_and_d
     (tmp / "checkpoint-5" / "trainer_state.json").write_text("{}")  # the next checkpoint completes
     assert bench.save_weights(stages, src, kept) == ["models/sweet/g0-s0.tmp/checkpoint-5"]
     assert [p.name for p in (kept / "models/sweet/g0-s0.tmp").iterdir()] == ["checkpoint-5"]
+    # a checkpoint the trainer rotates away while it is copied: the kept one stays, no torn copy
+    _checkpoint(tmp, 6)
+    real_copytree = bench.shutil.copytree
+
+    def rotating(src_dir, dst, **kw):
+        out = real_copytree(src_dir, dst, **kw)
+        (Path(src_dir) / "optimizer.pt").unlink()  # deleted under the copy
+        return out
+
+    bench.shutil.copytree = rotating
+    try:
+        assert bench.save_weights(stages, src, kept) == []
+    finally:
+        bench.shutil.copytree = real_copytree
+    assert sorted(p.name for p in (kept / "models/sweet/g0-s0.tmp").iterdir()) == ["checkpoint-5"]
+    # an older checkpoint in the run directory (a run restarted elsewhere) never replaces a later kept one;
+    # a copy left by a killed process is cleared
+    for ck in tmp.glob("checkpoint-*"):
+        bench.shutil.rmtree(ck)
+    _checkpoint(tmp, 3)
+    (kept / "models/sweet/g0-s0.tmp" / "checkpoint-4.copying-999999999").mkdir()
+    assert bench.save_weights(stages, src, kept) == []
+    assert sorted(p.name for p in (kept / "models/sweet/g0-s0.tmp").iterdir()) == ["checkpoint-5"]
 
     _write(stages["val-rft-g0"].output, [])  # g0-s0's last pending reader... and the others
     for st in stages.values():
         if "train-rft-g0-s0" in st.deps and not st.done():
             _write(st.output, []) if st.output.suffix else st.output.mkdir(parents=True)
     tmp.rename(stages["train-sweet-g0-s0"].output)  # the SWEET-RL stage finishes
+    (stages["train-sweet-g0-s0"].output / "adapter").mkdir()
+    (stages["train-sweet-g0-s0"].output / "adapter" / "adapter_model.safetensors").write_bytes(b"s0")
+    for st in stages.values():
+        if "train-sweet-g0-s0" in st.deps and not st.done():
+            _write(st.output, []) if st.output.suffix else st.output.mkdir(parents=True)
     bench.save_weights(stages, src, kept)
     assert not (kept / "models/rft/g0-s0").exists() and not (kept / "models/sweet/g0-s0.tmp").exists()
+    assert not (kept / "models/sweet/g0-s0").exists()  # spent: no reader left, and validation has not chosen it
+    bench.write_text_atomic(src / "selection" / "sweet.json", json.dumps({"chosen": 0}))
+    assert bench.save_weights(stages, src, kept) == ["models/sweet/g0-s0"]  # --export-adapter reads it: kept
+    assert (kept / "models/sweet/g0-s0/adapter/adapter_model.safetensors").read_bytes() == b"s0"
+    (stages["train-sweet-g0-s0"].output / "adapter" / "adapter_model.safetensors").write_bytes(b"s0, again")
+    assert bench.save_weights(stages, src, kept) == ["models/sweet/g0-s0"]  # trained again: copied again
+    assert (kept / "models/sweet/g0-s0/adapter/adapter_model.safetensors").read_bytes() == b"s0, again"
 
 
 def test_a_fresh_machine_resumes_from_kept_weights_and_never_from_a_damaged_copy(bench, tmp_path, capsys):
@@ -1232,6 +1268,12 @@ def test_a_fresh_machine_resumes_from_kept_weights_and_never_from_a_damaged_copy
     from sweet_agent.training.saving import last_checkpoint
     assert last_checkpoint(str(ck.parent)) == str(ck)  # --resume_from_checkpoint last starts there
     assert "weights: models/rft/g0-s0, models/sweet/g0-s0.tmp/checkpoint-7 restored from" in err
+    # another run (other settings) is refused the folder: it would take these models for its own
+    assert bench.main(["--profile", "quick", "--run-dir", str(tmp_path / "other"), "--sweet-nll-weight", "1.0",
+                       "--weights", str(kept), "--list"]) == 2
+    assert "keeps the weights of a run with other settings (RUN.json); give this run its own folder" in \
+        capsys.readouterr().err
+    assert not (tmp_path / "other" / "models").exists()
 
 
 def test_a_running_benchmark_keeps_a_training_stage_s_checkpoints_while_it_trains(bench, tmp_path, monkeypatch):
@@ -1242,6 +1284,7 @@ def test_a_running_benchmark_keeps_a_training_stage_s_checkpoints_while_it_train
     monkeypatch.setattr(bench, "WEIGHTS", kept)
     monkeypatch.setattr(bench, "WEIGHTS_EVERY_S", 0.05)
     monkeypatch.setattr(bench, "STOP", threading.Event())
+    (tmp_path / "settings.json").write_text(json.dumps(bench.PROFILES["quick"]))  # what marks the weights folder
     trainer = bench.Stage("train-x", tmp_path / "models" / "x", (), None, tmp=tmp_path / "models" / "x.tmp")
     _checkpoint(trainer.tmp, 2)
     want = kept / "models" / "x.tmp" / "checkpoint-2" / bench.WEIGHTS_MANIFEST
