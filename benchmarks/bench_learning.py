@@ -1395,18 +1395,13 @@ WEIGHTS_RUN = "RUN.json"
 COPYING = ".copying-"
 
 
-def _manifest(folder: Path) -> dict[str, Any]:
-    import hashlib
+def _manifest(folder: Path, skip: Callable[[Path], bool] = lambda p: False) -> dict[str, Any]:
+    """Every file's size and sha256 (but the manifest's own, and those ``skip`` names by relative path)."""
+    from sweet_agent.policies.default_model import sha256_file
 
-    files = {}
-    for p in sorted(folder.rglob("*")):
-        if p.is_file() and p.name != WEIGHTS_MANIFEST:
-            h = hashlib.sha256()
-            with p.open("rb") as fh:
-                for block in iter(lambda: fh.read(1 << 20), b""):
-                    h.update(block)
-            files[p.relative_to(folder).as_posix()] = {"bytes": p.stat().st_size, "sha256": h.hexdigest()}
-    return {"files": files}
+    return {"files": {rel.as_posix(): {"bytes": p.stat().st_size, "sha256": sha256_file(p)}
+                      for p in sorted(folder.rglob("*")) if p.is_file() and p.name != WEIGHTS_MANIFEST
+                      and not skip(rel := p.relative_to(folder))}}
 
 
 def _copy_verified(src: Path, dest: Path, *, skip: Callable[[Path], bool] = lambda p: False,
@@ -1534,8 +1529,7 @@ def _keep_stage(st: Stage, stages: Mapping[str, Stage], run: Path, dest: Path, *
     spent = st.done() and not export and not any(st.name in r.deps and not r.done() for r in stages.values())
     if st.done() and not spent:
         current = (kept / WEIGHTS_MANIFEST).is_file() and json.loads(
-            (kept / WEIGHTS_MANIFEST).read_text(encoding="utf-8"))["files"] == {
-            k: v for k, v in _manifest(st.output)["files"].items() if not no_checkpoints(Path(k))}
+            (kept / WEIGHTS_MANIFEST).read_text(encoding="utf-8")) == _manifest(st.output, no_checkpoints)
         if not current:
             shutil.rmtree(kept, ignore_errors=True)
             _copy_verified(st.output, kept, skip=no_checkpoints)
