@@ -80,6 +80,7 @@ from sweet_agent.evaluation.metrics import (  # noqa: E402 - after the sys.path 
     seed_values,
 )
 from sweet_agent.forkserver import STATUS_UNKNOWN, ForkedCommand, can_fork, ensure_running  # noqa: E402
+from sweet_agent.training.budget import TRAINING_LOG_FILE  # noqa: E402
 from sweet_agent.training.command import NOTHING_TO_TRAIN  # noqa: E402
 from sweet_agent.training.saving import last_checkpoint  # noqa: E402
 from sweet_agent.trajectories import record_prefilled_turns  # noqa: E402
@@ -1256,7 +1257,34 @@ ORACLE_PAIRS = "step_pairs.jsonl"
 #: held-out evaluation and the oracle's step pairs, never its weights, its adapter's config or its
 #: checkpoints (a model folder restored from records holds no adapter, and says so to anything
 #: that tries to load it).
-MODEL_RECORDS = ("training_budget.json", "sweet_critic.json", ORACLE_PAIRS, ORACLE_PAIRS + ".meta.json")
+MODEL_RECORDS = ("training_budget.json", TRAINING_LOG_FILE, "sweet_critic.json", ORACLE_PAIRS,
+                 ORACLE_PAIRS + ".meta.json")
+
+
+def training_log(model: Path) -> list[dict[str, Any]] | None:
+    """A trained model's log history: its ``training_log.json`` (written by the trainer), else
+    the newest complete checkpoint's ``trainer_state.json`` (models trained before the trainers
+    wrote the log; a resumed training's state carries the earlier sittings' entries), else None."""
+    f = model / TRAINING_LOG_FILE
+    if f.is_file():
+        return json.loads(f.read_text(encoding="utf-8"))["log_history"]
+    ckpt = last_checkpoint(str(model))
+    if ckpt is None:
+        return None
+    return json.loads((Path(ckpt) / "trainer_state.json").read_text(encoding="utf-8")).get("log_history", [])
+
+
+def keep_training_log(model: Path) -> bool:
+    """Write ``training_log.json`` into a finished model folder that has none, from its newest
+    checkpoint (:func:`training_log`), so the records keep it. Returns whether it wrote one."""
+    if (model / TRAINING_LOG_FILE).is_file():
+        return False
+    ckpt, log = last_checkpoint(str(model)), training_log(model)
+    if ckpt is None or not log:
+        return False
+    write_text_atomic(model / TRAINING_LOG_FILE, json.dumps(
+        {"command": None, "log_history": log, "from": Path(ckpt).name + "/trainer_state.json"}, indent=2))
+    return True
 
 
 def _record_files(stages: Mapping[str, Stage], run: Path) -> list[Path]:
@@ -1300,6 +1328,9 @@ def save_records(stages: Mapping[str, Stage], run: Path, dest: Path) -> list[str
     them back so the run continues where the records end. gzip without a timestamp: an unchanged
     file gives the same bytes, so git sees no change. Returns the paths written."""
     written = []
+    for st in _training_stages(stages):
+        if st.done() and st.output.is_dir():
+            keep_training_log(st.output)
     progress = {p for st in stages.values() for p in _progress_files(st)}
     for st in stages.values():  # a finished stage's progress records are spent
         if st.done() and st.tmp is not None and (dest / st.tmp.parent.relative_to(run)).is_dir():
@@ -1823,6 +1854,61 @@ def training_budgets(run: Path) -> list[dict[str, Any]]:
     return out
 
 
+def dpo_dynamics(run: Path) -> list[dict[str, Any]]:
+    """Per finished model trained with DPO (multi-turn DPO, SWEET-RL's actor, the oracle-credit
+    actor): what its optimizer did to its pairs, from its log (:func:`training_log`), over the
+    first and the second half of its logged steps: the share of pairs the model already ordered
+    right (``rewards/accuracies``) and TRL's ``rewards/chosen`` and ``rewards/rejected``
+    (beta x (log pi - log pi_ref), summed over the turn's tokens), and how many logged steps
+    found the chosen side below the starting model.
+
+    WHY: DPO can widen the margin by making both sides less likely, the rejected faster; a
+    policy whose chosen turns (e.g. questions) lost likelihood does not start playing them, so
+    whether an actor learned its pairs and whether it learned to play them are different
+    questions. TRL logs a step's metrics from its forward pass, before the step's update: for a
+    one-epoch run each logged pair is one the optimizer has not trained on yet."""
+    out = []
+    for f in sorted((run / "models").glob("**/training_budget.json")):
+        model = f.parent
+        if any(part.endswith(".tmp") for part in model.relative_to(run).parts):
+            continue
+        log = [h for h in (training_log(model) or []) if "rewards/chosen" in h and "rewards/rejected" in h]
+        if not log:
+            continue
+        half = (len(log) + 1) // 2
+
+        def means(rows: list[dict[str, Any]]) -> dict[str, float]:
+            return {k: sum(float(r[f"rewards/{k}"]) for r in rows) / len(rows)
+                    for k in ("accuracies", "chosen", "rejected", "margins") if all(f"rewards/{k}" in r for r in rows)}
+
+        out.append({"model": str(model.relative_to(run / "models")), "logged_steps": len(log),
+                    "first_half": means(log[:half]), "second_half": means(log[half:]) if log[half:] else None,
+                    "chosen_fell": sum(float(r["rewards/chosen"]) < 0 for r in log)})
+    return out
+
+
+def dpo_dynamics_markdown(rows: Sequence[Mapping[str, Any]]) -> str:
+    def cell(d: Mapping[str, float] | None, k: str, pct: bool = False) -> str:
+        if not d or k not in d:
+            return "n/a"
+        return f"{100 * d[k]:.0f}" if pct else f"{d[k]:+.2f}"
+
+    return ("### What DPO did to its pairs (each model's training log)\n\n| model | logged steps | pairs ordered "
+            "right % | rewards/chosen | rewards/rejected | steps whose chosen fell |\n|---|---|---|---|---|---|\n"
+            + "\n".join(f"| {r['model']} | {r['logged_steps']} | {cell(r['first_half'], 'accuracies', True)} → "
+                        f"{cell(r['second_half'], 'accuracies', True)} | {cell(r['first_half'], 'chosen')} → "
+                        f"{cell(r['second_half'], 'chosen')} | {cell(r['first_half'], 'rejected')} → "
+                        f"{cell(r['second_half'], 'rejected')} | {r['chosen_fell']} of {r['logged_steps']} |"
+                        for r in rows)
+            + "\n\nMeans over the first half of the logged steps → the second half. TRL logs a step's metrics from "
+              "its forward pass, before the step's update, so in a one-epoch run they are on pairs the optimizer "
+              "has not trained on yet (other pairs of the same turn, which share candidates, may have been). "
+              "The first logged step's are 0 (the actor still equals its reference). rewards/chosen and "
+              "rewards/rejected are beta × (log π − log π_ref) summed over the turn's tokens: below 0, the actor "
+              "made that side less likely than the model it started from. A margin that grows while the chosen side "
+              "falls moves probability away from the rejected turns, not necessarily towards the chosen ones.")
+
+
 def offline_summary(path: Path) -> dict[str, Any] | None:
     """What the behaviour policy collected: episodes with a prefilled question vs without, and
     how many episodes had which agent turns prefilled (``"1,2"``: the first two; ``""``: none)."""
@@ -2054,13 +2140,14 @@ def write_report(run: Path, settings: dict) -> dict[str, Any]:
     offline = offline_summary(run / "offline.jsonl")
     choices = critic_choices(run)
     budgets = training_budgets(run)
+    dynamics = dpo_dynamics(run)
     gone = departures(settings) if all(k in settings for k in PAPER_PAIRS) else {}
     report = {"settings": settings, "departures": gone, "grid": {m: grid_points(settings, m) for m in GRID},
               "validation": val, "offline_data": offline, "test": test, "collab": collab, "embedded": emb,
               "frontend": front, "critic_agreement": agreement, "critic_agreement_labels": labels,
               "mc_prefers": prefers,
               "critic_choices": choices, "critic_mismatches": critic_mismatches(choices, agreement), "budgets": budgets,
-              "demo_adapter": demo_adapter_verdict(run),
+              "dpo_dynamics": dynamics, "demo_adapter": demo_adapter_verdict(run),
               "timings": timings, "loadavg_at_report": [round(x, 2) for x in load],
               "written": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
     write_text_atomic(run / "results.json", json.dumps(report, indent=2, default=str))
@@ -2119,6 +2206,8 @@ def write_report(run: Path, settings: dict) -> dict[str, Any]:
                       f"| {b['model']} | {b['train_rows']} {b['unit']} | {b['epochs']:.2f} | {b['samples_seen']} | "
                       f"{b['optimizer_steps']} | {b['learning_rate']:g} | {b.get('precision', 'fp32')} |"
                       for b in budgets))
+    if dynamics:
+        md.append(dpo_dynamics_markdown(dynamics))
     if offline:
         md.append("Offline data (behaviour policy, " + f"{offline['episodes']} episodes): " + "; ".join(
             f"{name} turns ({offline[name]['episodes']} episodes): tests passed {100 * offline[name]['tests']:.1f} %, "

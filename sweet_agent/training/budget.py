@@ -13,6 +13,11 @@ from sweet_agent.training.files import write_json
 
 #: Written beside every trained model: what the run's optimizer saw (:func:`training_budget`).
 BUDGET_FILE = "training_budget.json"
+#: Written beside it: the trainer's own log (``trainer.state.log_history``: loss and, for DPO,
+#: TRL's ``rewards/*`` and ``logps/*`` of every logged step), which otherwise lives only in the
+#: checkpoints. WHY: a report reads from it what the optimizer did to its pairs (did the chosen
+#: turns become likelier, or only the rejected ones less likely?) after the checkpoints are gone.
+TRAINING_LOG_FILE = "training_log.json"
 
 
 def training_budget(trainer, unit: str) -> dict[str, Any]:
@@ -45,11 +50,13 @@ def training_budget(trainer, unit: str) -> dict[str, Any]:
 
 
 def record_budget(trainer, name: str, unit: str, output_dir: str) -> dict[str, Any]:
-    """Print the run's budget (:func:`training_budget`) and write it to ``OUTPUT_DIR/training_budget.json``
-    (on the main process)."""
+    """Print the run's budget (:func:`training_budget`) and write it to ``OUTPUT_DIR/training_budget.json``,
+    and the trainer's log to ``OUTPUT_DIR/training_log.json`` (on the main process)."""
     budget = {"command": name, **training_budget(trainer, unit)}
     if trainer.accelerator.is_main_process:
         write_json(Path(output_dir) / BUDGET_FILE, budget)
+        write_json(Path(output_dir) / TRAINING_LOG_FILE,
+                   {"command": name, "log_history": list(trainer.state.log_history)})
         print(f"[{name}] budget: {budget['samples_seen']} {unit} seen = {budget['epochs']:.2f} epochs of "
               f"{budget['train_rows']}, in {budget['optimizer_steps']} optimizer steps (batch "
               f"{budget['per_device_train_batch_size']} x accumulation {budget['gradient_accumulation_steps']} x "

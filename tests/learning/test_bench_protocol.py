@@ -526,6 +526,52 @@ def test_the_oracle_s_pairs_stand_beside_the_critics_and_are_kept_in_the_records
     assert not any("adapter" in p for p in saved)
 
 
+def test_the_report_says_what_dpo_did_to_its_pairs_and_the_records_keep_the_log(bench, tmp_path):
+    """From each DPO-trained model's log (the trainer's training_log.json, or for a model trained before
+    it existed its newest checkpoint's trainer_state.json): how often the pairs were ordered right and
+    how the chosen and rejected sides moved, first half against second half; RFT (no DPO metrics) and a
+    training still running are left out. The records keep the log, so a fresh machine reports it too."""
+    def step(i, acc, c, r):
+        return {"step": i, "loss": 0.5, "rewards/accuracies": acc, "rewards/chosen": c, "rewards/rejected": r,
+                "rewards/margins": c - r}
+
+    run, dest, fresh = tmp_path / "run", tmp_path / "records", tmp_path / "fresh"
+    sweet = _model(run / "models" / "sweet" / "s1", b"w")
+    ck = sweet / "checkpoint-4"
+    ck.mkdir()
+    (ck / "trainer_state.json").write_text(json.dumps({"log_history": [
+        step(1, 0.0, 0.0, 0.0), step(2, 1.0, -1.0, -3.0), step(3, 0.5, 0.5, -1.0), step(4, 1.0, -2.0, -6.0),
+        {"step": 4, "train_loss": 0.4}]}))
+    (sweet / "checkpoint-2").mkdir()  # an older checkpoint, and a torn newer one: neither is read
+    (sweet / "checkpoint-2" / "trainer_state.json").write_text(json.dumps({"log_history": [step(1, 1, 9, 9)]}))
+    (sweet / "checkpoint-5").mkdir()
+    rft = _model(run / "models" / "rft" / "s1", b"w")
+    (rft / bench.TRAINING_LOG_FILE).write_text(json.dumps({"command": "train-rft", "log_history": [{"step": 1, "loss": 1.0}]}))
+    mtdpo = _model(run / "models" / "mtdpo" / "s1", b"w")
+    (mtdpo / bench.TRAINING_LOG_FILE).write_text(json.dumps({"command": "train-mtdpo", "log_history": [
+        step(1, 0.0, 0.0, 0.0), step(2, 1.0, 0.2, -0.2)]}))
+    _model(run / "models" / "oracle" / "s0.tmp", b"w")
+
+    rows = {r["model"]: r for r in bench.dpo_dynamics(run)}
+    assert set(rows) == {"sweet/s1", "mtdpo/s1"}
+    s1 = rows["sweet/s1"]
+    assert s1["logged_steps"] == 4 and s1["chosen_fell"] == 2
+    assert s1["first_half"] == {"accuracies": 0.5, "chosen": -0.5, "rejected": -1.5, "margins": 1.0}
+    assert s1["second_half"] == {"accuracies": 0.75, "chosen": -0.75, "rejected": -3.5, "margins": 2.75}
+    md = bench.dpo_dynamics_markdown(list(rows.values()))
+    assert "| sweet/s1 | 4 | 50 → 75 | -0.50 → -0.75 | -1.50 → -3.50 | 2 of 4 |" in md
+    assert "| mtdpo/s1 | 2 | 0 → 100 | +0.00 → +0.20 | +0.00 → -0.20 | 0 of 2 |" in md
+
+    stages = bench.build_stages(dict(bench.PROFILES["quick"]), run)
+    assert stages["train-sweet-s1"].done()
+    saved = set(bench.save_records(stages, run, dest))
+    assert {"models/sweet/s1/training_log.json", "models/mtdpo/s1/training_log.json"} <= saved
+    assert json.loads((sweet / bench.TRAINING_LOG_FILE).read_text())["from"] == "checkpoint-4/trainer_state.json"
+    bench.restore_records(stages, dest, fresh)
+    assert not list((fresh / "models" / "sweet" / "s1").glob("checkpoint-*"))
+    assert {r["model"]: r for r in bench.dpo_dynamics(fresh)}["sweet/s1"] == s1
+
+
 def test_the_report_says_when_the_critic_report_scored_another_critic_than_the_pairs(bench, tmp_path):
     """A critic trained again (a lost machine) is not the one that scored a restored pair file:
     the pair file's meta and the critic report each record the critic's fingerprint, and the

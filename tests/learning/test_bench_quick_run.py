@@ -168,6 +168,10 @@ def check_complete_run(bench, run: Path, model: Path, listed: list[str]) -> None
         assert all(v["episodes"] == settings["val_episodes"] for v in points)
         selection = json.loads((run / "selection" / f"{m}.json").read_text())
         assert [v["point"] for v in points if v["chosen"]] == [selection["chosen"]]
+    # every model trained with DPO says what it did to its pairs, from the log its trainer wrote beside it
+    dpo = {d["model"].split("/")[0] for d in report["dpo_dynamics"] if d["logged_steps"] > 0}
+    assert dpo == {"mtdpo", "sweet", "oracle"}, report["dpo_dynamics"]
+    assert "### What DPO did to its pairs" in (run / "results.md").read_text()
     # every trained model says what its optimizer saw
     trained = {b["model"].split("/")[0] for b in report["budgets"]}
     assert {"critic", "critic-noref", "rft", "mtdpo", "sweet", "oracle"} <= trained

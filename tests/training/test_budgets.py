@@ -12,7 +12,7 @@ import math
 import pytest
 
 from sweet_agent.cli import main
-from sweet_agent.training.budget import BUDGET_FILE
+from sweet_agent.training.budget import BUDGET_FILE, TRAINING_LOG_FILE
 from sweet_agent.training.parser import parse_command
 
 
@@ -58,10 +58,16 @@ def test_every_trainer_records_its_epochs_samples_and_steps(tmp_path, traj_file,
         "rejected": [{"role": "assistant", "content": "I WANT TO ANSWER: def f(x): return x"}]}) + "\n" for i in range(5)))
     out = tmp_path / "actor"
     assert main(["train-actor", "--pairs_in", str(pairs), *model, "--output_dir", str(out), "--num_train_epochs", "1.5",
-                 *COMMON]) == 0
+                 "--logging_steps", "1", *COMMON]) == 0
     b = _budget(out)  # 3 steps per epoch (2 + 2 + 1): 1.5 epochs -> 5 steps; 5 + 2 steps x 2 = 9 samples
     assert (b["train_rows"], b["steps_per_epoch"], b["optimizer_steps"], b["samples_seen"]) == (5, 3, 5, 9)
     assert b["epochs"] == pytest.approx(9 / 5) and b["unit"] == "step pairs" and b["learning_rate"] == 1e-3
+    # beside the budget, the trainer's own log: every step's DPO metrics, which the checkpoints alone would keep
+    log = json.loads((out / TRAINING_LOG_FILE).read_text())
+    steps = [h for h in log["log_history"] if "rewards/chosen" in h]
+    assert log["command"] == "train-actor" and [h["step"] for h in steps] == [1, 2, 3, 4, 5]
+    assert steps[0]["rewards/chosen"] == 0 and steps[0]["rewards/rejected"] == 0  # before any update: pi == pi_ref
+    assert any(h["rewards/chosen"] != 0 for h in steps[1:])
 
 
 def test_a_step_budget_is_counted_in_samples_too(tmp_path, traj_file, tiny_model_dir):
