@@ -14,7 +14,8 @@ scores them (:func:`sweet_agent.sweet_rl.algorithm.candidate_logprobs`); the shi
 base. Printed: per agent-turn group and per side and kind, the candidates, their mean shift (nats)
 and how many rose; and for the pairs that set a question against an answer, how often the
 policy's margin (chosen minus rejected) grew and how often the question is the likelier turn
-outright, under the base model and under the policy.
+outright, under the base model and under the policy; with ``--greedy``, what each model plays
+greedily at the pairs' prompts.
 
     python benchmarks/pair_shift.py --pairs RUN/pairs/s1.jsonl --policy RUN/models/sweet/s1/adapter \\
         --agent-turns 1 --out shift.json
@@ -111,6 +112,26 @@ def summarize(pairs: Sequence[Mapping[str, Any]], logps: Mapping[tuple[str, str]
     return {"rows": rows, "question_vs_answer": dict(sorted(qa.items()))}
 
 
+def greedy_kinds(pairs: Sequence[Mapping[str, Any]], spec: str, max_new_tokens: int = 128) -> dict[str, dict[str, int]]:
+    """Per agent-turn group, the kinds of the turn ``spec`` plays greedily at each distinct prompt
+    of ``pairs``, decoded as the benchmark's evaluations decode (``load_policy``'s bf16, temperature
+    0): what the model does at those turns, where the pairs say only what it prefers between two
+    given candidates."""
+    from sweet_agent.policies import SamplingParams, load_policy
+
+    prompts: dict[str, tuple[str, list[dict[str, Any]]]] = {}
+    for r in pairs:
+        prompts.setdefault(json.dumps(r["prompt"], sort_keys=True), (turn_group(r), list(r["prompt"])))
+    policy = load_policy(spec, quiet=True)
+    gens = policy.generate([p for _, p in prompts.values()], SamplingParams(max_new_tokens=max_new_tokens, temperature=0.0),
+                           seeds=[0] * len(prompts))
+    out: dict[str, dict[str, int]] = {}
+    for (g, _), gen in zip(prompts.values(), gens):
+        k = kind_of([{"role": "assistant", "content": gen.text}])
+        out.setdefault(g, dict.fromkeys(KINDS, 0))[k] += 1
+    return dict(sorted(out.items()))
+
+
 def markdown(summary: Mapping[str, Any], title: str) -> str:
     lines = [f"### {title}", "", "| agent turns | side | kind | candidates | mean shift (nats) | rose |",
              "|---|---|---|---|---|---|"]
@@ -122,6 +143,11 @@ def markdown(summary: Mapping[str, Any], title: str) -> str:
             f"rejected) grew in {v['margin_grew']}, the question likelier than the answer outright in "
             f"{v['question_likelier_base']} under the base model and {v['question_likelier_policy']} under the policy"
             for g, v in summary["question_vs_answer"].items()) + "."]
+    if summary.get("greedy"):
+        lines += ["", "The greedy turn at the pairs' distinct prompts (questions / answers / other): " + "; ".join(
+            f"agent turns {g}: base {b['question']} / {b['answer']} / {b['other']}, policy "
+            f"{summary['greedy']['policy'][g]['question']} / {summary['greedy']['policy'][g]['answer']} / "
+            f"{summary['greedy']['policy'][g]['other']}" for g, b in summary["greedy"]["base"].items()) + "."]
     lines += ["", "Shift: log p(turn | prompt) under the policy minus under the base model, summed over the turn's "
                   "tokens, per distinct candidate on the side it stands in a pair (a candidate chosen in one pair "
                   "and rejected in another counts on both sides)."]
@@ -137,6 +163,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--agent-turns", default=None, help="comma-separated agent turns to read (default: all)")
     ap.add_argument("--dtype", default="float32")
     ap.add_argument("--batch-size", type=int, default=8)
+    ap.add_argument("--greedy", action="store_true",
+                    help="also play the greedy turn of the policy and the base at each distinct prompt")
     ap.add_argument("--out", type=Path, default=None, help="write the summary as JSON too")
     args = ap.parse_args(argv)
     try:
@@ -157,8 +185,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         base, _ = load_model(args.base, args.dtype)
         policy.eval(), base.eval()
         logps = candidate_logps(pairs, policy, base, tok, args.batch_size)
+    del policy, base
+    greedy = {"base": greedy_kinds(pairs, args.base), "policy": greedy_kinds(pairs, args.policy)} if args.greedy else None
     summary = {"pairs_file": str(args.pairs), "policy": str(args.policy), "base": str(args.base),
                "agent_turns": sorted(turns) if turns else "all", "pairs": len(pairs), **summarize(pairs, logps),
+               "greedy": greedy,
                "seconds": round(time.time() - t0, 1)}
     print(markdown(summary, f"How {args.policy} moved its pairs ({len(pairs)} pairs of {args.pairs.name})"))
     if args.out:

@@ -45,7 +45,8 @@ def test_a_dpo_trained_actor_widens_its_pairs_and_the_table_says_by_kind(shift, 
                        "--save_strategy", "no", "--lora-r", "4", "--merge_adapter", "false"]) == 0
     capsys.readouterr()
     out = tmp_path / "shift.json"
-    assert shift.main(["--pairs", str(pairs), "--policy", str(actor), "--base", str(tiny), "--out", str(out)]) == 0
+    assert shift.main(["--pairs", str(pairs), "--policy", str(actor), "--base", str(tiny), "--out", str(out),
+                       "--greedy"]) == 0
     printed = capsys.readouterr().out
     s = json.loads(out.read_text())
     rows = {(r["agent_turns"], r["side"], r["kind"]): r for r in s["rows"]}
@@ -59,13 +60,17 @@ def test_a_dpo_trained_actor_widens_its_pairs_and_the_table_says_by_kind(shift, 
     assert qa["question_likelier_policy"] >= qa["question_likelier_base"]
     assert rows[("1", "chosen", "question")]["mean_shift"] > rows[("1", "rejected", "answer")]["mean_shift"]
     assert "| 1 | chosen | question | 4 |" in printed
+    # --greedy: one greedy turn per distinct prompt (4 at agent turn 1, 1 later), by each model
+    for model in ("base", "policy"):
+        assert {g: sum(k.values()) for g, k in s["greedy"][model].items()} == {"1": 4, "2+": 1}
+    assert "The greedy turn at the pairs' distinct prompts" in printed
     assert "agent turns 1: 4 pairs, the question chosen in 4, the margin (chosen − rejected) grew in 4" in printed
 
     # only the first agent turn, and the model against itself: nothing moves
     assert shift.main(["--pairs", str(pairs), "--policy", str(tiny), "--base", str(tiny), "--agent-turns", "1",
                        "--out", str(out)]) == 0
     s = json.loads(out.read_text())
-    assert {r["agent_turns"] for r in s["rows"]} == {"1"} and s["pairs"] == 4
+    assert {r["agent_turns"] for r in s["rows"]} == {"1"} and s["pairs"] == 4 and s["greedy"] is None
     assert all(abs(r["mean_shift"]) < 1e-4 and r["rose"] == 0 for r in s["rows"])
     qa = s["question_vs_answer"]["1"]
     assert qa["margin_grew"] == 0 and qa["question_likelier_base"] == qa["question_likelier_policy"]
