@@ -1556,7 +1556,9 @@ def _keep_stage(st: Stage, stages: Mapping[str, Stage], run: Path, dest: Path, *
     written = []
     rel = st.output.relative_to(run)
     kept = dest / rel
-    no_checkpoints = lambda p: p.parts[0].startswith("checkpoint-")  # noqa: E731
+    # a model's checkpoints, and its training log (the records keep that; written into a finished model by
+    # keep_training_log, it must not make the kept copy look stale)
+    no_checkpoints = lambda p: p.parts[0].startswith("checkpoint-") or p.as_posix() == TRAINING_LOG_FILE  # noqa: E731
     spent = st.done() and not export and not any(st.name in r.deps and not r.done() for r in stages.values())
     if st.done() and not spent:
         current = (kept / WEIGHTS_MANIFEST).is_file() and json.loads(
@@ -1857,10 +1859,13 @@ def training_budgets(run: Path) -> list[dict[str, Any]]:
 def dpo_dynamics(run: Path) -> list[dict[str, Any]]:
     """Per finished model trained with DPO (multi-turn DPO, SWEET-RL's actor, the oracle-credit
     actor): what its optimizer did to its pairs, from its log (:func:`training_log`), over the
-    first and the second half of its logged steps: the share of pairs the model already ordered
-    right (``rewards/accuracies``) and TRL's ``rewards/chosen`` and ``rewards/rejected``
-    (beta x (log pi - log pi_ref), summed over the turn's tokens), and how many logged steps
-    found the chosen side below the starting model.
+    first and the second half of its logged steps: the share of pairs whose margin had grown over
+    the reference's (``rewards/accuracies``: not whether the policy ranks the chosen turn first)
+    and TRL's ``rewards/chosen`` and ``rewards/rejected`` (beta x (log pi - log pi_ref), summed
+    over the turn's tokens; multi-turn DPO's over the trajectory's agent tokens), and how many
+    logged steps found the chosen side below the starting model. Entries logged while the actor
+    still equalled its reference (both rewards exactly 0: TRL counts those ties as wrong) are left
+    out of the means.
 
     WHY: DPO can widen the margin by making both sides less likely, the rejected faster; a
     policy whose chosen turns (e.g. questions) lost likelihood does not start playing them, so
@@ -1873,6 +1878,7 @@ def dpo_dynamics(run: Path) -> list[dict[str, Any]]:
         if any(part.endswith(".tmp") for part in model.relative_to(run).parts):
             continue
         log = [h for h in (training_log(model) or []) if "rewards/chosen" in h and "rewards/rejected" in h]
+        log = [h for h in log if float(h["rewards/chosen"]) != 0 or float(h["rewards/rejected"]) != 0]
         if not log:
             continue
         half = (len(log) + 1) // 2
@@ -1893,8 +1899,8 @@ def dpo_dynamics_markdown(rows: Sequence[Mapping[str, Any]]) -> str:
             return "n/a"
         return f"{100 * d[k]:.0f}" if pct else f"{d[k]:+.2f}"
 
-    return ("### What DPO did to its pairs (each model's training log)\n\n| model | logged steps | pairs ordered "
-            "right % | rewards/chosen | rewards/rejected | steps whose chosen fell |\n|---|---|---|---|---|---|\n"
+    return ("### What DPO did to its pairs (each model's training log)\n\n| model | logged steps | pairs whose "
+            "margin grew % | rewards/chosen | rewards/rejected | steps whose chosen fell |\n|---|---|---|---|---|---|\n"
             + "\n".join(f"| {r['model']} | {r['logged_steps']} | {cell(r['first_half'], 'accuracies', True)} → "
                         f"{cell(r['second_half'], 'accuracies', True)} | {cell(r['first_half'], 'chosen')} → "
                         f"{cell(r['second_half'], 'chosen')} | {cell(r['first_half'], 'rejected')} → "
@@ -1903,8 +1909,11 @@ def dpo_dynamics_markdown(rows: Sequence[Mapping[str, Any]]) -> str:
             + "\n\nMeans over the first half of the logged steps → the second half. TRL logs a step's metrics from "
               "its forward pass, before the step's update, so in a one-epoch run they are on pairs the optimizer "
               "has not trained on yet (other pairs of the same turn, which share candidates, may have been). "
-              "The first logged step's are 0 (the actor still equals its reference). rewards/chosen and "
-              "rewards/rejected are beta × (log π − log π_ref) summed over the turn's tokens: below 0, the actor "
+              "Entries logged while the actor still equalled its reference (both rewards 0) are left out. Pairs "
+              "whose margin grew: rewards/accuracies, the share of pairs whose chosen-minus-rejected log-ratio "
+              "is above the reference's (not whether the policy ranks the chosen turn first). rewards/chosen and "
+              "rewards/rejected are beta × (log π − log π_ref) summed over the turn's tokens (multi-turn DPO: the "
+              "trajectory's agent tokens): below 0, the actor "
               "made that side less likely than the model it started from. A margin that grows while the chosen side "
               "falls moves probability away from the rejected turns, not necessarily towards the chosen ones.")
 

@@ -54,9 +54,10 @@ def turn_group(row: Mapping[str, Any]) -> str:
 
 def read_pairs(path: Path, agent_turns: set[int] | None) -> list[dict[str, Any]]:
     rows = [json.loads(x) for x in path.read_text(encoding="utf-8").splitlines() if x.strip()]
-    missing = [i for i, r in enumerate(rows) if not {"prompt", "chosen", "rejected", "agent_turn"} <= set(r)]
+    missing = [i for i, r in enumerate(rows) if not {"prompt", "chosen", "rejected", "agent_turn"} <= set(r)
+               or not isinstance(r["agent_turn"], int)]
     if missing:
-        raise ValueError(f"{path}: row {missing[0] + 1} lacks prompt/chosen/rejected/agent_turn; pass a step-pair "
+        raise ValueError(f"{path}: row {missing[0] + 1} lacks prompt/chosen/rejected or an integer agent_turn; pass a step-pair "
                          "file (train-actor --pairs_out, or a model's step_pairs.jsonl)")
     return [r for r in rows if agent_turns is None or int(r["agent_turn"]) in agent_turns]
 
@@ -104,15 +105,16 @@ def summarize(pairs: Sequence[Mapping[str, Any]], logps: Mapping[tuple[str, str]
             c["pairs"] += 1
             c["chose_question"] += q_first
             c["margin_grew"] += (cp - rp) > (cb - rb)
-            c["question_likelier_base"] += (cb > rb) == q_first
-            c["question_likelier_policy"] += (cp > rp) == q_first
+            (qb, ab), (qp, ap) = ((cb, rb), (cp, rp)) if q_first else ((rb, cb), (rp, cp))
+            c["question_likelier_base"] += qb > ab
+            c["question_likelier_policy"] += qp > ap
     rows = [{"agent_turns": g, "side": side, "kind": kind, "candidates": len(v),
              "mean_shift": sum(v.values()) / len(v), "rose": sum(x > 0 for x in v.values())}
             for (g, side, kind), v in sorted(sides.items())]
     return {"rows": rows, "question_vs_answer": dict(sorted(qa.items()))}
 
 
-def greedy_kinds(pairs: Sequence[Mapping[str, Any]], spec: str, max_new_tokens: int = 128) -> dict[str, dict[str, int]]:
+def greedy_kinds(pairs: Sequence[Mapping[str, Any]], spec: str, max_new_tokens: int) -> dict[str, dict[str, int]]:
     """Per agent-turn group, the kinds of the turn ``spec`` plays greedily at each distinct prompt
     of ``pairs``, decoded as the benchmark's evaluations decode (``load_policy``'s bf16, temperature
     0): what the model does at those turns, where the pairs say only what it prefers between two
@@ -165,6 +167,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--batch-size", type=int, default=8)
     ap.add_argument("--greedy", action="store_true",
                     help="also play the greedy turn of the policy and the base at each distinct prompt")
+    ap.add_argument("--max-new-tokens", type=int, default=128,
+                    help="the greedy turn's length: the rollouts' (protocol v2's backend: 128)")
     ap.add_argument("--out", type=Path, default=None, help="write the summary as JSON too")
     args = ap.parse_args(argv)
     try:
@@ -186,7 +190,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         policy.eval(), base.eval()
         logps = candidate_logps(pairs, policy, base, tok, args.batch_size)
     del policy, base
-    greedy = {"base": greedy_kinds(pairs, args.base), "policy": greedy_kinds(pairs, args.policy)} if args.greedy else None
+    greedy = {"base": greedy_kinds(pairs, args.base, args.max_new_tokens),
+              "policy": greedy_kinds(pairs, args.policy, args.max_new_tokens)} if args.greedy else None
     summary = {"pairs_file": str(args.pairs), "policy": str(args.policy), "base": str(args.base),
                "agent_turns": sorted(turns) if turns else "all", "pairs": len(pairs), **summarize(pairs, logps),
                "greedy": greedy,

@@ -555,12 +555,14 @@ def test_the_report_says_what_dpo_did_to_its_pairs_and_the_records_keep_the_log(
     rows = {r["model"]: r for r in bench.dpo_dynamics(run)}
     assert set(rows) == {"sweet/s1", "mtdpo/s1"}
     s1 = rows["sweet/s1"]
-    assert s1["logged_steps"] == 4 and s1["chosen_fell"] == 2
-    assert s1["first_half"] == {"accuracies": 0.5, "chosen": -0.5, "rejected": -1.5, "margins": 1.0}
-    assert s1["second_half"] == {"accuracies": 0.75, "chosen": -0.75, "rejected": -3.5, "margins": 2.75}
+    # the first entry (the actor still equals its reference: both rewards 0, a tie TRL counts wrong) is left out
+    assert s1["logged_steps"] == 3 and s1["chosen_fell"] == 2
+    assert s1["first_half"] == {"accuracies": 0.75, "chosen": -0.25, "rejected": -2.0, "margins": 1.75}
+    assert s1["second_half"] == {"accuracies": 1.0, "chosen": -2.0, "rejected": -6.0, "margins": 4.0}
     md = bench.dpo_dynamics_markdown(list(rows.values()))
-    assert "| sweet/s1 | 4 | 50 → 75 | -0.50 → -0.75 | -1.50 → -3.50 | 2 of 4 |" in md
-    assert "| mtdpo/s1 | 2 | 0 → 100 | +0.00 → +0.20 | +0.00 → -0.20 | 0 of 2 |" in md
+    assert "| sweet/s1 | 3 | 75 → 100 | -0.25 → -2.00 | -2.00 → -6.00 | 2 of 3 |" in md
+    assert "| mtdpo/s1 | 1 | 100 → n/a | +0.20 → n/a | -0.20 → n/a | 0 of 1 |" in md
+    assert "pairs whose margin grew %" in md
 
     stages = bench.build_stages(dict(bench.PROFILES["quick"]), run)
     assert stages["train-sweet-s1"].done()

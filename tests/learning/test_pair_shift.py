@@ -81,6 +81,22 @@ def test_a_file_that_is_not_step_pairs_is_refused_in_one_line(shift, tmp_path, c
     bad.write_text(json.dumps({"dialogue_history": []}) + "\n")
     assert shift.main(["--pairs", str(bad), "--policy", "x"]) == 2
     err = capsys.readouterr().err.strip()
-    assert err.count("\n") == 0 and "lacks prompt/chosen/rejected/agent_turn" in err and "step-pair file" in err
+    assert err.count("\n") == 0 and "lacks prompt/chosen/rejected or an integer agent_turn" in err and "step-pair file" in err
     assert shift.main(["--pairs", str(_pairs(tmp_path / "p.jsonl")), "--policy", "x", "--agent-turns", "3"]) == 2
     assert "no pair at agent turns 3" in capsys.readouterr().err
+
+
+def test_the_question_counts_as_likelier_by_its_own_log_prob_whichever_side_it_is_on(shift):
+    """Hand-set log-probs (policy, base): one pair chooses the question, one the answer, one ties."""
+    def pair(p, chosen, rejected):
+        return {"prompt": [{"role": "user", "content": p}], "chosen": chosen, "rejected": rejected, "agent_turn": 1}
+
+    pairs = [pair("a", Q, A), pair("b", A, Q), pair("c", A, Q)]
+    key = {p: json.dumps([{"role": "user", "content": p}], sort_keys=True) for p in "abc"}
+    q, a = Q[0]["content"], A[0]["content"]
+    logps = {(key["a"], q): (-5.0, -20.0), (key["a"], a): (-30.0, -10.0),   # question: less likely -> likelier
+             (key["b"], a): (-8.0, -9.0), (key["b"], q): (-3.0, -12.0),     # answer chosen; question likelier, then more
+             (key["c"], a): (-7.0, -7.0), (key["c"], q): (-7.0, -7.0)}      # a tie is nobody's
+    s = shift.summarize(pairs, logps)["question_vs_answer"]["1"]
+    assert s == {"pairs": 3, "chose_question": 1, "margin_grew": 1,
+                 "question_likelier_base": 0, "question_likelier_policy": 2}
