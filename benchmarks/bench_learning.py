@@ -1277,13 +1277,11 @@ def training_log(model: Path) -> list[dict[str, Any]] | None:
 def keep_training_log(model: Path) -> bool:
     """Write ``training_log.json`` into a finished model folder that has none, from its newest
     checkpoint (:func:`training_log`), so the records keep it. Returns whether it wrote one."""
-    if (model / TRAINING_LOG_FILE).is_file():
-        return False
-    ckpt, log = last_checkpoint(str(model)), training_log(model)
-    if ckpt is None or not log:
+    if (model / TRAINING_LOG_FILE).is_file() or not (log := training_log(model)):
         return False
     write_text_atomic(model / TRAINING_LOG_FILE, json.dumps(
-        {"command": None, "log_history": log, "from": Path(ckpt).name + "/trainer_state.json"}, indent=2))
+        {"command": None, "log_history": log, "from": Path(last_checkpoint(str(model))).name + "/trainer_state.json"},
+        indent=2))
     return True
 
 
@@ -1873,10 +1871,8 @@ def dpo_dynamics(run: Path) -> list[dict[str, Any]]:
     questions. TRL logs a step's metrics from its forward pass, before the step's update: for a
     one-epoch run each logged pair is one the optimizer has not trained on yet."""
     out = []
-    for f in sorted((run / "models").glob("**/training_budget.json")):
-        model = f.parent
-        if any(part.endswith(".tmp") for part in model.relative_to(run).parts):
-            continue
+    for b in training_budgets(run):  # the finished models (a stage still running is left out there)
+        model = run / "models" / b["model"]
         log = [h for h in (training_log(model) or []) if "rewards/chosen" in h and "rewards/rejected" in h]
         log = [h for h in log if float(h["rewards/chosen"]) != 0 or float(h["rewards/rejected"]) != 0]
         if not log:
