@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import shlex
 import sys
 import time
 from collections.abc import Mapping, Sequence
@@ -192,7 +193,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     del policy, base
     greedy = {"base": greedy_kinds(pairs, args.base, args.max_new_tokens),
               "policy": greedy_kinds(pairs, args.policy, args.max_new_tokens)} if args.greedy else None
-    summary = {"pairs_file": str(args.pairs), "policy": str(args.policy), "base": str(args.base),
+    command = "python benchmarks/pair_shift.py " + " ".join(  # what made this file, to run it again
+        shlex.quote(a) for a in (sys.argv[1:] if argv is None else argv))
+    summary = {"command": command, "pairs_file": str(args.pairs), "policy": str(args.policy), "base": str(args.base),
                "agent_turns": sorted(turns) if turns else "all", "pairs": len(pairs), **summarize(pairs, logps),
                "greedy": greedy,
                "seconds": round(time.time() - t0, 1)}

@@ -71,6 +71,8 @@ def test_a_dpo_trained_actor_widens_its_pairs_and_the_table_says_by_kind(shift, 
                        "--out", str(out)]) == 0
     s = json.loads(out.read_text())
     assert {r["agent_turns"] for r in s["rows"]} == {"1"} and s["pairs"] == 4 and s["greedy"] is None
+    assert s["command"].startswith("python benchmarks/pair_shift.py --pairs ") and s["command"].endswith(
+        "--agent-turns 1 --out " + str(out))  # the file says what made it
     assert all(abs(r["mean_shift"]) < 1e-4 and r["rose"] == 0 for r in s["rows"])
     qa = s["question_vs_answer"]["1"]
     assert qa["margin_grew"] == 0 and qa["question_likelier_base"] == qa["question_likelier_policy"]
