@@ -70,13 +70,14 @@ sys.path.insert(0, str(ROOT))
 
 from colbench_gym.jsonl import write_bytes_atomic, write_text_atomic  # noqa: E402 - after the sys.path set-up above
 from sweet_agent.evaluation.metrics import (  # noqa: E402 - after the sys.path set-up above
+    PAIR_TURN_KINDS,
     EpisodeMetrics,
-    agent_turn_kinds,
     episode_metrics,
     hierarchical_bootstrap,
     hierarchical_difference,
     mean,
     metric_values,
+    pair_turn_kind,
     seed_values,
 )
 from sweet_agent.forkserver import STATUS_UNKNOWN, ForkedCommand, can_fork, ensure_running  # noqa: E402
@@ -1717,10 +1718,6 @@ def row_agent_turn(row: Mapping[str, Any]) -> int:
     return 1 + sum(1 for m in row.get("prompt") or [] if isinstance(m, Mapping) and m.get("role") == "assistant")
 
 
-#: The kinds of turn the step-pair tables count (a draft or a statement, neither asking nor answering, is "other").
-PAIR_KINDS = ("question", "answer", "other")
-
-
 def critic_choices(run: Path) -> list[dict[str, Any]]:
     """Per pair file and agent turn (1-based; ``turn_index`` beside it is the dialogue position):
     pairs, and how often their labels chose a question over an answer: each seed's critic
@@ -1730,7 +1727,7 @@ def critic_choices(run: Path) -> list[dict[str, Any]]:
     WHY: SWEET-RL's actor learns whatever its pairs prefer; set beside the pairs labelled by the
     values, the table shows where the critic's credit and the values' part (e.g. asking at the
     first turn) before any policy is played. ``chosen`` and ``rejected`` count each side's kinds
-    (:data:`PAIR_KINDS`): what DPO pushes up and down, whatever it is paired with."""
+    (:data:`PAIR_TURN_KINDS`): what DPO pushes up and down, whatever it is paired with."""
     out = []
     files = [(f, f.name) for f in sorted((run / "pairs").glob("*.jsonl"))]
     files += [(f, f"oracle-{f.parent.name}") for f in sorted((run / "models" / "oracle").glob(f"s*/{ORACLE_PAIRS}"))
@@ -1743,14 +1740,14 @@ def critic_choices(run: Path) -> list[dict[str, Any]]:
             if not line.strip():
                 continue
             row = json.loads(line)
-            kinds = [agent_turn_kinds({"dialogue_history": row[side]})[0] for side in ("chosen", "rejected")]
+            kinds = [pair_turn_kind(row[side]) for side in ("chosen", "rejected")]
             c = per.setdefault(row_agent_turn(row), {"turn_index": row.get("turn_index"), "pairs": 0,
                                                      "question_vs_answer": 0, "chose_question": 0,
-                                                     "chosen": dict.fromkeys(PAIR_KINDS, 0),
-                                                     "rejected": dict.fromkeys(PAIR_KINDS, 0), "candidates_from": []})
+                                                     "chosen": dict.fromkeys(PAIR_TURN_KINDS, 0),
+                                                     "rejected": dict.fromkeys(PAIR_TURN_KINDS, 0), "candidates_from": []})
             c["pairs"] += 1
             for side, kind in zip(("chosen", "rejected"), kinds):
-                c[side][kind if kind in PAIR_KINDS else "other"] += 1
+                c[side][kind] += 1
             if row.get("candidates_from") and row["candidates_from"] not in c["candidates_from"]:
                 c["candidates_from"].append(row["candidates_from"])
             if set(kinds) == {"question", "answer"}:
@@ -1797,8 +1794,8 @@ def pairs_push_markdown(choices: Sequence[Mapping[str, Any]]) -> str:
     for c in choices:
         if "chosen" not in c:
             continue
-        row = rows.setdefault(c["file"], {w: dict.fromkeys(PAIR_KINDS, 0) for w in ("1", "later", "all")})
-        for kind in PAIR_KINDS:
+        row = rows.setdefault(c["file"], {w: dict.fromkeys(PAIR_TURN_KINDS, 0) for w in ("1", "later", "all")})
+        for kind in PAIR_TURN_KINDS:
             net = c["chosen"][kind] - c["rejected"][kind]
             row["1" if int(c["agent_turn"]) == 1 else "later"][kind] += net
             row["all"][kind] += net
@@ -1806,7 +1803,7 @@ def pairs_push_markdown(choices: Sequence[Mapping[str, Any]]) -> str:
         return ""
 
     def cell(counts: Mapping[str, int]) -> str:
-        return " / ".join(f"{counts[k]:+d}" for k in PAIR_KINDS)
+        return " / ".join(f"{counts[k]:+d}" for k in PAIR_TURN_KINDS)
 
     lines = ["| step pairs | agent turn 1 | agent turns 2 on | all turns |", "|---|---|---|---|"] + [
         f"| {'Monte-Carlo values (' + f + ')' if f.startswith('oracle-') else 'critic ' + Path(f).stem} | "

@@ -37,15 +37,8 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from colbench_gym.jsonl import write_text_atomic  # noqa: E402 - after the sys.path set-up above
-from sweet_agent.evaluation.metrics import agent_turn_kinds  # noqa: E402
-
-KINDS = ("question", "answer", "other")
-
-
-def kind_of(side: Sequence[Mapping[str, Any]]) -> str:
-    """A pair side's kind: ``question``, ``answer`` or ``other`` (a draft or a statement)."""
-    k = agent_turn_kinds({"dialogue_history": list(side)})[0]
-    return k if k in KINDS else "other"
+from sweet_agent.evaluation.metrics import PAIR_TURN_KINDS as KINDS  # noqa: E402
+from sweet_agent.evaluation.metrics import pair_turn_kind as kind_of  # noqa: E402
 
 
 def turn_group(row: Mapping[str, Any]) -> str:

@@ -73,6 +73,17 @@ def agent_turn_kinds(rec: Mapping[str, Any]) -> list[str]:
     return kinds
 
 
+#: The coarse kinds the step-pair analyses count: a draft and a statement are both ``"other"``.
+PAIR_TURN_KINDS = ("question", "answer", "other")
+
+
+def pair_turn_kind(side: Sequence[Mapping[str, Any]]) -> str:
+    """The coarse kind (:data:`PAIR_TURN_KINDS`) of a step pair's side: its messages, of which the
+    first assistant message is the turn the pair is about."""
+    kind = agent_turn_kinds({"dialogue_history": list(side)})[0]
+    return kind if kind in PAIR_TURN_KINDS else "other"
+
+
 def episode_sample(rec: Mapping[str, Any], position: int) -> int:
     """The sample index of a record (``meta.sample``), else its position in the file."""
     meta = rec.get("meta") or {}

@@ -18,6 +18,7 @@ from sweet_agent.evaluation.metrics import (
     bootstrap_ci,
     episode_metrics,
     metric_values,
+    pair_turn_kind,
     paired_difference,
     summarize_episodes,
 )
@@ -52,6 +53,17 @@ def test_a_question_is_a_non_answer_turn_with_a_question_mark_wherever_it_stands
     assert agent_turn_kinds(_rec(ASK_UNTIL_LIMIT, 0.0, False, "1:0")) == ["question", "statement", "question"]
     m = episode_metrics(_rec(ASK_UNTIL_LIMIT, 0.0, False, "1:0"))
     assert (m.turns, m.questions, m.success, m.tests_passed) == (3, 2, 0.0, 0.0)
+
+
+def test_a_step_pair_side_is_a_question_an_answer_or_other_by_its_first_assistant_turn():
+    def side(text: str) -> list[dict]:
+        return [{"role": "assistant", "content": text}, {"role": "user", "content": "ok?"}]
+
+    assert pair_turn_kind(side("OUTPUT: Which currency do you use?")) == "question"
+    assert pair_turn_kind(side("I WANT TO ANSWER: def fee(x): return x + 1")) == "answer"
+    # a code draft without the marker and a plain statement are both "other", like a frontend draft
+    assert pair_turn_kind(side("OUTPUT: def fee(x): return x + 1")) == "other"
+    assert pair_turn_kind(side("OUTPUT: <html><body>hi</body></html>")) == "other"
 
 
 def test_one_success_rule_with_an_optional_threshold():
