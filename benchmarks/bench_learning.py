@@ -726,6 +726,13 @@ def build_stages(s: dict[str, Any], run: Path) -> dict[str, Stage]:
             rollout(f"embedded-{tag}", L.result("embedded", m, sd), deps, 20, tasks=s["embedded_tasks"],
                     episodes=s["embedded_episodes"], **kw)
 
+    if "sweet" in methods and "val-shipped" in stages:
+        # the model --export-adapter ships, played again on the val tasks the shipped adapter played: the demo's
+        # verdict compares these two (demo_adapter_verdict). It is val-sweet-g<chosen>'s model unless that model
+        # was trained again after its validation (a replaced machine): then only this measures what would ship
+        rollout("val-demo", L.val("demo"), deps_of("sweet", first_seed), 10, tasks=s["val_tasks"],
+                policy=policy_of("sweet", first_seed), episodes=s["val_episodes"])
+
     # -- the frontend arm: settings chosen on the backend validation split, small scale (optional since v2)
     if not s.get("frontend_arm", True):
         return stages
@@ -1693,16 +1700,19 @@ def validation_table(run: Path, s: Mapping[str, Any]) -> list[dict[str, Any]]:
 
 
 def demo_adapter_verdict(run: Path) -> dict[str, Any] | None:
-    """Whether SWEET-RL's validation-chosen policy should replace the demo's adapter: both played
-    the same val tasks greedily, and the rule is the selection's (mean fraction of tests passed;
-    a tie keeps the shipped adapter). None until both are known."""
+    """Whether SWEET-RL's validation-chosen policy should replace the demo's adapter. The model
+    ``--export-adapter`` would ship (the chosen grid point's, first training seed; stage
+    ``val-demo``) and the shipped adapter (stage ``val-shipped``) played the same val tasks
+    greedily, and the rule is the selection's (mean fraction of tests passed; a tie keeps the
+    shipped adapter). ``validated`` is the chosen point's own validation run, beside it: the same
+    model unless it was trained again since. None until both are known."""
     L = Layout(run)
-    if not (L.val("shipped").exists() and L.selection("sweet").exists()):
+    if not (L.val("shipped").exists() and L.val("demo").exists() and L.selection("sweet").exists()):
         return None
     point = L.chosen("sweet")
     sides = {}
-    for name, path in (("sweet", L.val("sweet", point)), ("shipped", L.val("shipped"))):
-        eps = list(_measure(_load(path)).values())
+    for name, path in (("sweet", L.val("demo")), ("shipped", L.val("shipped")), ("validated", L.val("sweet", point))):
+        eps = list(_measure(_load(path)).values()) if path.exists() else []
         sides[name] = {"episodes": len(eps), "tests_passed": mean(metric_values(eps, "tests_passed")),
                        "success": mean(metric_values(eps, "success"))}
     if sides["sweet"]["tests_passed"] is None or sides["shipped"]["tests_passed"] is None:
@@ -2191,9 +2201,11 @@ def write_report(run: Path, settings: dict) -> dict[str, Any]:
                       f"{_fmt_num(v['questions'], False)} | {'yes' if v['chosen'] else ''} |" for v in val))
     demo = report["demo_adapter"]
     if demo:
-        md.append(f"Demo adapter (`make demo`): on the same {demo['sweet']['episodes']} validation tasks SWEET-RL's chosen "
-                  f"grid point passes {_fmt_num(demo['sweet']['tests_passed'], True)} % of the tests "
-                  f"({_fmt_num(demo['sweet']['success'], True)} % success), the shipped adapter "
+        md.append(f"Demo adapter (`make demo`): on the same {demo['sweet']['episodes']} validation tasks the model "
+                  "`--export-adapter` ships (SWEET-RL's chosen grid point, first training seed; stage val-demo) passes "
+                  f"{_fmt_num(demo['sweet']['tests_passed'], True)} % of the tests "
+                  f"({_fmt_num(demo['sweet']['success'], True)} % success; its validation run "
+                  f"{_fmt_num(demo['validated']['tests_passed'], True)} %), the shipped adapter "
                   f"{_fmt_num(demo['shipped']['tests_passed'], True)} % ({_fmt_num(demo['shipped']['success'], True)} %): "
                   + ("**replace it** (`--export-adapter DIR`, then copy DIR over examples/adapters/"
                      f"{SHIPPED_ADAPTER.name})." if demo["replace"] else "keep the shipped adapter (a tie keeps it)."))
@@ -2276,8 +2288,12 @@ def export_adapter(run: Path, out: Path, method: str = "sweet", seed: int | None
     (tmp / "adapter_config.json").write_text(json.dumps(cfg, indent=2))
     blob = (tmp / "adapter_model.safetensors").read_bytes()
     val = next((v for v in sel["val"] if v["point"] == point), {})
+    demo = demo_adapter_verdict(run) if seed == seeds_of(s)[0] else None  # val-demo plays the first seed's model
     info = {"method": LABELS[method], "training_seed": seed, "grid_point": grid_points(s, method)[point],
             "validation": {k: val.get(k) for k in ("episodes", "tests_passed", "success")},
+            # these very weights on the same val tasks (stage val-demo), if played: the validation above is of
+            # the grid point's model when it was chosen, which a model trained again since need not repeat
+            "validation_of_these_weights": demo["sweet"] if demo else None,
             "selection_rule": sel.get("rule"), "stage": stage, "command": command,
             "commit": commit_file.read_text().strip() if commit_file.exists() else None,
             "settings": s, "weights_sha256": hashlib.sha256(blob).hexdigest(), "weights_bytes": len(blob),
@@ -2400,7 +2416,7 @@ def main(argv: list[str] | None = None) -> int:
               f"(sha256 {info['weights_sha256'][:12]}), validation tests passed {info['validation']['tests_passed']}")
         demo = demo_adapter_verdict(run)
         print("against the shipped demo adapter: " + (
-            "not measured (stage val-shipped has not run)" if demo is None else
+            "not measured (stages val-shipped and val-demo have not both run)" if demo is None else
             f"{demo['shipped']['tests_passed']} on the same validation tasks: "
             + ("better, replace it" if demo["replace"] else "not better, keep the shipped adapter")))
         return 0

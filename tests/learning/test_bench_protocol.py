@@ -918,7 +918,9 @@ def test_export_adapter_writes_the_chosen_point_in_bf16_with_its_provenance(benc
     # the command line says how it compares with the shipped adapter (not measured here: no val-shipped)
     assert bench.main(["--profile", "quick", "--run-dir", str(run), "--candidate-server", "none",
                        "--export-adapter", str(tmp_path / "out2")]) == 0
-    assert "against the shipped demo adapter: not measured (stage val-shipped has not run)" in capsys.readouterr().out
+    assert ("against the shipped demo adapter: not measured (stages val-shipped and val-demo have not both run)"
+            in capsys.readouterr().out)
+    assert prov["validation_of_these_weights"] is None  # val-demo has not played these weights
 
 
 def test_the_demo_adapter_is_replaced_only_by_a_sweet_policy_that_beats_it_on_the_same_validation(bench, tmp_path,
@@ -933,24 +935,35 @@ def test_the_demo_adapter_is_replaced_only_by_a_sweet_policy_that_beats_it_on_th
     assert cmd[cmd.index("--tasks") + 1] == s["val_tasks"] and stages["val-shipped"].deps == ()
     assert not any("val-shipped" in st.deps for st in stages.values())  # no selection reads it
     assert "val-shipped" not in bench.build_stages(dict(s, model="some/other-base"), tmp_path / "other")
+    assert "val-demo" not in bench.build_stages(dict(s, model="some/other-base"), tmp_path / "other")
 
     run = tmp_path / "run"
     assert bench.demo_adapter_verdict(run) is None
     _write(run / "val" / "shipped.jsonl", [_rec("collab:val", 0.5, "0:0"), _rec("collab:val", 0.5, "1:0")])
     assert bench.demo_adapter_verdict(run) is None  # SWEET-RL not chosen yet
     bench.write_text_atomic(run / "selection" / "sweet.json", json.dumps({"chosen": 1, "val": []}))
+    # val-demo plays the model --export-adapter ships: the chosen point's, first training seed, on the same val tasks
+    demo = bench.build_stages(s, run)["val-demo"]
+    cmd = [str(x) for x in demo.command()]
+    assert cmd[cmd.index("--policy") + 1] == str(run / "models" / "sweet" / "g1-s0")
+    assert cmd[cmd.index("--tasks") + 1] == s["val_tasks"] and demo.deps == ("select-sweet", "train-sweet-g1-s0")
+    assert not any("val-demo" in st.deps for st in stages.values())  # no selection reads it
     _write(run / "val" / "sweet-g0.jsonl", [_rec("collab:val", 1.0, "0:0"), _rec("collab:val", 1.0, "1:0")])
-    _write(run / "val" / "sweet-g1.jsonl", [_rec("collab:val", 0.5, "0:0"), _rec("collab:val", 0.5, "1:0")])
+    _write(run / "val" / "sweet-g1.jsonl", [_rec("collab:val", 1.0, "0:0"), _rec("collab:val", 0.5, "1:0")])
+    assert bench.demo_adapter_verdict(run) is None  # the weights that would ship have not played yet
+    # the chosen model was trained again (a replaced machine) and now plays worse than when it was validated
+    _write(run / "val" / "demo.jsonl", [_rec("collab:val", 0.5, "0:0"), _rec("collab:val", 0.5, "1:0")])
     tie = bench.demo_adapter_verdict(run)
     assert tie["sweet_point"] == 1 and tie["sweet"]["tests_passed"] == tie["shipped"]["tests_passed"] == 0.5
-    assert tie["replace"] is False  # the chosen point (g1), not the better g0 (no second look at validation)
-    _write(run / "val" / "sweet-g1.jsonl", [_rec("collab:val", 1.0, "0:0"), _rec("collab:val", 0.5, "1:0")])
+    assert tie["validated"]["tests_passed"] == 0.75
+    assert tie["replace"] is False  # what ships is judged, not its earlier validation or the better g0
+    _write(run / "val" / "demo.jsonl", [_rec("collab:val", 1.0, "0:0"), _rec("collab:val", 0.5, "1:0")])
     better = bench.demo_adapter_verdict(run)
     assert better["replace"] is True and better["sweet"]["tests_passed"] == 0.75
     bench.write_report(run, dict(bench.PROFILES["quick"], candidate_server="none"))
     md = (run / "results.md").read_text()
-    assert "SWEET-RL's chosen grid point passes 75.0 % of the tests" in md and "the shipped adapter 50.0 %" in md
-    assert "**replace it**" in md
+    assert "(SWEET-RL's chosen grid point, first training seed; stage val-demo) passes 75.0 % of the tests" in md
+    assert "its validation run 75.0 %), the shipped adapter 50.0 %" in md and "**replace it**" in md
 
 
 def test_the_critic_agreement_table_says_how_many_turns_each_agent_turn_has(bench):
