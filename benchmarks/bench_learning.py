@@ -732,6 +732,14 @@ def build_stages(s: dict[str, Any], run: Path) -> dict[str, Stage]:
         # was trained again after its validation (a replaced machine): then only this measures what would ship
         rollout("val-demo", L.val("demo"), deps_of("sweet", first_seed), 10, tasks=s["val_tasks"],
                 policy=policy_of("sweet", first_seed), episodes=s["val_episodes"])
+        finish_demo_rollout = stages["val-demo"].finish
+
+        def finish_demo() -> None:  # say which weights played, before the output appears (demo_adapter_verdict)
+            write_text_atomic(demo_played_file(run), json.dumps({"weights_sha256": weights_fingerprint(
+                demo_model(run, s))}, indent=2))
+            finish_demo_rollout()
+
+        stages["val-demo"].finish = finish_demo
 
     # -- the frontend arm: settings chosen on the backend validation split, small scale (optional since v2)
     if not s.get("frontend_arm", True):
@@ -1699,17 +1707,45 @@ def validation_table(run: Path, s: Mapping[str, Any]) -> list[dict[str, Any]]:
     return out
 
 
-def demo_adapter_verdict(run: Path) -> dict[str, Any] | None:
+def demo_model(run: Path, s: Mapping[str, Any]) -> Path:
+    """The model ``--export-adapter`` ships by default and stage ``val-demo`` plays: SWEET-RL's
+    validation-chosen grid point, first training seed (its selection must exist)."""
+    return Layout(run).models / "sweet" / f"g{Layout(run).chosen('sweet')}-s{seeds_of(s)[0]}"
+
+
+def demo_played_file(run: Path) -> Path:
+    """Beside val-demo's output (so its records keep it): the fingerprint of the weights it played."""
+    return Layout(run).val("demo").with_name("demo.jsonl.weights.json")
+
+
+def weights_fingerprint(model: Path) -> str | None:
+    """sha256 of a trained model's weights (its LoRA adapter's, else its own), None when absent."""
+    from sweet_agent.policies.default_model import sha256_file
+
+    for f in (model / "adapter" / "adapter_model.safetensors", model / "model.safetensors"):
+        if f.is_file():
+            return sha256_file(f)
+    return None
+
+
+def demo_adapter_verdict(run: Path, s: Mapping[str, Any]) -> dict[str, Any] | None:
     """Whether SWEET-RL's validation-chosen policy should replace the demo's adapter. The model
-    ``--export-adapter`` would ship (the chosen grid point's, first training seed; stage
-    ``val-demo``) and the shipped adapter (stage ``val-shipped``) played the same val tasks
-    greedily, and the rule is the selection's (mean fraction of tests passed; a tie keeps the
-    shipped adapter). ``validated`` is the chosen point's own validation run, beside it: the same
-    model unless it was trained again since. None until both are known."""
+    ``--export-adapter`` would ship (:func:`demo_model`; stage ``val-demo``) and the shipped
+    adapter (stage ``val-shipped``) played the same val tasks greedily, and the rule is the
+    selection's (mean fraction of tests passed; a tie keeps the shipped adapter). ``validated`` is
+    the chosen point's own validation run, beside it: the same model unless it was trained again
+    since. ``stale``: the weights val-demo played (:func:`demo_played_file`) are not the model's
+    now (trained again after it played; or no fingerprint was written) — then nothing is replaced.
+    Where the model's weights are absent (a report written from records alone) the fingerprint
+    cannot be checked and is trusted. None until both runs are known."""
     L = Layout(run)
     if not (L.val("shipped").exists() and L.val("demo").exists() and L.selection("sweet").exists()):
         return None
     point = L.chosen("sweet")
+    played = json.loads(demo_played_file(run).read_text()).get("weights_sha256") if demo_played_file(
+        run).is_file() else None
+    now = weights_fingerprint(demo_model(run, s))
+    stale = played is None or (now is not None and played != now)
     sides = {}
     for name, path in (("sweet", L.val("demo")), ("shipped", L.val("shipped")), ("validated", L.val("sweet", point))):
         eps = list(_measure(_load(path)).values()) if path.exists() else []
@@ -1717,7 +1753,8 @@ def demo_adapter_verdict(run: Path) -> dict[str, Any] | None:
                        "success": mean(metric_values(eps, "success"))}
     if sides["sweet"]["tests_passed"] is None or sides["shipped"]["tests_passed"] is None:
         return None
-    return {"sweet_point": point, **sides, "replace": sides["sweet"]["tests_passed"] > sides["shipped"]["tests_passed"]}
+    return {"sweet_point": point, **sides, "stale": stale, "weights_sha256": played,
+            "replace": not stale and sides["sweet"]["tests_passed"] > sides["shipped"]["tests_passed"]}
 
 
 def row_agent_turn(row: Mapping[str, Any]) -> int:
@@ -2159,7 +2196,7 @@ def write_report(run: Path, settings: dict) -> dict[str, Any]:
               "frontend": front, "critic_agreement": agreement, "critic_agreement_labels": labels,
               "mc_prefers": prefers,
               "critic_choices": choices, "critic_mismatches": critic_mismatches(choices, agreement), "budgets": budgets,
-              "dpo_dynamics": dynamics, "demo_adapter": demo_adapter_verdict(run),
+              "dpo_dynamics": dynamics, "demo_adapter": demo_adapter_verdict(run, settings),
               "timings": timings, "loadavg_at_report": [round(x, 2) for x in load],
               "written": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
     write_text_atomic(run / "results.json", json.dumps(report, indent=2, default=str))
@@ -2200,7 +2237,11 @@ def write_report(run: Path, settings: dict) -> dict[str, Any]:
                       f"{v['episodes']} | {_fmt_num(v['tests_passed'], True)} | {_fmt_num(v['success'], True)} | "
                       f"{_fmt_num(v['questions'], False)} | {'yes' if v['chosen'] else ''} |" for v in val))
     demo = report["demo_adapter"]
-    if demo:
+    if demo and demo["stale"]:
+        md.append("Demo adapter (`make demo`): **no verdict**: stage val-demo played other weights than the model "
+                  f"`--export-adapter` ships now (it was trained again since, or no fingerprint was written); delete "
+                  f"{Layout(run).val('demo').relative_to(run)} and run the stage again.")
+    elif demo:
         md.append(f"Demo adapter (`make demo`): on the same {demo['sweet']['episodes']} validation tasks the model "
                   "`--export-adapter` ships (SWEET-RL's chosen grid point, first training seed; stage val-demo) passes "
                   f"{_fmt_num(demo['sweet']['tests_passed'], True)} % of the tests "
@@ -2209,6 +2250,9 @@ def write_report(run: Path, settings: dict) -> dict[str, Any]:
                   f"{_fmt_num(demo['shipped']['tests_passed'], True)} % ({_fmt_num(demo['shipped']['success'], True)} %): "
                   + ("**replace it** (`--export-adapter DIR`, then copy DIR over examples/adapters/"
                      f"{SHIPPED_ADAPTER.name})." if demo["replace"] else "keep the shipped adapter (a tie keeps it)."))
+    elif Layout(run).val("shipped").exists() and Layout(run).selection("sweet").exists():
+        md.append("Demo adapter (`make demo`): pending: stage val-demo (the weights `--export-adapter` ships, on the "
+                  "val tasks the shipped adapter played) has not finished.")
     if choices:
         md.append(choices_markdown(choices))
         if push := pairs_push_markdown(choices):
@@ -2288,12 +2332,13 @@ def export_adapter(run: Path, out: Path, method: str = "sweet", seed: int | None
     (tmp / "adapter_config.json").write_text(json.dumps(cfg, indent=2))
     blob = (tmp / "adapter_model.safetensors").read_bytes()
     val = next((v for v in sel["val"] if v["point"] == point), {})
-    demo = demo_adapter_verdict(run) if seed == seeds_of(s)[0] else None  # val-demo plays the first seed's model
+    # val-demo plays SWEET-RL's first seed's model, and its numbers are these weights' only if it played them
+    demo = demo_adapter_verdict(run, s) if method == "sweet" and seed == seeds_of(s)[0] else None
     info = {"method": LABELS[method], "training_seed": seed, "grid_point": grid_points(s, method)[point],
             "validation": {k: val.get(k) for k in ("episodes", "tests_passed", "success")},
             # these very weights on the same val tasks (stage val-demo), if played: the validation above is of
             # the grid point's model when it was chosen, which a model trained again since need not repeat
-            "validation_of_these_weights": demo["sweet"] if demo else None,
+            "validation_of_these_weights": demo["sweet"] if demo and not demo["stale"] else None,
             "selection_rule": sel.get("rule"), "stage": stage, "command": command,
             "commit": commit_file.read_text().strip() if commit_file.exists() else None,
             "settings": s, "weights_sha256": hashlib.sha256(blob).hexdigest(), "weights_bytes": len(blob),
@@ -2414,9 +2459,11 @@ def main(argv: list[str] | None = None) -> int:
         info = export_adapter(run, Path(args.export_adapter))
         print(f"{args.export_adapter}: {info['summary']}; {info['weights_bytes'] / 1e6:.1f} MB of weights "
               f"(sha256 {info['weights_sha256'][:12]}), validation tests passed {info['validation']['tests_passed']}")
-        demo = demo_adapter_verdict(run)
+        demo = demo_adapter_verdict(run, s)
         print("against the shipped demo adapter: " + (
             "not measured (stages val-shipped and val-demo have not both run)" if demo is None else
+            "no verdict: val-demo played other weights than these (run it again)" if demo["stale"] else
+            f"these weights {demo['sweet']['tests_passed']} (stage val-demo), the shipped adapter "
             f"{demo['shipped']['tests_passed']} on the same validation tasks: "
             + ("better, replace it" if demo["replace"] else "not better, keep the shipped adapter")))
         return 0

@@ -64,6 +64,8 @@ def test_a_step_pair_side_is_a_question_an_answer_or_other_by_its_first_assistan
     # a code draft without the marker and a plain statement are both "other", like a frontend draft
     assert pair_turn_kind(side("OUTPUT: def fee(x): return x + 1")) == "other"
     assert pair_turn_kind(side("OUTPUT: <html><body>hi</body></html>")) == "other"
+    # the side's first assistant turn decides, whatever follows it
+    assert pair_turn_kind(side("OUTPUT: What rate?") + side("I WANT TO ANSWER: def fee(x): return x")) == "question"
 
 
 def test_one_success_rule_with_an_optional_threshold():

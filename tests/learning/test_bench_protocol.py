@@ -921,6 +921,20 @@ def test_export_adapter_writes_the_chosen_point_in_bf16_with_its_provenance(benc
     assert ("against the shipped demo adapter: not measured (stages val-shipped and val-demo have not both run)"
             in capsys.readouterr().out)
     assert prov["validation_of_these_weights"] is None  # val-demo has not played these weights
+    # once val-demo has played these very weights, the provenance carries their own validation run
+    _write(run / "val" / "shipped.jsonl", [_rec("collab:val", 0.5, "0:0")])
+    _write(run / "val" / "demo.jsonl", [_rec("collab:val", 0.25, "0:0")])
+    bench.write_text_atomic(bench.demo_played_file(run), json.dumps(
+        {"weights_sha256": bench.weights_fingerprint(run / "models" / "sweet" / "g1-s0")}))
+    prov = bench.export_adapter(run, tmp_path / "out3")
+    assert prov["validation_of_these_weights"]["tests_passed"] == 0.25 and prov["validation"]["tests_passed"] == 0.3
+    assert bench.main(["--profile", "quick", "--run-dir", str(run), "--candidate-server", "none",
+                       "--export-adapter", str(tmp_path / "out4")]) == 0
+    assert "these weights 0.25 (stage val-demo), the shipped adapter 0.5" in capsys.readouterr().out
+    # not for another method's weights: val-demo played SWEET-RL's
+    peft_model.save_pretrained(run / "models" / "rft" / "g1-s0" / "adapter")
+    bench.write_text_atomic(run / "selection" / "rft.json", json.dumps(sel))
+    assert bench.export_adapter(run, tmp_path / "out5", method="rft")["validation_of_these_weights"] is None
 
 
 def test_the_demo_adapter_is_replaced_only_by_a_sweet_policy_that_beats_it_on_the_same_validation(bench, tmp_path,
@@ -937,10 +951,13 @@ def test_the_demo_adapter_is_replaced_only_by_a_sweet_policy_that_beats_it_on_th
     assert "val-shipped" not in bench.build_stages(dict(s, model="some/other-base"), tmp_path / "other")
     assert "val-demo" not in bench.build_stages(dict(s, model="some/other-base"), tmp_path / "other")
 
+    # before validation has chosen, val-demo waits on every grid point's training, like test-sweet-s0
+    assert stages["val-demo"].deps == stages["test-sweet-s0"].deps
+
     run = tmp_path / "run"
-    assert bench.demo_adapter_verdict(run) is None
+    assert bench.demo_adapter_verdict(run, s) is None
     _write(run / "val" / "shipped.jsonl", [_rec("collab:val", 0.5, "0:0"), _rec("collab:val", 0.5, "1:0")])
-    assert bench.demo_adapter_verdict(run) is None  # SWEET-RL not chosen yet
+    assert bench.demo_adapter_verdict(run, s) is None  # SWEET-RL not chosen yet
     bench.write_text_atomic(run / "selection" / "sweet.json", json.dumps({"chosen": 1, "val": []}))
     # val-demo plays the model --export-adapter ships: the chosen point's, first training seed, on the same val tasks
     demo = bench.build_stages(s, run)["val-demo"]
@@ -950,20 +967,44 @@ def test_the_demo_adapter_is_replaced_only_by_a_sweet_policy_that_beats_it_on_th
     assert not any("val-demo" in st.deps for st in stages.values())  # no selection reads it
     _write(run / "val" / "sweet-g0.jsonl", [_rec("collab:val", 1.0, "0:0"), _rec("collab:val", 1.0, "1:0")])
     _write(run / "val" / "sweet-g1.jsonl", [_rec("collab:val", 1.0, "0:0"), _rec("collab:val", 0.5, "1:0")])
-    assert bench.demo_adapter_verdict(run) is None  # the weights that would ship have not played yet
-    # the chosen model was trained again (a replaced machine) and now plays worse than when it was validated
-    _write(run / "val" / "demo.jsonl", [_rec("collab:val", 0.5, "0:0"), _rec("collab:val", 0.5, "1:0")])
-    tie = bench.demo_adapter_verdict(run)
+    assert bench.demo_adapter_verdict(run, s) is None  # the weights that would ship have not played yet
+    bench.write_report(run, s)
+    assert "Demo adapter (`make demo`): pending: stage val-demo" in (run / "results.md").read_text()
+
+    # the stage finishes: its output, and beside it the fingerprint of the weights it played
+    weights = run / "models" / "sweet" / "g1-s0" / "adapter" / "adapter_model.safetensors"
+    weights.parent.mkdir(parents=True)
+    weights.write_bytes(b"the weights as trained again")
+    _write(demo.tmp, [_rec("collab:val", 0.5, "0:0"), _rec("collab:val", 0.5, "1:0")])
+    demo.finish()
+    assert (run / "val" / "demo.jsonl").is_file() and not demo.tmp.exists()
+    played = json.loads((run / "val" / "demo.jsonl.weights.json").read_text())["weights_sha256"]
+    assert played == bench.weights_fingerprint(weights.parent.parent)
+    # the chosen model plays worse than when it was validated (trained again on a replaced machine)
+    tie = bench.demo_adapter_verdict(run, s)
     assert tie["sweet_point"] == 1 and tie["sweet"]["tests_passed"] == tie["shipped"]["tests_passed"] == 0.5
-    assert tie["validated"]["tests_passed"] == 0.75
+    assert tie["validated"]["tests_passed"] == 0.75 and tie["stale"] is False
     assert tie["replace"] is False  # what ships is judged, not its earlier validation or the better g0
     _write(run / "val" / "demo.jsonl", [_rec("collab:val", 1.0, "0:0"), _rec("collab:val", 0.5, "1:0")])
-    better = bench.demo_adapter_verdict(run)
+    better = bench.demo_adapter_verdict(run, s)
     assert better["replace"] is True and better["sweet"]["tests_passed"] == 0.75
-    bench.write_report(run, dict(bench.PROFILES["quick"], candidate_server="none"))
+    bench.write_report(run, s)
     md = (run / "results.md").read_text()
     assert "(SWEET-RL's chosen grid point, first training seed; stage val-demo) passes 75.0 % of the tests" in md
     assert "its validation run 75.0 %), the shipped adapter 50.0 %" in md and "**replace it**" in md
+
+    # the model is trained again after val-demo played it: no verdict, nothing replaced, the report says why
+    weights.write_bytes(b"other weights")
+    stale = bench.demo_adapter_verdict(run, s)
+    assert stale["stale"] is True and stale["replace"] is False
+    bench.write_report(run, s)
+    md = (run / "results.md").read_text()
+    assert "**no verdict**: stage val-demo played other weights" in md and "**replace it**" not in md
+    # a report from records alone (the weights elsewhere) trusts the fingerprint; a run without one does not
+    weights.unlink()
+    assert bench.demo_adapter_verdict(run, s)["stale"] is False
+    (run / "val" / "demo.jsonl.weights.json").unlink()
+    assert bench.demo_adapter_verdict(run, s)["stale"] is True
 
 
 def test_the_critic_agreement_table_says_how_many_turns_each_agent_turn_has(bench):
