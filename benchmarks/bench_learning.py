@@ -78,6 +78,7 @@ from sweet_agent.evaluation.metrics import (  # noqa: E402 - after the sys.path 
     mean,
     metric_values,
     pair_turn_kind,
+    paired_difference,
     seed_values,
 )
 from sweet_agent.forkserver import STATUS_UNKNOWN, ForkedCommand, can_fork, ensure_running  # noqa: E402
@@ -1746,14 +1747,17 @@ def demo_adapter_verdict(run: Path, s: Mapping[str, Any]) -> dict[str, Any] | No
         run).is_file() else None
     now = weights_fingerprint(demo_model(run, s))
     stale = played is None or (now is not None and played != now)
-    sides = {}
+    sides, measured = {}, {}
     for name, path in (("sweet", L.val("demo")), ("shipped", L.val("shipped")), ("validated", L.val("sweet", point))):
-        eps = list(_measure(_load(path)).values()) if path.exists() else []
+        measured[name] = _measure(_load(path)) if path.exists() else {}
+        eps = list(measured[name].values())
         sides[name] = {"episodes": len(eps), "tests_passed": mean(metric_values(eps, "tests_passed")),
                        "success": mean(metric_values(eps, "success"))}
     if sides["sweet"]["tests_passed"] is None or sides["shipped"]["tests_passed"] is None:
         return None
-    return {"sweet_point": point, **sides, "stale": stale, "weights_sha256": played,
+    # how far apart on the same tasks (the rule reads the means alone; this says how much a verdict can mean)
+    diff = paired_difference(measured["shipped"], measured["sweet"], "tests_passed").to_dict()
+    return {"sweet_point": point, **sides, "stale": stale, "weights_sha256": played, "difference": diff,
             "replace": not stale and sides["sweet"]["tests_passed"] > sides["shipped"]["tests_passed"]}
 
 
@@ -2247,7 +2251,9 @@ def write_report(run: Path, settings: dict) -> dict[str, Any]:
                   f"{_fmt_num(demo['sweet']['tests_passed'], True)} % of the tests "
                   f"({_fmt_num(demo['sweet']['success'], True)} % success; its validation run "
                   f"{_fmt_num(demo['validated']['tests_passed'], True)} %), the shipped adapter "
-                  f"{_fmt_num(demo['shipped']['tests_passed'], True)} % ({_fmt_num(demo['shipped']['success'], True)} %): "
+                  f"{_fmt_num(demo['shipped']['tests_passed'], True)} % ({_fmt_num(demo['shipped']['success'], True)} %; "
+                  f"paired difference {_fmt_num(demo['difference']['mean'], True)} [{_fmt_num(demo['difference']['low'], True)}, "
+                  f"{_fmt_num(demo['difference']['high'], True)}] over {demo['difference']['n']} tasks): "
                   + ("**replace it** (`--export-adapter DIR`, then copy DIR over examples/adapters/"
                      f"{SHIPPED_ADAPTER.name})." if demo["replace"] else "keep the shipped adapter (a tie keeps it)."))
     elif Layout(run).val("shipped").exists() and Layout(run).selection("sweet").exists():

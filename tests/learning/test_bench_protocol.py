@@ -992,6 +992,8 @@ def test_the_demo_adapter_is_replaced_only_by_a_sweet_policy_that_beats_it_on_th
     md = (run / "results.md").read_text()
     assert "(SWEET-RL's chosen grid point, first training seed; stage val-demo) passes 75.0 % of the tests" in md
     assert "its validation run 75.0 %), the shipped adapter 50.0 %" in md and "**replace it**" in md
+    assert better["difference"]["mean"] == 0.25 and better["difference"]["n"] == 2  # paired on the same tasks
+    assert "paired difference 25.0 [" in md and "] over 2 tasks)" in md
 
     # the model is trained again after val-demo played it: no verdict, nothing replaced, the report says why
     weights.write_bytes(b"other weights")
