@@ -437,6 +437,11 @@ class Layout:
     def chosen(self, m: str) -> int:
         return int(json.loads(self.selection(m).read_text())["chosen"])
 
+    def chosen_model(self, m: str, seed: int, first_seed: int) -> Path:
+        """Method ``m``'s model for a training seed once validation has chosen: the chosen grid
+        point's own for the first seed (the grid trains on it), else that seed's run of the setting."""
+        return self.models / m / (f"g{self.chosen(m)}-s{seed}" if seed == first_seed else f"s{seed}")
+
 
 def build_stages(s: dict[str, Any], run: Path) -> dict[str, Stage]:
     L = Layout(run)
@@ -692,7 +697,7 @@ def build_stages(s: dict[str, Any], run: Path) -> dict[str, Stage]:
             return s["model"]
         if m == "oracle":
             return L.models / m / f"s{sd}"
-        return lambda: L.models / m / (f"g{L.chosen(m)}-s{sd}" if sd == first_seed else f"s{sd}")
+        return lambda: L.chosen_model(m, sd, first_seed)
 
     def deps_of(m: str, sd: int) -> tuple[str, ...]:
         if m == "zero-shot":
@@ -1711,7 +1716,7 @@ def validation_table(run: Path, s: Mapping[str, Any]) -> list[dict[str, Any]]:
 def demo_model(run: Path, s: Mapping[str, Any]) -> Path:
     """The model ``--export-adapter`` ships by default and stage ``val-demo`` plays: SWEET-RL's
     validation-chosen grid point, first training seed (its selection must exist)."""
-    return Layout(run).models / "sweet" / f"g{Layout(run).chosen('sweet')}-s{seeds_of(s)[0]}"
+    return Layout(run).chosen_model("sweet", seeds_of(s)[0], seeds_of(s)[0])
 
 
 def demo_played_file(run: Path) -> Path:
@@ -1743,8 +1748,8 @@ def demo_adapter_verdict(run: Path, s: Mapping[str, Any]) -> dict[str, Any] | No
     if not (L.val("shipped").exists() and L.val("demo").exists() and L.selection("sweet").exists()):
         return None
     point = L.chosen("sweet")
-    played = json.loads(demo_played_file(run).read_text()).get("weights_sha256") if demo_played_file(
-        run).is_file() else None
+    fingerprint = demo_played_file(run)
+    played = json.loads(fingerprint.read_text()).get("weights_sha256") if fingerprint.is_file() else None
     now = weights_fingerprint(demo_model(run, s))
     stale = played is None or (now is not None and played != now)
     sides, measured = {}, {}
@@ -2319,7 +2324,7 @@ def export_adapter(run: Path, out: Path, method: str = "sweet", seed: int | None
                          "until its validation stages are done")
     sel = json.loads(L.selection(method).read_text())
     point = sel["chosen"]
-    model = L.models / method / (f"g{point}-s{seed}" if seed == seeds_of(s)[0] else f"s{seed}")
+    model = L.chosen_model(method, seed, seeds_of(s)[0])
     adapter = model / "adapter"
     if not (adapter / "adapter_config.json").is_file():
         raise SystemExit(f"error: {model} holds no LoRA adapter (adapter/adapter_config.json)")
