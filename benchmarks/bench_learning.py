@@ -2330,9 +2330,15 @@ def export_adapter(run: Path, out: Path, method: str = "sweet", seed: int | None
         raise SystemExit(f"error: {model} holds no LoRA adapter (adapter/adapter_config.json)")
     stage = f"train-{method}-{model.name}"
     log = run / "logs" / f"{stage}.log"
-    command = next((line[2:].strip() for line in log.read_text(encoding="utf-8").splitlines()
+    # the sitting that finished the training: its command line (the log's last; earlier sittings may have run
+    # from another clone) and its commit (timings.jsonl; a run without per-sitting commits: RUN.commit)
+    command = next((line[2:].strip() for line in reversed(log.read_text(encoding="utf-8").splitlines())
                     if line.startswith("$ ")), None) if log.exists() else None
+    timings = run / "timings.jsonl"
+    done = [t for t in map(json.loads, timings.read_text().splitlines() if timings.exists() else [])
+            if t["stage"] == stage and t.get("ended", "done") == "done" and t.get("commit")]
     commit_file = run.parent / f"{run.name}.commit"
+    commit = done[-1]["commit"] if done else commit_file.read_text().strip() if commit_file.exists() else None
     tmp = out.with_name(out.name + ".tmp")
     shutil.rmtree(tmp, ignore_errors=True)
     tmp.mkdir(parents=True)
@@ -2351,7 +2357,7 @@ def export_adapter(run: Path, out: Path, method: str = "sweet", seed: int | None
             # the grid point's model when it was chosen, which a model trained again since need not repeat
             "validation_of_these_weights": demo["sweet"] if demo and not demo["stale"] else None,
             "selection_rule": sel.get("rule"), "stage": stage, "command": command,
-            "commit": commit_file.read_text().strip() if commit_file.exists() else None,
+            "commit": commit,
             "settings": s, "weights_sha256": hashlib.sha256(blob).hexdigest(), "weights_bytes": len(blob),
             "dtype": "bfloat16 (trained in float32; rounded once for shipping)",
             "summary": f"{LABELS[method]}, training seed {seed}, "
@@ -2469,13 +2475,13 @@ def main(argv: list[str] | None = None) -> int:
     if args.export_adapter:
         info = export_adapter(run, Path(args.export_adapter))
         print(f"{args.export_adapter}: {info['summary']}; {info['weights_bytes'] / 1e6:.1f} MB of weights "
-              f"(sha256 {info['weights_sha256'][:12]}), validation tests passed {info['validation']['tests_passed']}")
+              f"(sha256 {info['weights_sha256'][:12]}), validation tests passed {_fmt_num(info['validation']['tests_passed'], True)} %")
         demo = demo_adapter_verdict(run, s)
         print("against the shipped demo adapter: " + (
             "not measured (stages val-shipped and val-demo have not both run)" if demo is None else
             "no verdict: val-demo played other weights than these (run it again)" if demo["stale"] else
-            f"these weights {demo['sweet']['tests_passed']} (stage val-demo), the shipped adapter "
-            f"{demo['shipped']['tests_passed']} on the same validation tasks: "
+            f"these weights {_fmt_num(demo['sweet']['tests_passed'], True)} % (stage val-demo), the shipped adapter "
+            f"{_fmt_num(demo['shipped']['tests_passed'], True)} % on the same validation tasks: "
             + ("better, replace it" if demo["replace"] else "not better, keep the shipped adapter")))
         return 0
     if args.list:

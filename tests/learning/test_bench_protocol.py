@@ -901,7 +901,15 @@ def test_export_adapter_writes_the_chosen_point_in_bf16_with_its_provenance(benc
                                 LoraConfig(r=2, target_modules="all-linear", init_lora_weights=False))
     peft_model.save_pretrained(run / "models" / "sweet" / "g1-s0" / "adapter")
     (run / "logs").mkdir()
-    (run / "logs" / "train-sweet-g1-s0.log").write_text("$ python -m sweet_agent.cli train-actor --seed 0\nlog...\n")
+    # two sittings: the second, from another clone and commit, finished the training, and it is what the
+    # provenance names (not the first sitting's command nor the run's starting commit)
+    (run / "logs" / "train-sweet-g1-s0.log").write_text(
+        "$ /old/clone/python -m sweet_agent.cli train-actor --seed 0\nlog...\n"
+        "$ python -m sweet_agent.cli train-actor --seed 0\nlog...\n")
+    (run / "timings.jsonl").write_text("".join(json.dumps(t) + "\n" for t in (
+        {"stage": "train-sweet-g1-s0", "seconds": 5, "commit": "def456", "ended": "interrupted"},
+        {"stage": "train-sweet-g1-s0", "seconds": 5, "commit": "fed789"},
+        {"stage": "train-rft-g1-s0", "seconds": 5, "commit": "bad000"})))
     info = bench.export_adapter(run, tmp_path / "out")
     out = tmp_path / "out"
     assert adapter_dir(out) == out and not (out / "tokenizer.json").exists()
@@ -911,7 +919,7 @@ def test_export_adapter_writes_the_chosen_point_in_bf16_with_its_provenance(benc
     assert all(torch.equal(got[k], src[k].to(torch.bfloat16)) for k in src)
     assert json.loads((out / "adapter_config.json").read_text())["base_model_name_or_path"] == "default"
     prov = json.loads((out / "PROVENANCE.json").read_text())
-    assert prov == info and prov["commit"] == "abc123" and prov["stage"] == "train-sweet-g1-s0"
+    assert prov == info and prov["commit"] == "fed789" and prov["stage"] == "train-sweet-g1-s0"
     assert prov["command"] == "python -m sweet_agent.cli train-actor --seed 0"
     assert prov["grid_point"] == bench.grid_points(s, "sweet")[1] and prov["validation"]["tests_passed"] == 0.3
     assert prov["weights_bytes"] == (out / "adapter_model.safetensors").stat().st_size
@@ -930,11 +938,16 @@ def test_export_adapter_writes_the_chosen_point_in_bf16_with_its_provenance(benc
     assert prov["validation_of_these_weights"]["tests_passed"] == 0.25 and prov["validation"]["tests_passed"] == 0.3
     assert bench.main(["--profile", "quick", "--run-dir", str(run), "--candidate-server", "none",
                        "--export-adapter", str(tmp_path / "out4")]) == 0
-    assert "these weights 0.25 (stage val-demo), the shipped adapter 0.5" in capsys.readouterr().out
+    printed = capsys.readouterr().out
+    assert "validation tests passed 30.0 %" in printed
+    assert "these weights 25.0 % (stage val-demo), the shipped adapter 50.0 %" in printed
     # not for another method's weights: val-demo played SWEET-RL's
     peft_model.save_pretrained(run / "models" / "rft" / "g1-s0" / "adapter")
     bench.write_text_atomic(run / "selection" / "rft.json", json.dumps(sel))
     assert bench.export_adapter(run, tmp_path / "out5", method="rft")["validation_of_these_weights"] is None
+    # a run without per-sitting commits (v1's layout) names the commit it started at
+    (run / "timings.jsonl").unlink()
+    assert bench.export_adapter(run, tmp_path / "out6")["commit"] == "abc123"
 
 
 def test_the_demo_adapter_is_replaced_only_by_a_sweet_policy_that_beats_it_on_the_same_validation(bench, tmp_path,
