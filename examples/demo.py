@@ -11,11 +11,12 @@ What it shows, end to end on CPU with no network and no GPU:
    paper's metrics, and read back as a Hugging Face dataset;
 4. the static trajectory viewer is written to ``runs/demo/viewer/index.html`` (open it from
    ``file://``: transcripts, per-test verdicts, metrics with confidence intervals);
-5. what training does: the same held-out ``collab:test`` tasks (one hidden detail decides each
-   answer; a guess earns little) played greedily by the untrained model and by the model with the
-   SWEET-RL LoRA adapter shipped in ``examples/adapters/`` (trained by the learning benchmark;
-   its ``PROVENANCE.json`` names the command and commit), side by side, and the viewer's paired
-   comparison of the two runs in ``runs/demo/trained/viewer/index.html``.
+5. what training does: the same held-out tasks of the family the adapter was trained and tested
+   on (the shipped one: ``collab-multi:test``, hidden details decide the answer; a guess earns
+   little) played greedily, with its protocol's turn limit, by the untrained model and by the model
+   with the SWEET-RL LoRA adapter shipped in ``examples/adapters/`` (trained by the learning
+   benchmark; its ``PROVENANCE.json`` names the command, commit and episode settings), side by
+   side, and the viewer's paired comparison of the two runs in ``runs/demo/trained/viewer/index.html``.
 
 Run ``python -m examples.demo --help`` for the knobs (more tasks, samples, tokens).
 """
@@ -65,8 +66,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--policy", default="default", help="policy spec (see `sweet-agent rollout --help`)")
     ap.add_argument("--trained", default=None,
                     help="a trained checkpoint or LoRA adapter to compare with the untrained model on held-out "
-                         "collab:test tasks (default: the shipped SWEET-RL adapter; 'none' skips the comparison)")
-    ap.add_argument("--trained-tasks", type=int, default=4, help="held-out collab:test tasks for the comparison "
+                         "tasks (those its PROVENANCE.json's run tested on, else collab:test; default: the shipped "
+                         "SWEET-RL adapter; 'none' skips the comparison)")
+    ap.add_argument("--trained-tasks", type=int, default=4, help="held-out tasks for the comparison "
                                                                   "(default: %(default)s)")
     args = ap.parse_args(argv)
 
@@ -128,9 +130,17 @@ def main(argv: list[str] | None = None) -> int:
         policy.close()
 
 
+#: Part 5's episodes for a checkpoint whose PROVENANCE.json names no run settings: protocol v1's test
+#: episodes (held-out collab:test tasks from 1000, 3 agent turns of up to 128 tokens, seed 1000).
+V1_EPISODES = {"test_tasks": "collab:test", "test_start": 1000, "max_turns": 3, "max_new_tokens": 128,
+               "eval_seed": 1000}
+
+
 def compare_trained(args: argparse.Namespace, out_dir: Path, untrained=None) -> int:
-    """Part 5: the untrained and the trained policy on the same held-out collab tasks, greedy,
-    with the learning benchmark's episode settings (3 agent turns of up to 128 tokens, seed 1000).
+    """Part 5: the untrained and the trained policy on the same held-out tasks, greedy, with the
+    episode settings of the learning-benchmark run that trained it (its PROVENANCE.json's
+    ``settings``: test family, first test task, turn limit, tokens a turn, seed; ``V1_EPISODES``
+    where it names none): an adapter is shown on the tasks its own run tested it on.
     ``untrained``: an already loaded policy of ``args.policy`` to play the untrained side (the
     caller closes it)."""
     from sweet_agent.evaluation.metrics import episode_metrics
@@ -145,17 +155,19 @@ def compare_trained(args: argparse.Namespace, out_dir: Path, untrained=None) -> 
         return 2
     provenance = trained / "PROVENANCE.json"
     about = ""
+    episodes = dict(V1_EPISODES)
     if provenance.is_file():
         import json
 
         info = json.loads(provenance.read_text(encoding="utf-8"))
+        episodes.update({k: v for k, v in (info.get("settings") or {}).items() if k in V1_EPISODES})
         method, summary = info.get("method") or "", info.get("summary") or ""
         parts = [summary] if method and summary.startswith(method) else [method, summary]  # no "X, X, ..."
         about = f" ({', '.join(x for x in parts if x)})"
-    n = args.trained_tasks
-    indices = list(range(1000, 1000 + n))
-    print(f"\n[demo] what training does: {n} held-out collab:test tasks (indices {indices[0]}-{indices[-1]}), "
-          f"greedy, untrained vs {trained}{about}", flush=True)
+    n, family = args.trained_tasks, episodes["test_tasks"]
+    indices = list(range(episodes["test_start"], episodes["test_start"] + n))
+    print(f"\n[demo] what training does: {n} held-out {family} tasks (indices {indices[0]}-{indices[-1]}), "
+          f"greedy, up to {episodes['max_turns']} agent turns, untrained vs {trained}{about}", flush=True)
     runs = {}
     for name, spec in (("untrained", args.policy), ("trained", str(trained))):
         given = untrained if name == "untrained" else None
@@ -164,9 +176,10 @@ def compare_trained(args: argparse.Namespace, out_dir: Path, untrained=None) -> 
         except ModelNotAvailableError as exc:
             print(f"[demo] {exc}", file=sys.stderr)
             return 1
-        cfg = RolloutConfig(env_id="ColBench-Backend-v0", tasks="collab:test", simulator="offline",
-                            task_indices=indices, seed=1000, concurrency=n, max_turns=3,
-                            sampling=SamplingParams(max_new_tokens=128, temperature=0.0))
+        cfg = RolloutConfig(env_id="ColBench-Backend-v0", tasks=family, simulator="offline",
+                            task_indices=indices, seed=episodes["eval_seed"], concurrency=n,
+                            max_turns=episodes["max_turns"],
+                            sampling=SamplingParams(max_new_tokens=episodes["max_new_tokens"], temperature=0.0))
         runs[name] = out_dir / f"{name}.jsonl"
         result = collect(policy, cfg, runs[name], overwrite=True)
         if given is None:

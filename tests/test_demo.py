@@ -1,5 +1,5 @@
 """``make demo``'s comparison of an untrained and a trained policy (examples/demo.py part 5),
-played for real (collab:test tasks, offline simulator, sandboxed grading, the viewer) with a tiny
+played for real (held-out collab tasks, offline simulator, sandboxed grading, the viewer) with a tiny
 random model and a LoRA adapter on top of it standing in for the 0.5B model and the shipped
 SWEET-RL adapter."""
 
@@ -49,11 +49,35 @@ def test_demo_compares_untrained_and_trained_on_the_same_held_out_tasks(tiny_pai
         runs[name] = recs
         assert sorted(r["meta"]["task_index"] for r in recs) == [1000, 1001]
         assert all(record_task_extras(r)["source"] == "collab:test" and r["meta"]["seed"] is not None for r in recs)
+        assert all(r["meta"]["max_turns"] == 3 for r in recs)  # no run settings in its provenance: v1's episodes
         assert f"[demo] {name:>9}: asked a question in " in out
     assert runs["untrained"][0]["meta"]["policy"] != runs["trained"][0]["meta"]["policy"]
     assert "  1000  " in out and "  1001  " in out  # the side-by-side table, one row per task
     index = (tmp_path / "viewer" / "index.html")
     assert index.is_file() and "paired comparison" in out
+
+
+def test_demo_plays_the_tasks_and_turn_limit_of_the_run_that_trained_the_adapter(tiny_pair, tmp_path, capsys):
+    """An adapter from a run on another family (protocol v2: collab-multi, 6 agent turns) is shown
+    on that run's held-out tasks, with its turn limit, first task and seed, not on collab:test."""
+    import shutil
+
+    from examples.demo import compare_trained
+
+    base, adapter = tiny_pair
+    mine = shutil.copytree(adapter, tmp_path / "adapter")
+    settings = {"test_tasks": "collab-multi:test", "test_start": 1005, "max_turns": 2, "max_new_tokens": 16,
+                "eval_seed": 7, "val_tasks": "collab-multi:val"}
+    (mine / "PROVENANCE.json").write_text(json.dumps({"method": "SWEET-RL", "summary": "v2", "settings": settings}))
+    args = argparse.Namespace(policy=str(base), trained=str(mine), trained_tasks=2)
+    assert compare_trained(args, tmp_path / "out") == 0
+    out = capsys.readouterr().out
+    assert "2 held-out collab-multi:test tasks (indices 1005-1006), greedy, up to 2 agent turns" in out
+    for name in ("untrained", "trained"):
+        recs = [json.loads(x) for x in (tmp_path / "out" / f"{name}.jsonl").read_text().splitlines()]
+        assert sorted(r["meta"]["task_index"] for r in recs) == [1005, 1006]
+        assert all(record_task_extras(r)["source"] == "collab-multi:test" and r["meta"]["max_turns"] == 2
+                   and r["meta"]["turns"] <= 2 for r in recs)
 
 
 def test_demo_refuses_a_missing_trained_path(tmp_path, capsys):

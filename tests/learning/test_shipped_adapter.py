@@ -1,6 +1,6 @@
 """The SWEET-RL LoRA adapter shipped in ``examples/adapters/`` (what ``make demo`` part 5 plays):
-small, says exactly what made it, loads onto the default model, and changes what the agent does
-on its first turn of a held-out task."""
+small, says exactly what made it, loads onto the default model, and plays its first turn of a
+held-out task as the run that trained it measured."""
 
 from __future__ import annotations
 
@@ -36,27 +36,40 @@ def test_the_adapter_is_small_and_says_what_made_it():
 
 @pytest.mark.slow
 def test_the_adapter_loads_and_changes_the_first_turn():
-    """Greedy first turns of the default model with and without the adapter, on held-out
-    collab:test tasks (the demo's): the adapter's weights are really applied (the texts differ)
-    and the trained agent opens with a question where the untrained one answers at once."""
+    """The default model with and without the adapter, on the held-out tasks its run tested it on
+    (the demo's part 5; PROVENANCE.json's ``settings``). The adapter's weights are really applied
+    (the next-token logits move), and its greedy first turns are what protocol v2 measured of
+    SWEET-RL: it answers at once, with the protocol's marker, on every task, where the untrained
+    model also answers at once but opens one of them in prose (no question on either side: v2's
+    SWEET-RL asked in 0 of 300 test episodes, docs/results/learning-v2.md)."""
+    import torch
+
     from colbench_gym.protocol import parse_action
-    from colbench_gym.tasks.collab_generator import generate_collab_spec
+    from colbench_gym.tasks.sources import resolve_task_source
     from sweet_agent.policies import SamplingParams, load_policy
     from sweet_agent.prompts import agent_messages, system_prompt
 
-    prompts = [agent_messages([{"role": "user", "content": generate_collab_spec(i, "test").description}],
-                              system_prompt("backend")) for i in range(1000, 1004)]
-    # 10 tokens hold the protocol's opener ("I WANT TO ANSWER:" is 5) and the question's first words; decoding,
-    # not the prompts, is the test's cost on a CPU (~1 s a token for the batch of 4 under load, against ~6 s
-    # of prefill), so 24 tokens took ~30 s a model and 10 take ~15
+    settings = _provenance()["settings"]
+    tasks = resolve_task_source(settings["test_tasks"], "backend")
+    start = settings["test_start"]
+    prompts = [agent_messages([{"role": "user", "content": tasks[i].problem_description}],
+                              system_prompt("backend", settings["max_turns"])) for i in range(start, start + 4)]
+    # 10 tokens hold the protocol's opener ("I WANT TO ANSWER:" is 5) and a question's first words; decoding,
+    # not the prompts, is the test's cost on a CPU (~15 s a model for the batch of 4)
     sp = SamplingParams(max_new_tokens=10, temperature=0.0)
-    texts = {}
+    texts, logits = {}, {}
     for name, spec in (("untrained", "default"), ("trained", str(TRAINED))):
         policy = load_policy(spec, dtype="bfloat16", max_batch_size=len(prompts), quiet=True)
         texts[name] = [g.text for g in policy.generate(prompts, sp, seeds=[0] * len(prompts))]
+        ids = policy.tokenizer("def total_price(items, rate):", return_tensors="pt").input_ids
+        with torch.no_grad():
+            logits[name] = policy.model(ids).logits[0, -1].float()
         policy.close()
-    assert texts["trained"] != texts["untrained"]
-    asks = {name: sum(not parse_action(t).is_answer for t in ts) for name, ts in texts.items()}
-    # measured: the untrained model answers all 4 at once, the trained one asks on all 4 (a margin kept
-    # for another CPU's rounding)
-    assert asks["untrained"] <= 1 and asks["trained"] >= 3, texts
+    moved = (logits["trained"] - logits["untrained"]).abs().max().item()
+    assert moved > 0.1, moved  # a no-op adapter (or one not loaded) leaves the logits where they were
+    marker = {name: sum(parse_action(t).is_answer for t in ts) for name, ts in texts.items()}
+    asks = {name: sum(not parse_action(t).is_answer and "?" in t for t in ts) for name, ts in texts.items()}
+    # measured: the trained model answers all 4 with the marker, the untrained one 3 (the fourth opens
+    # "Certainly! Below is ..."); neither asks
+    assert marker["trained"] == 4 and asks == {"untrained": 0, "trained": 0}, texts
+    print(f"logits moved by up to {moved:.2f}; answer marker on the first turn: {marker}")
