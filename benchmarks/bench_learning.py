@@ -1734,6 +1734,41 @@ def weights_fingerprint(model: Path) -> str | None:
     return None
 
 
+def _jsonl_entries(path: Path) -> list[dict[str, Any]]:
+    """The JSON objects of a JSON-lines file that may be appended to while it is read: blank and
+    half-written lines are skipped."""
+    out = []
+    for line in path.read_text(encoding="utf-8").splitlines() if path.exists() else []:
+        try:
+            entry = json.loads(line)
+        except json.JSONDecodeError:
+            continue
+        if isinstance(entry, dict):
+            out.append(entry)
+    return out
+
+
+def shippable_weights(adapter: Path) -> bytes:
+    """A LoRA adapter's weights as ``--export-adapter`` ships them: rounded once to bfloat16, as
+    safetensors bytes (the same bytes every time, so their sha256 identifies a shipped copy)."""
+    import torch
+    from safetensors.torch import load_file, save
+
+    return save({k: v.to(torch.bfloat16) for k, v in load_file(str(adapter / "adapter_model.safetensors")).items()})
+
+
+def is_shipped(model: Path, shipped: Path | None = None) -> bool | None:
+    """Whether the demo's adapter (``shipped``) already holds ``model``'s weights as exported (its
+    PROVENANCE's sha256 against :func:`shippable_weights`); None when either side is absent."""
+    import hashlib
+
+    prov = (shipped or SHIPPED_ADAPTER) / "PROVENANCE.json"
+    if not (model / "adapter" / "adapter_model.safetensors").is_file() or not prov.is_file():
+        return None
+    return json.loads(prov.read_text()).get("weights_sha256") == hashlib.sha256(
+        shippable_weights(model / "adapter")).hexdigest()
+
+
 def demo_adapter_verdict(run: Path, s: Mapping[str, Any]) -> dict[str, Any] | None:
     """Whether SWEET-RL's validation-chosen policy should replace the demo's adapter. The model
     ``--export-adapter`` would ship (:func:`demo_model`; stage ``val-demo``) and the shipped
@@ -1743,7 +1778,9 @@ def demo_adapter_verdict(run: Path, s: Mapping[str, Any]) -> dict[str, Any] | No
     since. ``stale``: the weights val-demo played (:func:`demo_played_file`) are not the model's
     now (trained again after it played; or no fingerprint was written) — then nothing is replaced.
     Where the model's weights are absent (a report written from records alone) the fingerprint
-    cannot be checked and is trusted. None until both runs are known."""
+    cannot be checked and is trusted. ``shipped_now``: the demo's adapter already holds these
+    weights (:func:`is_shipped`: the verdict was acted on; val-shipped played the one before). None
+    until both runs are known."""
     L = Layout(run)
     if not (L.val("shipped").exists() and L.val("demo").exists() and L.selection("sweet").exists()):
         return None
@@ -1762,8 +1799,9 @@ def demo_adapter_verdict(run: Path, s: Mapping[str, Any]) -> dict[str, Any] | No
         return None
     # how far apart on the same tasks (the rule reads the means alone; this says how much a verdict can mean)
     diff = paired_difference(measured["shipped"], measured["sweet"], "tests_passed").to_dict()
+    replace = not stale and sides["sweet"]["tests_passed"] > sides["shipped"]["tests_passed"]
     return {"sweet_point": point, **sides, "stale": stale, "weights_sha256": played, "difference": diff,
-            "replace": not stale and sides["sweet"]["tests_passed"] > sides["shipped"]["tests_passed"]}
+            "replace": replace, "shipped_now": is_shipped(demo_model(run, s)) if replace else None}
 
 
 def row_agent_turn(row: Mapping[str, Any]) -> int:
@@ -2193,7 +2231,7 @@ def write_report(run: Path, settings: dict) -> dict[str, Any]:
     prefers = mc_prefers(run)
     front = method_table(run, "frontend", FRONTEND_METHODS, FRONTEND_COLUMNS)
     val = validation_table(run, settings)
-    timings = [json.loads(x) for x in (run / "timings.jsonl").read_text().splitlines()] if (run / "timings.jsonl").exists() else []
+    timings = _jsonl_entries(run / "timings.jsonl")
     load = os.getloadavg()
     offline = offline_summary(run / "offline.jsonl")
     choices = critic_choices(run)
@@ -2259,7 +2297,9 @@ def write_report(run: Path, settings: dict) -> dict[str, Any]:
                   f"{_fmt_num(demo['shipped']['tests_passed'], True)} % ({_fmt_num(demo['shipped']['success'], True)} %; "
                   f"paired difference {_fmt_num(demo['difference']['mean'], True)} [{_fmt_num(demo['difference']['low'], True)}, "
                   f"{_fmt_num(demo['difference']['high'], True)}] over {demo['difference']['n']} tasks): "
-                  + ("**replace it** (`--export-adapter DIR`, then copy DIR over examples/adapters/"
+                  + (f"replaced: examples/adapters/{SHIPPED_ADAPTER.name} now holds these weights (the shipped "
+                     "adapter above is the one they replaced)." if demo["replace"] and demo.get("shipped_now") else
+                     "**replace it** (`--export-adapter DIR`, then copy DIR over examples/adapters/"
                      f"{SHIPPED_ADAPTER.name})." if demo["replace"] else "keep the shipped adapter (a tie keeps it)."))
     elif Layout(run).val("shipped").exists() and Layout(run).selection("sweet").exists():
         md.append("Demo adapter (`make demo`): pending: stage val-demo (the weights `--export-adapter` ships, on the "
@@ -2313,9 +2353,6 @@ def export_adapter(run: Path, out: Path, method: str = "sweet", seed: int | None
     Written to a temporary folder and renamed, so ``out`` is whole or absent."""
     import hashlib
 
-    import torch
-    from safetensors.torch import load_file, save_file
-
     s = json.loads((run / "settings.json").read_text())
     seed = seeds_of(s)[0] if seed is None else seed
     L = Layout(run)
@@ -2335,15 +2372,14 @@ def export_adapter(run: Path, out: Path, method: str = "sweet", seed: int | None
     command = next((line[2:].strip() for line in reversed(log.read_text(encoding="utf-8").splitlines())
                     if line.startswith("$ ")), None) if log.exists() else None
     timings = run / "timings.jsonl"
-    done = [t for t in map(json.loads, timings.read_text().splitlines() if timings.exists() else [])
-            if t["stage"] == stage and t.get("ended", "done") == "done" and t.get("commit")]
+    done = [t for t in _jsonl_entries(timings)
+            if t.get("stage") == stage and t.get("ended", "done") == "done" and t.get("commit")]
     commit_file = run.parent / f"{run.name}.commit"
     commit = done[-1]["commit"] if done else commit_file.read_text().strip() if commit_file.exists() else None
     tmp = out.with_name(out.name + ".tmp")
     shutil.rmtree(tmp, ignore_errors=True)
     tmp.mkdir(parents=True)
-    weights = load_file(str(adapter / "adapter_model.safetensors"))
-    save_file({k: v.to(torch.bfloat16) for k, v in weights.items()}, str(tmp / "adapter_model.safetensors"))
+    (tmp / "adapter_model.safetensors").write_bytes(shippable_weights(adapter))
     cfg = json.loads((adapter / "adapter_config.json").read_text())
     cfg["base_model_name_or_path"] = s["model"]  # "default": found on any machine (policies.checkpoints)
     (tmp / "adapter_config.json").write_text(json.dumps(cfg, indent=2))
@@ -2482,7 +2518,8 @@ def main(argv: list[str] | None = None) -> int:
             "no verdict: val-demo played other weights than these (run it again)" if demo["stale"] else
             f"these weights {_fmt_num(demo['sweet']['tests_passed'], True)} % (stage val-demo), the shipped adapter "
             f"{_fmt_num(demo['shipped']['tests_passed'], True)} % on the same validation tasks: "
-            + ("better, replace it" if demo["replace"] else "not better, keep the shipped adapter")))
+            + (("better; the demo's adapter already holds these weights" if demo.get("shipped_now") else
+                "better, replace it") if demo["replace"] else "not better, keep the shipped adapter")))
         return 0
     if args.list:
         for st in sorted(stages.values(), key=lambda x: -x.priority):

@@ -136,6 +136,25 @@ V1_EPISODES = {"test_tasks": "collab:test", "test_start": 1000, "max_turns": 3, 
                "eval_seed": 1000}
 
 
+def _run_episodes(settings: dict, n: int) -> dict:
+    """Part 5's episode settings from a run's ``settings`` (``V1_EPISODES`` for what it does not
+    name); settings the backend environment cannot play here (another kind of task, a task range
+    past the family's end, a non-integer) fall back to ``V1_EPISODES`` whole, with a note."""
+    from colbench_gym.tasks.sources import resolve_task_source
+
+    episodes = dict(V1_EPISODES, **{k: v for k, v in settings.items() if k in V1_EPISODES})
+    try:
+        if not all(isinstance(episodes[k], int) and episodes[k] >= (1 if k.startswith("max") else 0)
+                   for k in V1_EPISODES if k != "test_tasks"):
+            raise ValueError("non-integer turn limit, tokens, first task or seed")
+        if len(resolve_task_source(episodes["test_tasks"], "backend")) < episodes["test_start"] + n:
+            raise ValueError(f"fewer than {episodes['test_start'] + n} tasks")
+    except Exception as exc:  # noqa: BLE001 - any unplayable setting: the demo still runs, on v1's episodes
+        print(f"[demo] the adapter's run settings cannot be played here ({exc}); using collab:test's", file=sys.stderr)
+        return dict(V1_EPISODES)
+    return episodes
+
+
 def compare_trained(args: argparse.Namespace, out_dir: Path, untrained=None) -> int:
     """Part 5: the untrained and the trained policy on the same held-out tasks, greedy, with the
     episode settings of the learning-benchmark run that trained it (its PROVENANCE.json's
@@ -160,7 +179,7 @@ def compare_trained(args: argparse.Namespace, out_dir: Path, untrained=None) -> 
         import json
 
         info = json.loads(provenance.read_text(encoding="utf-8"))
-        episodes.update({k: v for k, v in (info.get("settings") or {}).items() if k in V1_EPISODES})
+        episodes = _run_episodes(info.get("settings") or {}, args.trained_tasks)
         method, summary = info.get("method") or "", info.get("summary") or ""
         parts = [summary] if method and summary.startswith(method) else [method, summary]  # no "X, X, ..."
         about = f" ({', '.join(x for x in parts if x)})"

@@ -80,6 +80,21 @@ def test_demo_plays_the_tasks_and_turn_limit_of_the_run_that_trained_the_adapter
                    and r["meta"]["turns"] <= 2 for r in recs)
 
 
+def test_demo_falls_back_to_v1_episodes_when_the_run_settings_cannot_be_played(capsys):
+    from examples.demo import V1_EPISODES, _run_episodes
+
+    v2 = {"test_tasks": "collab-multi:test", "test_start": 1000, "max_turns": 6, "max_new_tokens": 128, "eval_seed": 1000}
+    assert _run_episodes(v2, 4) == v2 and _run_episodes({}, 4) == V1_EPISODES
+    assert _run_episodes({"max_turns": 6}, 4) == dict(V1_EPISODES, max_turns=6)  # what it names, the rest v1's
+    assert capsys.readouterr().err == ""
+    for bad, why in (({"test_tasks": "embedded:test"}, "fewer than 1004 tasks"),  # 30 tasks, first at 1000
+                     ({"test_tasks": "no-such-family:test"}, ""), (dict(v2, max_turns=None), "non-integer"),
+                     (dict(v2, test_start="1000"), "non-integer")):
+        assert _run_episodes(bad, 4) == V1_EPISODES
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and "cannot be played here" in err[0] and why in err[0]
+
+
 def test_demo_refuses_a_missing_trained_path(tmp_path, capsys):
     from examples.demo import compare_trained
 

@@ -4,6 +4,7 @@ validation results only; the seed-aware statistics equal a hand computation."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import sys
@@ -907,9 +908,11 @@ def test_export_adapter_writes_the_chosen_point_in_bf16_with_its_provenance(benc
         "$ /old/clone/python -m sweet_agent.cli train-actor --seed 0\nlog...\n"
         "$ python -m sweet_agent.cli train-actor --seed 0\nlog...\n")
     (run / "timings.jsonl").write_text("".join(json.dumps(t) + "\n" for t in (
-        {"stage": "train-sweet-g1-s0", "seconds": 5, "commit": "def456", "ended": "interrupted"},
+        {"stage": "train-sweet-g1-s0", "seconds": 5, "commit": "aaa111"},  # done, then trained again
+        {"stage": "train-sweet-g1-s0", "seconds": 5, "commit": "bbb222", "ended": "stopped"},
         {"stage": "train-sweet-g1-s0", "seconds": 5, "commit": "fed789"},
-        {"stage": "train-rft-g1-s0", "seconds": 5, "commit": "bad000"})))
+        {"stage": "train-sweet-g1-s0", "seconds": 5, "commit": "ccc333", "ended": "interrupted"},
+        {"stage": "train-rft-g1-s0", "seconds": 5, "commit": "bad000"})) + '{"stage": "train-sweet-g1-s0", "sec')
     info = bench.export_adapter(run, tmp_path / "out")
     out = tmp_path / "out"
     assert adapter_dir(out) == out and not (out / "tokenizer.json").exists()
@@ -951,7 +954,7 @@ def test_export_adapter_writes_the_chosen_point_in_bf16_with_its_provenance(benc
 
 
 def test_the_demo_adapter_is_replaced_only_by_a_sweet_policy_that_beats_it_on_the_same_validation(bench, tmp_path,
-                                                                                                    capsys):
+                                                                                                    monkeypatch):
     """Issue 38, item 5: the full profile validates the shipped adapter (stage val-shipped, on the
     val tasks, read by no selection); the report and --export-adapter say whether SWEET-RL's chosen
     point passes more of the same val tests (a tie keeps the shipped adapter)."""
@@ -987,7 +990,10 @@ def test_the_demo_adapter_is_replaced_only_by_a_sweet_policy_that_beats_it_on_th
     # the stage finishes: its output, and beside it the fingerprint of the weights it played
     weights = run / "models" / "sweet" / "g1-s0" / "adapter" / "adapter_model.safetensors"
     weights.parent.mkdir(parents=True)
-    weights.write_bytes(b"the weights as trained again")
+    import torch
+    from safetensors.torch import save_file
+
+    save_file({"lora_A": torch.full((2, 2), 0.1)}, str(weights))  # the weights as trained again
     _write(demo.tmp, [_rec("collab:val", 0.5, "0:0"), _rec("collab:val", 0.5, "1:0")])
     demo.finish()
     assert (run / "val" / "demo.jsonl").is_file() and not demo.tmp.exists()
@@ -1007,9 +1013,21 @@ def test_the_demo_adapter_is_replaced_only_by_a_sweet_policy_that_beats_it_on_th
     assert "its validation run 75.0 %), the shipped adapter 50.0 %" in md and "**replace it**" in md
     assert better["difference"]["mean"] == 0.25 and better["difference"]["n"] == 2  # paired on the same tasks
     assert "paired difference 25.0 [" in md and "] over 2 tasks)" in md
+    # once the verdict is acted on (the demo's adapter holds these weights as exported), it says so
+    shipped = tmp_path / "shipped"
+    shipped.mkdir()
+    monkeypatch.setattr(bench, "SHIPPED_ADAPTER", shipped)
+    (shipped / "PROVENANCE.json").write_text(json.dumps({"weights_sha256": hashlib.sha256(
+        bench.shippable_weights(weights.parent)).hexdigest()}))
+    assert bench.demo_adapter_verdict(run, s)["shipped_now"] is True
+    bench.write_report(run, s)
+    md = (run / "results.md").read_text()
+    assert "replaced: examples/adapters/shipped now holds these weights" in md and "**replace it**" not in md
+    (shipped / "PROVENANCE.json").write_text(json.dumps({"weights_sha256": "0" * 64}))  # another adapter ships
+    assert bench.demo_adapter_verdict(run, s)["shipped_now"] is False
 
     # the model is trained again after val-demo played it: no verdict, nothing replaced, the report says why
-    weights.write_bytes(b"other weights")
+    save_file({"lora_A": torch.full((2, 2), 0.2)}, str(weights))  # other weights
     stale = bench.demo_adapter_verdict(run, s)
     assert stale["stale"] is True and stale["replace"] is False
     bench.write_report(run, s)
