@@ -1735,17 +1735,14 @@ def weights_fingerprint(model: Path) -> str | None:
 
 
 def _jsonl_entries(path: Path) -> list[dict[str, Any]]:
-    """The JSON objects of a JSON-lines file that may be appended to while it is read: blank and
-    half-written lines are skipped."""
-    out = []
-    for line in path.read_text(encoding="utf-8").splitlines() if path.exists() else []:
-        try:
-            entry = json.loads(line)
-        except json.JSONDecodeError:
-            continue
-        if isinstance(entry, dict):
-            out.append(entry)
-    return out
+    """The entries of a JSON-lines file that may be appended to while it is read (an interrupted
+    last line is skipped; see ``parse_jsonl_lines``); none when it does not exist."""
+    from colbench_gym.tasks.loaders import parse_jsonl_lines
+
+    if not path.exists():
+        return []
+    with path.open("rb") as fh:
+        return [rec for _, rec in parse_jsonl_lines(fh, str(path), torn_tail=True, error=ValueError)]
 
 
 def shippable_weights(adapter: Path) -> bytes:
