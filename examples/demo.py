@@ -13,7 +13,8 @@ What it shows, end to end on CPU with no network and no GPU:
    ``file://``: transcripts, per-test verdicts, metrics with confidence intervals);
 5. what training does: the same held-out tasks of the family the adapter was trained and tested
    on (the shipped one: ``collab-multi:test``, hidden details decide the answer; a guess earns
-   little) played greedily, with its protocol's turn limit, by the untrained model and by the model
+   little) played greedily, up to 2 agent turns (``--trained-turns``; at most its protocol's
+   limit), by the untrained model and by the model
    with the SWEET-RL LoRA adapter shipped in ``examples/adapters/`` (trained by the learning
    benchmark; its ``PROVENANCE.json`` names the command, commit and episode settings), side by
    side, and the viewer's paired comparison of the two runs in ``runs/demo/trained/viewer/index.html``.
@@ -70,7 +71,13 @@ def main(argv: list[str] | None = None) -> int:
                          "SWEET-RL adapter; 'none' skips the comparison)")
     ap.add_argument("--trained-tasks", type=int, default=4, help="held-out tasks for the comparison "
                                                                   "(default: %(default)s)")
+    ap.add_argument("--trained-turns", type=int, default=2,
+                    help="agent-turn limit of the comparison's episodes (enough to ask once and answer), at most "
+                         "the adapter's run's (the shipped one's: 6); more turns take the demo past its minute "
+                         "(default: %(default)s)")
     args = ap.parse_args(argv)
+    if args.trained_turns < 1:
+        ap.error(f"--trained-turns {args.trained_turns}: the comparison needs at least 1 agent turn; pass 1 or more")
 
     from transformers.utils import logging as hf_logging
 
@@ -159,7 +166,10 @@ def compare_trained(args: argparse.Namespace, out_dir: Path, untrained=None) -> 
     """Part 5: the untrained and the trained policy on the same held-out tasks, greedy, with the
     episode settings of the learning-benchmark run that trained it (its PROVENANCE.json's
     ``settings``: test family, first test task, turn limit, tokens a turn, seed; ``V1_EPISODES``
-    where it names none): an adapter is shown on the tasks its own run tested it on.
+    where it names none): an adapter is shown on the tasks its own run tested it on. The turn limit
+    is the smaller of the run's and ``--trained-turns`` (2 by default: ask once, then answer): an
+    untrained model that opens in prose would otherwise play more of the run's turns, 128 tokens
+    each, and take the demo past its minute (112 s at 3 turns, 73 s at 2, idle, 2 cores).
     ``untrained``: an already loaded policy of ``args.policy`` to play the untrained side (the
     caller closes it)."""
     from sweet_agent.evaluation.metrics import episode_metrics
@@ -185,8 +195,13 @@ def compare_trained(args: argparse.Namespace, out_dir: Path, untrained=None) -> 
         about = f" ({', '.join(x for x in parts if x)})"
     n, family = args.trained_tasks, episodes["test_tasks"]
     indices = list(range(episodes["test_start"], episodes["test_start"] + n))
+    run_turns = episodes["max_turns"]
+    episodes["max_turns"] = min(run_turns, args.trained_turns)
+    turns = f"up to {episodes['max_turns']} agent turns" + (
+        f" (its run allowed {run_turns}; --trained-turns {run_turns} plays them all)"
+        if episodes["max_turns"] < run_turns else "")
     print(f"\n[demo] what training does: {n} held-out {family} tasks (indices {indices[0]}-{indices[-1]}), "
-          f"greedy, up to {episodes['max_turns']} agent turns, untrained vs {trained}{about}", flush=True)
+          f"greedy, {turns}, untrained vs {trained}{about}", flush=True)
     runs = {}
     for name, spec in (("untrained", args.policy), ("trained", str(trained))):
         given = untrained if name == "untrained" else None

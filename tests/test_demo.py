@@ -39,10 +39,11 @@ def test_demo_compares_untrained_and_trained_on_the_same_held_out_tasks(tiny_pai
     from examples.demo import compare_trained
 
     base, adapter = tiny_pair
-    args = argparse.Namespace(policy=str(base), trained=str(adapter), trained_tasks=2)
+    args = argparse.Namespace(policy=str(base), trained=str(adapter), trained_tasks=2, trained_turns=5)
     assert compare_trained(args, tmp_path) == 0
     out = capsys.readouterr().out
     assert "untrained vs" in out and "(SWEET-RL, test adapter)" in out
+    assert "greedy, up to 3 agent turns, untrained" in out  # --trained-turns above the run's limit: the run's
     runs = {}
     for name in ("untrained", "trained"):
         recs = [json.loads(x) for x in (tmp_path / f"{name}.jsonl").read_text().splitlines()]
@@ -59,20 +60,22 @@ def test_demo_compares_untrained_and_trained_on_the_same_held_out_tasks(tiny_pai
 
 def test_demo_plays_the_tasks_and_turn_limit_of_the_run_that_trained_the_adapter(tiny_pair, tmp_path, capsys):
     """An adapter from a run on another family (protocol v2: collab-multi, 6 agent turns) is shown
-    on that run's held-out tasks, with its turn limit, first task and seed, not on collab:test."""
+    on that run's held-out tasks, first task and seed, not on collab:test; ``--trained-turns`` below
+    the run's turn limit bounds the episodes, and the demo says the run allowed more."""
     import shutil
 
     from examples.demo import compare_trained
 
     base, adapter = tiny_pair
     mine = shutil.copytree(adapter, tmp_path / "adapter")
-    settings = {"test_tasks": "collab-multi:test", "test_start": 1005, "max_turns": 2, "max_new_tokens": 16,
+    settings = {"test_tasks": "collab-multi:test", "test_start": 1005, "max_turns": 4, "max_new_tokens": 16,
                 "eval_seed": 7, "val_tasks": "collab-multi:val"}
     (mine / "PROVENANCE.json").write_text(json.dumps({"method": "SWEET-RL", "summary": "v2", "settings": settings}))
-    args = argparse.Namespace(policy=str(base), trained=str(mine), trained_tasks=2)
+    args = argparse.Namespace(policy=str(base), trained=str(mine), trained_tasks=2, trained_turns=2)
     assert compare_trained(args, tmp_path / "out") == 0
     out = capsys.readouterr().out
-    assert "2 held-out collab-multi:test tasks (indices 1005-1006), greedy, up to 2 agent turns" in out
+    assert ("2 held-out collab-multi:test tasks (indices 1005-1006), greedy, up to 2 agent turns "
+            "(its run allowed 4; --trained-turns 4 plays them all)") in out
     for name in ("untrained", "trained"):
         recs = [json.loads(x) for x in (tmp_path / "out" / f"{name}.jsonl").read_text().splitlines()]
         assert sorted(r["meta"]["task_index"] for r in recs) == [1005, 1006]
@@ -102,3 +105,12 @@ def test_demo_refuses_a_missing_trained_path(tmp_path, capsys):
     assert compare_trained(args, tmp_path) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "no such checkpoint or adapter" in err[0]
+
+
+def test_demo_refuses_a_turn_limit_below_one(capsys):
+    from examples.demo import main
+
+    with pytest.raises(SystemExit) as exc:
+        main(["--trained-turns", "0"])
+    assert exc.value.code == 2
+    assert "--trained-turns 0: the comparison needs at least 1 agent turn" in capsys.readouterr().err
