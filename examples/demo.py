@@ -73,7 +73,7 @@ def main(argv: list[str] | None = None) -> int:
                                                                   "(default: %(default)s)")
     ap.add_argument("--trained-turns", type=int, default=2,
                     help="agent-turn limit of the comparison's episodes (enough to ask once and answer), at most "
-                         "the adapter's run's (the shipped one's: 6); more turns take the demo past its minute "
+                         "the adapter's run's (the shipped one's: 6); more turns take the demo well past its minute "
                          "(default: %(default)s)")
     args = ap.parse_args(argv)
     if args.trained_turns < 1:
@@ -169,7 +169,7 @@ def compare_trained(args: argparse.Namespace, out_dir: Path, untrained=None) -> 
     where it names none): an adapter is shown on the tasks its own run tested it on. The turn limit
     is the smaller of the run's and ``--trained-turns`` (2 by default: ask once, then answer): an
     untrained model that opens in prose would otherwise play more of the run's turns, 128 tokens
-    each, and take the demo past its minute (112 s at 3 turns, 73 s at 2, idle, 2 cores).
+    each, and take the demo well past its minute (112 s at 3 turns against 73 s at 2, idle, 2 cores).
     ``untrained``: an already loaded policy of ``args.policy`` to play the untrained side (the
     caller closes it)."""
     from sweet_agent.evaluation.metrics import episode_metrics
@@ -184,12 +184,13 @@ def compare_trained(args: argparse.Namespace, out_dir: Path, untrained=None) -> 
         return 2
     provenance = trained / "PROVENANCE.json"
     about = ""
-    episodes = dict(V1_EPISODES)
+    episodes, settings = dict(V1_EPISODES), {}
     if provenance.is_file():
         import json
 
         info = json.loads(provenance.read_text(encoding="utf-8"))
-        episodes = _run_episodes(info.get("settings") or {}, args.trained_tasks)
+        settings = info.get("settings") or {}
+        episodes = _run_episodes(settings, args.trained_tasks)
         method, summary = info.get("method") or "", info.get("summary") or ""
         parts = [summary] if method and summary.startswith(method) else [method, summary]  # no "X, X, ..."
         about = f" ({', '.join(x for x in parts if x)})"
@@ -197,8 +198,9 @@ def compare_trained(args: argparse.Namespace, out_dir: Path, untrained=None) -> 
     indices = list(range(episodes["test_start"], episodes["test_start"] + n))
     run_turns = episodes["max_turns"]
     episodes["max_turns"] = min(run_turns, args.trained_turns)
+    allowed = "its run allowed" if settings.get("max_turns") == run_turns else "v1's episodes allow"
     turns = f"up to {episodes['max_turns']} agent turns" + (
-        f" (its run allowed {run_turns}; --trained-turns {run_turns} plays them all)"
+        f" ({allowed} {run_turns}; --trained-turns {run_turns} plays them all)"
         if episodes["max_turns"] < run_turns else "")
     print(f"\n[demo] what training does: {n} held-out {family} tasks (indices {indices[0]}-{indices[-1]}), "
           f"greedy, {turns}, untrained vs {trained}{about}", flush=True)

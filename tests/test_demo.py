@@ -107,9 +107,14 @@ def test_demo_refuses_a_missing_trained_path(tmp_path, capsys):
     assert len(err) == 1 and "no such checkpoint or adapter" in err[0]
 
 
-def test_demo_refuses_a_turn_limit_below_one(capsys):
+def test_demo_turn_limit_defaults_to_two_and_refuses_below_one(capsys):
     from examples.demo import main
 
+    with pytest.raises(SystemExit) as exc:
+        main(["--help"])
+    assert exc.value.code == 0
+    help_text = " ".join(capsys.readouterr().out.split())
+    assert "--trained-turns TRAINED_TURNS agent-turn limit" in help_text and "(default: 2)" in help_text
     with pytest.raises(SystemExit) as exc:
         main(["--trained-turns", "0"])
     assert exc.value.code == 2
