@@ -69,6 +69,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from colbench_gym.jsonl import write_bytes_atomic, write_text_atomic  # noqa: E402 - after the sys.path set-up above
+from colbench_gym.tasks.loaders import parse_jsonl_lines  # noqa: E402
 from sweet_agent.evaluation.metrics import (  # noqa: E402 - after the sys.path set-up above
     PAIR_TURN_KINDS,
     EpisodeMetrics,
@@ -1737,8 +1738,6 @@ def weights_fingerprint(model: Path) -> str | None:
 def _jsonl_entries(path: Path) -> list[dict[str, Any]]:
     """The entries of a JSON-lines file that may be appended to while it is read (an interrupted
     last line is skipped; see ``parse_jsonl_lines``); none when it does not exist."""
-    from colbench_gym.tasks.loaders import parse_jsonl_lines
-
     if not path.exists():
         return []
     with path.open("rb") as fh:

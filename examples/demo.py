@@ -169,7 +169,7 @@ def compare_trained(args: argparse.Namespace, out_dir: Path, untrained=None) -> 
     where it names none): an adapter is shown on the tasks its own run tested it on. The turn limit
     is the smaller of the run's and ``--trained-turns`` (2 by default: ask once, then answer): an
     untrained model that opens in prose would otherwise play more of the run's turns, 128 tokens
-    each, and take the demo well past its minute (112 s at 3 turns against 73 s at 2, idle, 2 cores).
+    each, and take the demo well past its minute (the README's `make demo` timings).
     ``untrained``: an already loaded policy of ``args.policy`` to play the untrained side (the
     caller closes it)."""
     from sweet_agent.evaluation.metrics import episode_metrics
